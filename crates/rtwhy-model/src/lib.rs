@@ -1,0 +1,30 @@
+//! Plain data shared by every rtwhy crate.
+//!
+//! The decoder produces [`Event`]s, the analyzer consumes them. Nothing here does
+//! I/O; everything is plain, comparable, serializable data.
+//!
+//! ```
+//! use rtwhy_model::{Comm, Event, EventKind, Nanos};
+//!
+//! let ev = Event {
+//!     ts: Nanos(1_500_000_000),
+//!     cpu: 1,
+//!     pid: 0,
+//!     kind: EventKind::SchedWaking {
+//!         comm: Comm::new("cyclictest"),
+//!         pid: 4242,
+//!         prio: 19,
+//!         target_cpu: 1,
+//!     },
+//! };
+//! assert_eq!(ev.ts.as_secs_f64(), 1.5);
+//! assert_eq!(rtwhy_model::rt_priority_from_kernel_prio(19), Some(80));
+//! ```
+
+mod event;
+mod prio;
+mod time;
+
+pub use event::{Comm, Event, EventKind, FieldValue, GenericEvent, SyscallKind, TaskState};
+pub use prio::{kernel_prio_from_rt_priority, nice_from_kernel_prio, rt_priority_from_kernel_prio};
+pub use time::Nanos;

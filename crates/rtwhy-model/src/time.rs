@@ -1,0 +1,35 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A point in time or a duration, in nanoseconds of the trace clock.
+///
+/// Traces recorded with a counter clock (`x86-tsc`, `counter`) carry raw counts
+/// here; the decoder says which clock a file used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    /// Seconds as a float, for display only.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+
+    /// Microseconds, rounded down.
+    pub fn as_micros(self) -> u64 {
+        self.0 / 1_000
+    }
+
+    /// `self - earlier`, or zero when `earlier` is later.
+    pub fn saturating_sub(self, earlier: Nanos) -> Nanos {
+        Nanos(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl fmt::Display for Nanos {
+    /// `seconds.microseconds`, the way `trace-cmd report` prints a timestamp.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:06}", self.0 / 1_000_000_000, (self.0 % 1_000_000_000) / 1_000)
+    }
+}
