@@ -1,1 +1,18 @@
-pub fn placeholder() {}
+//! Bytes to events: ftrace event formats, ring-buffer pages, trace-cmd `trace.dat`
+//! (versions 6 and 7, zstd and zlib) and `trace-cmd report` text, in pure Rust.
+//!
+//! Untrusted input is the normal case: every read is bounds-checked and every error
+//! names the file offset.
+
+pub mod endian;
+mod error;
+pub mod format;
+pub mod meta;
+pub mod record;
+pub mod symbols;
+
+pub use endian::Endian;
+pub use error::{Error, Result};
+pub use format::{EventFormat, Field, FieldFlags, HeaderPage};
+pub use meta::{TraceMeta, Tsc2Nsec};
+pub use record::Record;

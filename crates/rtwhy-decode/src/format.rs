@@ -1,0 +1,341 @@
+//! Parsing of ftrace event `format` descriptions (`events/<system>/<event>/format`)
+//! and of `header_page`.
+//!
+//! Layouts always come from the trace's own formats, so any kernel version, byte
+//! order and long size decodes.
+
+use crate::{Error, Result};
+
+/// How a field's bytes are to be read. Mirrors the distinctions libtraceevent makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FieldFlags {
+    /// Declared as a signed type (`signed:1`, or a signed C type on old kernels).
+    pub signed: bool,
+    /// A fixed array (`char comm[16]`).
+    pub array: bool,
+    /// `__data_loc`/`__rel_loc`: the field holds offset and length of data stored after the
+    /// fixed fields.
+    pub dynamic: bool,
+    /// `__rel_loc`: the offset is relative to the end of this field.
+    pub relative: bool,
+    /// An array of `char`, `u8` or `s8`.
+    pub string: bool,
+    /// A pointer type.
+    pub pointer: bool,
+    /// A `long` type (the C type name contains `long`).
+    pub long: bool,
+}
+
+/// One field of an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// Field name (`prev_comm`).
+    pub name: String,
+    /// C type as written, without the name and array suffix (`char`, `__data_loc char[]`).
+    pub type_name: String,
+    /// Byte offset in the event record.
+    pub offset: usize,
+    /// Byte size in the record (for dynamic fields, the size of the offset/length word).
+    pub size: usize,
+    /// Number of elements for fixed arrays, 0 otherwise.
+    pub array_len: usize,
+    /// Flags.
+    pub flags: FieldFlags,
+}
+
+impl Field {
+    /// Element size of an array field.
+    pub fn element_size(&self) -> usize {
+        if self.array_len > 0 {
+            self.size / self.array_len
+        } else {
+            self.size
+        }
+    }
+}
+
+/// The layout and print format of one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventFormat {
+    /// Numeric id, as stored in each record's `common_type`.
+    pub id: u32,
+    /// Subsystem (`sched`); `ftrace` for the ftrace internal events.
+    pub system: String,
+    /// Event name (`sched_switch`).
+    pub name: String,
+    /// The `common_*` fields.
+    pub common_fields: Vec<Field>,
+    /// The event's own fields.
+    pub fields: Vec<Field>,
+    /// The `print fmt:` text as written (format string and arguments).
+    pub print_fmt: String,
+}
+
+impl EventFormat {
+    /// A field by name, own fields first, then common fields.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().chain(self.common_fields.iter()).find(|f| f.name == name)
+    }
+
+    /// Parses one event format file. `system` is the directory it came from.
+    pub fn parse(system: &str, text: &str) -> Result<EventFormat> {
+        let mut name = None;
+        let mut id = None;
+        let mut common_fields = Vec::new();
+        let mut fields = Vec::new();
+        let mut print_fmt = String::new();
+        let mut in_common = true;
+        let err = |line: usize, what: String, name: &Option<String>| Error::Format {
+            name: name.clone().unwrap_or_else(|| format!("{system}/?")),
+            line,
+            what,
+        };
+        let mut lines = text.lines().enumerate().peekable();
+        while let Some((i, line)) = lines.next() {
+            let lineno = i + 1;
+            let trimmed = line.trim();
+            if let Some(rest) = trimmed.strip_prefix("name:") {
+                name = Some(rest.trim().to_string());
+            } else if let Some(rest) = trimmed.strip_prefix("ID:") {
+                id = Some(
+                    rest.trim()
+                        .parse::<u32>()
+                        .map_err(|_| err(lineno, format!("bad ID {:?}", rest.trim()), &name))?,
+                );
+            } else if trimmed.starts_with("field") {
+                let field = parse_field_line(trimmed).map_err(|what| err(lineno, what, &name))?;
+                if in_common && field.name.starts_with("common_") {
+                    common_fields.push(field);
+                } else {
+                    in_common = false;
+                    fields.push(field);
+                }
+            } else if trimmed.is_empty() {
+                if !common_fields.is_empty() {
+                    in_common = false;
+                }
+            } else if let Some(rest) = trimmed.strip_prefix("print fmt:") {
+                let mut fmt = rest.trim_start().to_string();
+                // A print fmt may continue over several lines on some kernels.
+                for (_, more) in lines.by_ref() {
+                    fmt.push('\n');
+                    fmt.push_str(more);
+                }
+                print_fmt = fmt.trim_end().to_string();
+            }
+        }
+        let name = name.ok_or_else(|| err(1, "no `name:` line".into(), &None))?;
+        let id = id.ok_or_else(|| err(1, "no `ID:` line".into(), &Some(name.clone())))?;
+        Ok(EventFormat { id, system: system.to_string(), name, common_fields, fields, print_fmt })
+    }
+}
+
+/// Parses `field:TYPE NAME[N];\toffset:O;\tsize:S;\tsigned:X;`.
+fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
+    let mut decl = None;
+    let mut offset = None;
+    let mut size = None;
+    let mut signed = None;
+    for part in line.split(';') {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        if let Some(rest) = part.strip_prefix("field special:").or_else(|| part.strip_prefix("field:")) {
+            decl = Some(rest.trim().to_string());
+        } else if let Some(rest) = part.strip_prefix("offset:") {
+            offset = Some(rest.trim().parse::<usize>().map_err(|_| format!("bad offset in {part:?}"))?);
+        } else if let Some(rest) = part.strip_prefix("size:") {
+            size = Some(rest.trim().parse::<usize>().map_err(|_| format!("bad size in {part:?}"))?);
+        } else if let Some(rest) = part.strip_prefix("signed:") {
+            signed = Some(rest.trim() == "1");
+        }
+    }
+    let decl = decl.ok_or("no field declaration")?;
+    let offset = offset.ok_or("no offset")?;
+    let size = size.ok_or("no size")?;
+    if offset > u16::MAX as usize * 16 || size > u16::MAX as usize * 16 {
+        return Err(format!("implausible offset {offset} or size {size}"));
+    }
+    let (type_name, name, array_len, is_array) = split_declaration(&decl)?;
+    let mut flags = FieldFlags::default();
+    let dynamic_rel = type_name.starts_with("__rel_loc");
+    flags.dynamic = type_name.starts_with("__data_loc") || dynamic_rel;
+    flags.relative = dynamic_rel;
+    flags.array = is_array || flags.dynamic;
+    flags.pointer = type_name.contains('*');
+    flags.long = type_name.contains("long");
+    flags.string = flags.array
+        && (type_name.contains("char") || type_name.contains("u8") || type_name.contains("s8"));
+    flags.signed = match signed {
+        Some(s) => s,
+        None => type_is_signed(&type_name),
+    };
+    let array_len = if flags.dynamic { 0 } else { array_len };
+    Ok(Field { name, type_name, offset, size, array_len, flags })
+}
+
+/// Splits `unsigned char prev_comm[16]` into (`unsigned char`, `prev_comm`, 16, true).
+fn split_declaration(decl: &str) -> std::result::Result<(String, String, usize, bool), String> {
+    let decl = decl.trim();
+    let (base, array_len, is_array) = match decl.find('[') {
+        // `__data_loc char[] name`: brackets belong to the type.
+        Some(open) if decl.ends_with(']') => {
+            let len_text = &decl[open + 1..decl.len() - 1];
+            let len = len_text.trim().parse::<usize>().unwrap_or(0);
+            (&decl[..open], len, true)
+        }
+        _ => (decl, 0, false),
+    };
+    let base = base.trim_end();
+    let split = base
+        .rfind(|c: char| c.is_whitespace() || c == '*')
+        .ok_or_else(|| format!("cannot split type and name in {decl:?}"))?;
+    let name = base[split + 1..].trim().to_string();
+    let type_name = base[..=split].trim().to_string();
+    if name.is_empty() {
+        return Err(format!("no field name in {decl:?}"));
+    }
+    // Brackets after the type part (`__data_loc char[] name`) mark a dynamic array.
+    let is_array = is_array || type_name.contains('[');
+    Ok((type_name, name, array_len, is_array))
+}
+
+/// Signedness of a C type, for formats written before the kernel printed `signed:`.
+fn type_is_signed(type_name: &str) -> bool {
+    let t = type_name.trim();
+    if t.contains('*') || t.contains("unsigned") {
+        return false;
+    }
+    !(t.starts_with('u') || t.starts_with("__u") || t.starts_with("bool") || t.starts_with("_Bool"))
+}
+
+/// What `header_page` says about ring-buffer pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderPage {
+    /// Offset of the `commit` field (after the 8-byte timestamp).
+    pub commit_offset: usize,
+    /// Size of `commit`: the kernel's long size (4 or 8).
+    pub commit_size: usize,
+    /// Offset where event data starts.
+    pub data_offset: usize,
+    /// Declared size of the data area (page size minus header), when given.
+    pub data_size: Option<usize>,
+}
+
+impl HeaderPage {
+    /// The layout every kernel has used, for a given kernel long size.
+    pub fn default_for_long(long_size: usize) -> HeaderPage {
+        HeaderPage { commit_offset: 8, commit_size: long_size, data_offset: 8 + long_size, data_size: None }
+    }
+
+    /// Parses the `header_page` text.
+    pub fn parse(text: &str) -> Result<HeaderPage> {
+        let mut fields = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim();
+            if t.starts_with("field") {
+                let f = parse_field_line(t).map_err(|what| Error::Format {
+                    name: "header_page".into(),
+                    line: i + 1,
+                    what,
+                })?;
+                fields.push(f);
+            }
+        }
+        let get = |n: &str| fields.iter().find(|f| f.name == n);
+        let commit = get("commit").ok_or_else(|| Error::Format {
+            name: "header_page".into(),
+            line: 1,
+            what: "no `commit` field".into(),
+        })?;
+        let data = get("data");
+        let commit_size = commit.size;
+        if commit_size != 4 && commit_size != 8 {
+            return Err(Error::Format {
+                name: "header_page".into(),
+                line: 1,
+                what: format!("commit size {commit_size} is neither 4 nor 8"),
+            });
+        }
+        Ok(HeaderPage {
+            commit_offset: commit.offset,
+            commit_size,
+            data_offset: data.map(|d| d.offset).unwrap_or(commit.offset + commit_size),
+            data_size: data.map(|d| d.size),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCHED_SWITCH: &str = "name: sched_switch
+ID: 316
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;
+\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;
+\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;
+\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;
+\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;
+\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;
+\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;
+\tfield:__data_loc char[] name;\toffset:64;\tsize:4;\tsigned:0;
+\tfield:const char * fn;\toffset:68;\tsize:8;\tsigned:0;
+
+print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
+";
+
+    #[test]
+    fn parses_fields_offsets_and_flags() {
+        let f = EventFormat::parse("sched", SCHED_SWITCH).expect("parses");
+        assert_eq!(f.id, 316);
+        assert_eq!(f.name, "sched_switch");
+        assert_eq!(f.common_fields.len(), 4);
+        assert_eq!(f.fields.len(), 9);
+        let comm = f.field("prev_comm").expect("prev_comm");
+        assert_eq!((comm.offset, comm.size, comm.array_len), (8, 16, 16));
+        assert!(comm.flags.array && comm.flags.string && !comm.flags.signed);
+        let state = f.field("prev_state").expect("prev_state");
+        assert!(state.flags.long && state.flags.signed && !state.flags.array);
+        let name = f.field("name").expect("name");
+        assert!(name.flags.dynamic && name.flags.string && name.flags.array);
+        assert_eq!(name.type_name, "__data_loc char[]");
+        let func = f.field("fn").expect("fn");
+        assert!(func.flags.pointer);
+        assert_eq!(f.print_fmt, "\"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid");
+    }
+
+    #[test]
+    fn old_formats_without_signed_guess_from_type() {
+        let text = "name: x\nID: 5\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\n\tfield:int common_pid;\toffset:4;\tsize:4;\n\n\tfield:u32 a;\toffset:8;\tsize:4;\n\tfield:s64 b;\toffset:12;\tsize:8;\n\nprint fmt: \"\"\n";
+        let f = EventFormat::parse("s", text).expect("parses");
+        assert!(!f.field("a").expect("a").flags.signed);
+        assert!(f.field("b").expect("b").flags.signed);
+        assert!(f.field("common_pid").expect("pid").flags.signed);
+    }
+
+    #[test]
+    fn header_page_of_64_and_32_bit_kernels() {
+        let h64 = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
+        let p = HeaderPage::parse(h64).expect("parses");
+        assert_eq!((p.commit_size, p.data_offset, p.data_size), (8, 16, Some(4080)));
+        let h32 = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:4;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:12;\tsize:4084;\tsigned:1;\n";
+        let p = HeaderPage::parse(h32).expect("parses");
+        assert_eq!((p.commit_size, p.data_offset), (4, 12));
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(EventFormat::parse("s", "").is_err());
+        assert!(EventFormat::parse("s", "name: x\nID: nope\n").is_err());
+        assert!(EventFormat::parse("s", "name: x\nID: 1\n\tfield:int;\toffset:0;\tsize:4;\n").is_err());
+        assert!(HeaderPage::parse("garbage").is_err());
+    }
+}
