@@ -8,8 +8,11 @@ pub mod endian;
 mod error;
 pub mod format;
 pub mod meta;
+pub mod print;
 pub mod record;
 pub mod symbols;
+pub mod text;
+pub mod tracedat;
 
 pub use endian::Endian;
 pub use error::{Error, Result};

@@ -1,0 +1,1 @@
+//! Reading `trace-cmd report` text.

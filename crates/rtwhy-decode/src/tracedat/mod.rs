@@ -1,0 +1,1 @@
+//! trace-cmd `trace.dat` files.
