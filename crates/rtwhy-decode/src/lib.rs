@@ -8,6 +8,7 @@ pub mod endian;
 mod error;
 pub mod format;
 pub mod meta;
+pub mod page;
 pub mod print;
 pub mod record;
 pub mod symbols;
