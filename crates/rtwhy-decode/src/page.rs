@@ -55,21 +55,20 @@ pub struct PageEvent {
     pub end: usize,
 }
 
-/// Iterates the data events of one page.
-#[derive(Debug, Clone)]
-pub struct PageReader<'a> {
-    page: &'a [u8],
-    endian: Endian,
+/// Position within one page, kept apart from the page bytes so that a reader can own
+/// its page buffer and its position side by side.
+#[derive(Debug, Clone, Copy)]
+pub struct PageCursor {
     pos: usize,
     end: usize,
     ts: u64,
-    header: PageHeader,
     failed: bool,
+    header: PageHeader,
 }
 
-impl<'a> PageReader<'a> {
-    /// Starts reading `page`. Fails when the header itself is unreadable.
-    pub fn new(page: &'a [u8], layout: &HeaderPage, endian: Endian) -> Result<PageReader<'a>, PageError> {
+impl PageCursor {
+    /// Reads the header of `page`. Fails when the header itself is unreadable.
+    pub fn new(page: &[u8], layout: &HeaderPage, endian: Endian) -> Result<PageCursor, PageError> {
         let base_ts = endian.u64(page, 0).ok_or(PageError { offset: 0, what: "page shorter than its header" })?;
         let commit = endian
             .read_uint(page, layout.commit_offset, layout.commit_size)
@@ -89,15 +88,7 @@ impl<'a> PageReader<'a> {
         } else {
             None
         };
-        Ok(PageReader {
-            page,
-            endian,
-            pos: start,
-            end,
-            ts: base_ts,
-            header: PageHeader { base_ts, data_len, missed },
-            failed: false,
-        })
+        Ok(PageCursor { pos: start, end, ts: base_ts, failed: false, header: PageHeader { base_ts, data_len, missed } })
     }
 
     /// The page's header.
@@ -105,39 +96,34 @@ impl<'a> PageReader<'a> {
         self.header
     }
 
-    /// The page bytes.
-    pub fn page(&self) -> &'a [u8] {
-        self.page
-    }
-
-    fn word(&self, at: usize) -> Result<u32, PageError> {
-        if at + 4 > self.end {
-            return Err(PageError { offset: at, what: "event runs past the page's data" });
-        }
-        self.endian.u32(self.page, at).ok_or(PageError { offset: at, what: "event runs past the page" })
-    }
-
-    /// The next data event, `Ok(None)` at the end of the page. After an error the
-    /// iterator is exhausted.
-    pub fn next_event(&mut self) -> Result<Option<PageEvent>, PageError> {
+    /// The next data event of `page` (the same bytes given to [`PageCursor::new`]),
+    /// `Ok(None)` at the end. After an error the cursor is exhausted.
+    pub fn next_event(&mut self, page: &[u8], endian: Endian) -> Result<Option<PageEvent>, PageError> {
         if self.failed {
             return Ok(None);
         }
-        let r = self.step();
+        let r = self.step(page, endian);
         if r.is_err() {
             self.failed = true;
         }
         r
     }
 
-    fn step(&mut self) -> Result<Option<PageEvent>, PageError> {
+    fn word(&self, page: &[u8], endian: Endian, at: usize) -> Result<u32, PageError> {
+        if at + 4 > self.end {
+            return Err(PageError { offset: at, what: "event runs past the page's data" });
+        }
+        endian.u32(page, at).ok_or(PageError { offset: at, what: "event runs past the page" })
+    }
+
+    fn step(&mut self, page: &[u8], endian: Endian) -> Result<Option<PageEvent>, PageError> {
         loop {
             if self.pos + 4 > self.end {
                 return Ok(None);
             }
             let at = self.pos;
-            let head = self.word(at)?;
-            let (type_len, delta) = match self.endian {
+            let head = self.word(page, endian, at)?;
+            let (type_len, delta) = match endian {
                 Endian::Little => (head & 0x1f, head >> 5),
                 Endian::Big => (head >> 27, head & ((1 << 27) - 1)),
             };
@@ -148,23 +134,23 @@ impl<'a> PageReader<'a> {
                         self.pos = self.end;
                         return Ok(None);
                     }
-                    let len = self.word(at + 4)? as usize;
+                    let len = self.word(page, endian, at + 4)? as usize;
                     self.pos = advance(at, len.checked_add(4), self.end)?;
                     self.ts = self.ts.wrapping_add(u64::from(delta));
                 }
                 TYPE_TIME_EXTEND => {
-                    let ext = u64::from(self.word(at + 4)?);
+                    let ext = u64::from(self.word(page, endian, at + 4)?);
                     self.ts = self.ts.wrapping_add((ext << TS_SHIFT) | u64::from(delta));
                     self.pos = at + 8;
                 }
                 TYPE_TIME_STAMP => {
-                    let ext = u64::from(self.word(at + 4)?);
+                    let ext = u64::from(self.word(page, endian, at + 4)?);
                     let abs = (ext << TS_SHIFT) | u64::from(delta);
                     self.ts = abs | (self.ts & TS_MSB_MASK);
                     self.pos = at + 8;
                 }
                 0 => {
-                    let len = self.word(at + 4)? as usize;
+                    let len = self.word(page, endian, at + 4)? as usize;
                     if len < 4 {
                         return Err(PageError { offset: at, what: "event length word smaller than itself" });
                     }
@@ -182,6 +168,37 @@ impl<'a> PageReader<'a> {
                 }
             }
         }
+    }
+}
+
+/// Iterates the data events of one page.
+#[derive(Debug, Clone)]
+pub struct PageReader<'a> {
+    page: &'a [u8],
+    endian: Endian,
+    cursor: PageCursor,
+}
+
+impl<'a> PageReader<'a> {
+    /// Starts reading `page`. Fails when the header itself is unreadable.
+    pub fn new(page: &'a [u8], layout: &HeaderPage, endian: Endian) -> Result<PageReader<'a>, PageError> {
+        Ok(PageReader { page, endian, cursor: PageCursor::new(page, layout, endian)? })
+    }
+
+    /// The page's header.
+    pub fn header(&self) -> PageHeader {
+        self.cursor.header()
+    }
+
+    /// The page bytes.
+    pub fn page(&self) -> &'a [u8] {
+        self.page
+    }
+
+    /// The next data event, `Ok(None)` at the end of the page. After an error the
+    /// iterator is exhausted.
+    pub fn next_event(&mut self) -> Result<Option<PageEvent>, PageError> {
+        self.cursor.next_event(self.page, self.endian)
     }
 }
 

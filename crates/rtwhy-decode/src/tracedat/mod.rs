@@ -1,1 +1,195 @@
-//! trace-cmd `trace.dat` files.
+//! trace-cmd `trace.dat` files, versions 6 and 7.
+//!
+//! ```no_run
+//! use rtwhy_decode::tracedat::TraceFile;
+//!
+//! let file = TraceFile::open("trace.dat".as_ref())?;
+//! println!("{} CPUs, clock {:?}", file.info().cpus, file.meta().clock);
+//! let mut records = file.records()?;
+//! while let Some(rec) = records.next_record()? {
+//!     println!("{} cpu{} pid {}", rec.ts, rec.cpu, rec.pid());
+//! }
+//! # Ok::<(), rtwhy_decode::Error>(())
+//! ```
+//!
+//! Metadata (formats, symbols, options) is read when the file is opened; event data is
+//! read page by page (chunk by chunk when compressed) as records are asked for, so
+//! memory stays bounded whatever the file's size.
+
+mod compress;
+mod metadata;
+mod source;
+mod stream;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use compress::Codec;
+pub use source::{Bytes, Source};
+pub use stream::RecordStream;
+
+use crate::meta::TraceMeta;
+use crate::{Error, Result};
+
+/// The magic bytes every trace.dat file starts with.
+pub const MAGIC: &[u8; 10] = b"\x17\x08\x44tracing";
+
+/// Where one CPU's event data lies in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuData {
+    /// CPU number.
+    pub cpu: u32,
+    /// File offset of the data.
+    pub offset: u64,
+    /// Size in the file (compressed size for compressed files).
+    pub size: u64,
+}
+
+/// One ring buffer saved in the file: the top-level buffer (name `""`) or an instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Buffer {
+    /// Instance name; empty for the top-level buffer.
+    pub name: String,
+    /// Trace clock of this buffer, when recorded.
+    pub clock: Option<String>,
+    /// Per-CPU data, in CPU order.
+    pub cpus: Vec<CpuData>,
+    /// Whether the per-CPU data is compressed in chunks.
+    pub compressed: bool,
+    /// Ring-buffer sub-buffer size of this buffer.
+    pub page_size: usize,
+}
+
+/// What the file says about itself.
+#[derive(Debug, Clone, Default)]
+pub struct FileInfo {
+    /// File format version (6 or 7).
+    pub version: u32,
+    /// Compression name and version (`zstd`, `1.4.8`), for version 7 files.
+    pub compression: Option<(String, String)>,
+    /// CPU count as trace-cmd reports it (`cpus=N`).
+    pub cpus: u32,
+    /// `uname` of the traced machine.
+    pub uname: Option<String>,
+    /// Version of the trace-cmd that wrote the file.
+    pub tracer_version: Option<String>,
+    /// Date/offset option text.
+    pub date: Option<String>,
+    /// Whether an options section was present.
+    pub has_options: bool,
+    /// Text of a latency-format trace (`latency` files carry text, not pages).
+    pub latency_text: Option<String>,
+    /// Size of the file.
+    pub file_len: u64,
+}
+
+/// An opened trace.dat file.
+#[derive(Debug, Clone)]
+pub struct TraceFile {
+    path: Option<PathBuf>,
+    bytes: Bytes,
+    meta: Arc<TraceMeta>,
+    info: FileInfo,
+    buffers: Vec<Buffer>,
+    warnings: Vec<String>,
+}
+
+impl TraceFile {
+    /// Opens and reads the metadata of the file at `path`.
+    pub fn open(path: &Path) -> Result<TraceFile> {
+        let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+            return Err(Error::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory, not a trace file"),
+            });
+        }
+        let mut t = TraceFile::from_source(Arc::new(file))?;
+        t.path = Some(path.to_path_buf());
+        Ok(t)
+    }
+
+    /// Reads a trace held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<TraceFile> {
+        TraceFile::from_source(Arc::new(bytes))
+    }
+
+    /// Reads a trace from any random-access source.
+    pub fn from_source(source: Arc<dyn Source>) -> Result<TraceFile> {
+        let bytes = Bytes::new(source);
+        let parsed = metadata::read(&bytes)?;
+        Ok(TraceFile {
+            path: None,
+            bytes,
+            meta: Arc::new(parsed.meta),
+            info: parsed.info,
+            buffers: parsed.buffers,
+            warnings: parsed.warnings,
+        })
+    }
+
+    /// Whether `head` (the first bytes of a file) is a trace.dat.
+    pub fn is_trace_dat(head: &[u8]) -> bool {
+        head.starts_with(MAGIC)
+    }
+
+    /// The path it was opened from.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Formats, symbols and the traced machine's properties.
+    pub fn meta(&self) -> &TraceMeta {
+        &self.meta
+    }
+
+    /// Shared handle to the metadata.
+    pub fn meta_arc(&self) -> Arc<TraceMeta> {
+        Arc::clone(&self.meta)
+    }
+
+    /// File-level facts.
+    pub fn info(&self) -> &FileInfo {
+        &self.info
+    }
+
+    /// The ring buffers saved in the file.
+    pub fn buffers(&self) -> &[Buffer] {
+        &self.buffers
+    }
+
+    /// Problems found while opening that did not stop reading (data past the end of the
+    /// file, unparsable formats...), one line each.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The buffer `trace-cmd report` shows by default: the top-level one, else the first.
+    pub fn default_buffer(&self) -> Option<&Buffer> {
+        self.buffers.iter().find(|b| b.name.is_empty()).or_else(|| self.buffers.first())
+    }
+
+    /// Records of the default buffer, merged over CPUs in timestamp order.
+    pub fn records(&self) -> Result<RecordStream<'_>> {
+        match self.default_buffer() {
+            Some(b) => self.buffer_records(b),
+            None => Ok(RecordStream::empty(self)),
+        }
+    }
+
+    /// Records of one buffer, merged over CPUs in timestamp order.
+    pub fn buffer_records(&self, buffer: &Buffer) -> Result<RecordStream<'_>> {
+        RecordStream::new(self, buffer)
+    }
+
+    pub(crate) fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    pub(crate) fn codec(&self) -> Result<Codec> {
+        match &self.info.compression {
+            Some((name, _)) => Codec::from_name(name, 0),
+            None => Ok(Codec::None),
+        }
+    }
+}

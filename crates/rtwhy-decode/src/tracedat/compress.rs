@@ -1,0 +1,64 @@
+//! Decompression of trace.dat v7 sections and trace data chunks (zstd, zlib), pure Rust.
+
+use std::io::Read;
+
+use crate::{Error, Result};
+
+/// Largest uncompressed piece accepted: trace-cmd compresses in chunks of a few pages, so
+/// anything bigger is a corrupt size, not data.
+pub const MAX_UNCOMPRESSED: u64 = 256 << 20;
+
+/// The file's compression algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// Sections are stored as they are.
+    None,
+    /// zlib (RFC 1950) streams.
+    Zlib,
+    /// Zstandard frames.
+    Zstd,
+}
+
+impl Codec {
+    /// The codec for a trace.dat compression name (`none`, `zlib`, `zstd`).
+    pub fn from_name(name: &str, offset: u64) -> Result<Codec> {
+        match name {
+            "none" | "" => Ok(Codec::None),
+            "zlib" => Ok(Codec::Zlib),
+            "zstd" => Ok(Codec::Zstd),
+            other => Err(Error::Unsupported {
+                offset,
+                what: format!("compression {other:?} (rtwhy reads none, zlib and zstd); convert the file with `trace-cmd convert --compression zstd`"),
+            }),
+        }
+    }
+
+    /// Decompresses `data` (at file offset `offset`) that must expand to exactly `expected` bytes.
+    pub fn decompress(self, data: &[u8], expected: u64, offset: u64) -> Result<Vec<u8>> {
+        if expected > MAX_UNCOMPRESSED {
+            return Err(Error::corrupt(offset, format!("compressed block claims {expected} bytes uncompressed")));
+        }
+        let out = match self {
+            Codec::None => data.to_vec(),
+            Codec::Zlib => miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(data, expected as usize)
+                .map_err(|e| Error::corrupt(offset, format!("zlib data does not inflate: {:?}", e.status)))?,
+            Codec::Zstd => {
+                let mut dec = ruzstd::decoding::StreamingDecoder::new(data)
+                    .map_err(|e| Error::corrupt(offset, format!("zstd frame header: {e}")))?;
+                let mut out = Vec::with_capacity(expected as usize);
+                (&mut dec)
+                    .take(expected + 1)
+                    .read_to_end(&mut out)
+                    .map_err(|e| Error::corrupt(offset, format!("zstd data does not decompress: {e}")))?;
+                out
+            }
+        };
+        if out.len() as u64 != expected {
+            return Err(Error::corrupt(
+                offset,
+                format!("block decompressed to {} bytes, its header says {expected}", out.len()),
+            ));
+        }
+        Ok(out)
+    }
+}
