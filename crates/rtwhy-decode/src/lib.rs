@@ -18,5 +18,5 @@ pub mod tracedat;
 pub use endian::Endian;
 pub use error::{Error, Result};
 pub use format::{EventFormat, Field, FieldFlags, HeaderPage};
-pub use meta::{TraceMeta, Tsc2Nsec};
+pub use meta::{ClockSample, HostSync, TraceMeta, Tsc2Nsec};
 pub use record::Record;

@@ -19,10 +19,78 @@ pub struct Tsc2Nsec {
 }
 
 impl Tsc2Nsec {
-    /// Applies the conversion the way trace-cmd does (128-bit product, no overflow).
+    /// Applies the conversion exactly as trace-cmd does: the low and high 32-bit halves
+    /// are scaled separately, so results agree with trace-cmd to the nanosecond.
     pub fn convert(&self, tsc: u64) -> u64 {
-        let ns = ((tsc as u128 * self.mult as u128) >> self.shift) as u64;
-        ns.wrapping_add(self.offset)
+        let mult = u64::from(self.mult);
+        if self.shift > 32 {
+            return ((u128::from(tsc) * u128::from(mult)) >> self.shift) as u64;
+        }
+        let lo = tsc & 0xffff_ffff;
+        let hi = tsc >> 32;
+        let mut ns = lo.wrapping_mul(mult) >> self.shift;
+        if hi != 0 {
+            ns = ns.wrapping_add(hi.wrapping_mul(mult) << (32 - self.shift));
+        }
+        ns
+    }
+}
+
+/// One guest-to-host clock correction sample (`TIME_SHIFT` option).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockSample {
+    /// Guest time the sample was taken at.
+    pub time: i64,
+    /// Offset to add at that time.
+    pub offset: i64,
+    /// Scaling multiplier.
+    pub scaling: i64,
+    /// Scaling fraction bits.
+    pub fraction: u32,
+}
+
+/// Guest-to-host timestamp synchronisation recorded by `trace-cmd record` with guests.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostSync {
+    /// Interpolate between samples (protocol flag bit 0).
+    pub interpolate: bool,
+    /// Samples per CPU, sorted by time.
+    pub cpus: Vec<Vec<ClockSample>>,
+}
+
+impl HostSync {
+    fn correct(&self, ts: u64, cpu: u32) -> u64 {
+        let Some(samples) = self.cpus.get(cpu as usize) else { return ts };
+        let n = samples.len();
+        let (min, max) = match n {
+            0 => return ts,
+            1 => return ts.wrapping_add(samples[0].offset as u64),
+            2 => (&samples[0], &samples[1]),
+            _ => {
+                let t = ts as i64;
+                if t <= samples[0].time {
+                    (&samples[0], &samples[1])
+                } else if t >= samples[n - 1].time {
+                    (&samples[n - 2], &samples[n - 1])
+                } else {
+                    let i = samples.partition_point(|s| s.time <= t).saturating_sub(1).min(n - 2);
+                    (&samples[i], &samples[i + 1])
+                }
+            }
+        };
+        let cor = if self.interpolate {
+            let delta = max.time.wrapping_sub(min.time);
+            let off = (ts as i64).wrapping_sub(min.time).wrapping_mul(max.offset.wrapping_sub(min.offset));
+            if delta == 0 {
+                min.offset
+            } else {
+                min.offset.wrapping_add(off.wrapping_add(delta / 2) / delta)
+            }
+        } else {
+            min.offset
+        };
+        let scaled = if min.fraction < 64 { ts.wrapping_mul(min.scaling as u64) >> min.fraction } else { ts };
+        scaled.wrapping_add(cor as u64)
     }
 }
 
@@ -53,6 +121,8 @@ pub struct TraceMeta {
     pub tsc2nsec: Option<Tsc2Nsec>,
     /// Fixed offset added to every timestamp (`OFFSET` option).
     pub ts_offset: i64,
+    /// Guest-to-host clock correction, for guest traces.
+    pub host_sync: Option<HostSync>,
 }
 
 impl TraceMeta {
@@ -71,6 +141,7 @@ impl TraceMeta {
             clock: None,
             tsc2nsec: None,
             ts_offset: 0,
+            host_sync: None,
         }
     }
 
@@ -84,12 +155,28 @@ impl TraceMeta {
         self.formats.values().find(|f| f.name == name && (system.is_empty() || f.system == system))
     }
 
-    /// Converts a raw ring-buffer timestamp to the file's reporting time.
-    pub fn convert_ts(&self, raw: u64) -> u64 {
-        let ts = match self.tsc2nsec {
-            Some(c) => c.convert(raw),
-            None => raw,
-        };
+    /// Converts a raw ring-buffer timestamp of `cpu` to the file's reporting time, in the
+    /// order trace-cmd applies corrections: host sync, TSC scaling, fixed offset.
+    pub fn convert_ts(&self, raw: u64, cpu: u32) -> u64 {
+        let mut ts = raw;
+        if let Some(sync) = &self.host_sync {
+            ts = sync.correct(ts, cpu);
+        }
+        if let Some(c) = self.tsc2nsec {
+            ts = c.convert(ts);
+        }
         ts.wrapping_add(self.ts_offset as u64)
+    }
+
+    /// Whether timestamps are nanoseconds (printed as `secs.usecs`) rather than raw
+    /// counter values (printed as integers), following trace-cmd's rule.
+    pub fn ts_in_nanos(&self) -> bool {
+        if self.tsc2nsec.is_some() {
+            return true;
+        }
+        match self.clock.as_deref() {
+            None => true,
+            Some(c) => matches!(c, "local" | "global" | "uptime" | "perf" | "tsc2nsec" | "tai") || c.starts_with("mono"),
+        }
     }
 }

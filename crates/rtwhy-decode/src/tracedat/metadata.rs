@@ -8,7 +8,7 @@ use super::source::Bytes;
 use super::{Buffer, CpuData, FileInfo, MAGIC};
 use crate::endian::{Cursor, Endian};
 use crate::format::{EventFormat, HeaderPage};
-use crate::meta::{TraceMeta, Tsc2Nsec};
+use crate::meta::{HostSync, TraceMeta, Tsc2Nsec};
 use crate::symbols::{Cmdlines, Kallsyms, PrintkFormats};
 use crate::{Error, Result};
 
@@ -20,6 +20,7 @@ const OPT_UNAME: u16 = 5;
 const OPT_OFFSET: u16 = 7;
 const OPT_CPUCOUNT: u16 = 8;
 const OPT_VERSION: u16 = 9;
+const OPT_TIME_SHIFT: u16 = 12;
 const OPT_TSC2NSEC: u16 = 14;
 const OPT_HEADER_INFO: u16 = 16;
 const OPT_FTRACE_EVENTS: u16 = 17;
@@ -193,6 +194,7 @@ fn read_v6(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
     let mut tag_at = seq.pos;
     let mut tag = seq.take(10, "data kind tag")?;
     let mut v6_buffers = Vec::new();
+    let mut saw_clock_option = false;
     if tag == b"options  \0" {
         p.info.has_options = true;
         loop {
@@ -203,6 +205,9 @@ fn read_v6(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
             }
             let size = seq.u32("option size")?;
             let data = seq.take(u64::from(size), "option data")?;
+            if id == OPT_TRACECLOCK {
+                saw_clock_option = true;
+            }
             if id == OPT_BUFFER {
                 let mut c = Cursor::new(&data, id_at + 6, p.meta.endian);
                 let offset = c.u64("buffer offset")?;
@@ -229,6 +234,17 @@ fn read_v6(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
     }
     let top = v6_cpu_table(seq, cpus, p.meta.clock.clone(), "", p.meta.page_size)?;
     p.buffers.push(top);
+    if saw_clock_option {
+        // With a TRACECLOCK option, v6 files also store the trace_clock file after the CPU table.
+        let size = seq.u64("trace_clock size")?;
+        let text = seq.take(size.min(4096), "trace_clock")?;
+        if let Some(clock) = chosen_clock(&String::from_utf8_lossy(&text)) {
+            p.meta.clock = Some(clock.clone());
+            for b in &mut p.buffers {
+                b.clock = Some(clock.clone());
+            }
+        }
+    }
     for (name, offset) in v6_buffers {
         let mut s = Seq { bytes: seq.bytes, pos: offset, endian: seq.endian };
         if s.take(10, "buffer tag").map(|t| t == b"flyrecord\0").unwrap_or(false) {
@@ -279,6 +295,13 @@ fn add_format(system: &str, text: &[u8], at: u64, p: &mut Parsed) {
     }
 }
 
+/// The selected clock of a `trace_clock` file: the word in brackets.
+fn chosen_clock(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .find(|w| w.starts_with('['))
+        .map(|w| w.trim_matches(|c: char| c == '[' || c == ']' || c.is_whitespace() || c == '\0').to_string())
+}
+
 fn cstr_at(data: &[u8]) -> String {
     let end = data.iter().position(|b| *b == 0).unwrap_or(data.len());
     String::from_utf8_lossy(&data[..end]).into_owned()
@@ -290,14 +313,8 @@ fn option(id: u16, data: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
         OPT_DATE => p.info.date = Some(cstr_at(data)),
         OPT_TRACECLOCK => {
             // The option holds the whole trace_clock file: `local [global] counter`.
-            let text = cstr_at(data);
-            let chosen = text
-                .split_whitespace()
-                .find(|w| w.starts_with('['))
-                .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
-                .or_else(|| text.split_whitespace().next().map(str::to_string));
             if p.meta.clock.is_none() {
-                p.meta.clock = chosen;
+                p.meta.clock = chosen_clock(&cstr_at(data));
             }
         }
         OPT_UNAME => p.info.uname = Some(cstr_at(data)),
@@ -320,6 +337,10 @@ fn option(id: u16, data: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
                 p.info.cpus = n;
             }
         }
+        OPT_TIME_SHIFT => match time_shift(data, p.meta.endian) {
+            Some(sync) => p.meta.host_sync = Some(sync),
+            None => p.warnings.push(format!("at file offset {at:#x}: TIME_SHIFT option is malformed; guest timestamps are not synchronised to the host")),
+        },
         OPT_TSC2NSEC => {
             let e = p.meta.endian;
             if let (Some(mult), Some(shift), Some(offset)) = (e.u32(data, 0), e.u32(data, 4), e.u64(data, 8)) {
@@ -331,6 +352,50 @@ fn option(id: u16, data: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
         _ => {}
     }
     Ok(())
+}
+
+/// Parses `TIME_SHIFT`: peer id, flags, CPU count, then per CPU a sample count and arrays of
+/// times, offsets and scalings, then (newer files) per CPU an array of fraction bits.
+fn time_shift(data: &[u8], endian: Endian) -> Option<HostSync> {
+    let mut c = Cursor::new(data, 0, endian);
+    c.u64("peer id").ok()?;
+    let flags = c.u32("flags").ok()?;
+    let cpus = c.u32("cpus").ok()?;
+    if cpus as usize > data.len() / 4 {
+        return None;
+    }
+    let mut all = Vec::new();
+    for _ in 0..cpus {
+        let n = c.u32("count").ok()? as usize;
+        if n > c.remaining() / 24 {
+            return None;
+        }
+        let read = |c: &mut Cursor<'_>| -> Option<Vec<i64>> {
+            (0..n).map(|_| c.u64("sample").ok().map(|v| v as i64)).collect()
+        };
+        let times = read(&mut c)?;
+        let offsets = read(&mut c)?;
+        let scalings = read(&mut c)?;
+        all.push(
+            times
+                .into_iter()
+                .zip(offsets)
+                .zip(scalings)
+                .map(|((time, offset), scaling)| crate::meta::ClockSample { time, offset, scaling, fraction: 0 })
+                .collect::<Vec<_>>(),
+        );
+    }
+    // Fraction bits were added later; older files end here and mean "no fraction".
+    let fractions: Option<Vec<Vec<u32>>> =
+        all.iter().map(|samples| samples.iter().map(|_| c.u64("fraction").ok().map(|f| f as u32)).collect()).collect();
+    if let Some(fractions) = fractions {
+        for (samples, fr) in all.iter_mut().zip(fractions) {
+            for (s, f) in samples.iter_mut().zip(fr) {
+                s.fraction = f;
+            }
+        }
+    }
+    Some(HostSync { interpolate: flags & 1 != 0, cpus: all })
 }
 
 /// A v7 section: its header, then its (possibly compressed) content.

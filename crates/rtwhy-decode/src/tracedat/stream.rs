@@ -205,7 +205,7 @@ impl<'f> RecordStream<'f> {
 
     fn push(&mut self, idx: usize) {
         if let Some(ev) = self.readers[idx].current {
-            let ts = self.file.meta().convert_ts(ev.ts);
+            let ts = self.file.meta().convert_ts(ev.ts, self.readers[idx].cpu);
             self.heap.push(Reverse((ts, idx)));
         }
     }

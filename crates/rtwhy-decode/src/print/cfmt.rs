@@ -1,0 +1,272 @@
+//! A small C `printf` for one conversion at a time: the subset libtraceevent hands to
+//! the C library (flags, width, precision, `*` arguments), so numbers and strings come
+//! out padded exactly as `trace-cmd report` prints them.
+
+use std::fmt::Write;
+
+/// One parsed conversion such as `%-08.3lx`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Spec {
+    pub left: bool,
+    pub zero: bool,
+    pub plus: bool,
+    pub space: bool,
+    pub alt: bool,
+    /// Width; `None` when absent. `Some(usize::MAX)` never occurs: `*` is resolved by
+    /// the caller through [`Spec::with_star`].
+    pub width: Option<usize>,
+    pub prec: Option<usize>,
+    /// The width or precision was `*`.
+    pub star_width: bool,
+    pub star_prec: bool,
+    /// Length modifier count: `h` is -1, `l` is +1, `L`/`ll` 2.
+    pub conv: u8,
+}
+
+impl Spec {
+    /// Parses a conversion that starts with `%`. Unknown text yields a spec whose `conv`
+    /// is the last byte.
+    pub fn parse(text: &str) -> Spec {
+        let b = text.as_bytes();
+        let mut s = Spec::default();
+        let mut i = usize::from(b.first() == Some(&b'%'));
+        while let Some(&c) = b.get(i) {
+            match c {
+                b'-' => s.left = true,
+                b'0' => s.zero = true,
+                b'+' => s.plus = true,
+                b' ' => s.space = true,
+                b'#' => s.alt = true,
+                _ => break,
+            }
+            i += 1;
+        }
+        if b.get(i) == Some(&b'*') {
+            s.star_width = true;
+            i += 1;
+        } else {
+            let (n, used) = digits(&b[i.min(b.len())..]);
+            if used > 0 {
+                s.width = Some(n);
+            }
+            i += used;
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            if b.get(i) == Some(&b'*') {
+                s.star_prec = true;
+                i += 1;
+            } else {
+                let (n, used) = digits(&b[i.min(b.len())..]);
+                s.prec = Some(n);
+                i += used;
+            }
+        }
+        s.conv = b.last().copied().unwrap_or(b'd');
+        s
+    }
+
+    /// Applies a `*` argument the way C does: to the width if the width was `*`,
+    /// else to the precision; a negative width means left-justified.
+    pub fn with_star(&self, star: Option<i64>) -> Spec {
+        let mut s = self.clone();
+        if let Some(v) = star {
+            if s.star_width {
+                if v < 0 {
+                    s.left = true;
+                    s.width = Some(v.unsigned_abs().min(4096) as usize);
+                } else {
+                    s.width = Some((v as u64).min(4096) as usize);
+                }
+            } else if s.star_prec {
+                s.prec = if v < 0 { None } else { Some((v as u64).min(4096) as usize) };
+            }
+        }
+        s
+    }
+}
+
+fn digits(b: &[u8]) -> (usize, usize) {
+    let mut n: usize = 0;
+    let mut used = 0;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        n = n.saturating_mul(10).saturating_add(usize::from(c - b'0')).min(4096);
+        used += 1;
+    }
+    (n, used)
+}
+
+fn pad(out: &mut String, n: usize, c: char) {
+    for _ in 0..n {
+        out.push(c);
+    }
+}
+
+/// Prints an integer conversion (`d i u x X o c`) of `val`, already cut to the width of
+/// the C type it was passed as (`bits`: 8, 16, 32 or 64).
+pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
+    let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let v = val & mask;
+    if spec.conv == b'c' {
+        let body = char::from(v as u8);
+        let w = spec.width.unwrap_or(0).saturating_sub(1);
+        if !spec.left {
+            pad(out, w, ' ');
+        }
+        push_byte(out, v as u8, body);
+        if spec.left {
+            pad(out, w, ' ');
+        }
+        return;
+    }
+    let (neg, mag) = match spec.conv {
+        b'd' | b'i' => {
+            let sv = if bits >= 64 { v as i64 } else { ((v << (64 - bits)) as i64) >> (64 - bits) };
+            (sv < 0, sv.unsigned_abs())
+        }
+        _ => (false, v),
+    };
+    let mut body = String::new();
+    match spec.conv {
+        b'x' => {
+            let _ = write!(body, "{mag:x}");
+        }
+        b'X' => {
+            let _ = write!(body, "{mag:X}");
+        }
+        b'o' => {
+            let _ = write!(body, "{mag:o}");
+        }
+        _ => {
+            let _ = write!(body, "{mag}");
+        }
+    }
+    if spec.prec == Some(0) && mag == 0 {
+        body.clear();
+    }
+    if let Some(p) = spec.prec {
+        if body.len() < p {
+            let mut z = String::new();
+            pad(&mut z, p - body.len(), '0');
+            body.insert_str(0, &z);
+        }
+    }
+    if spec.alt && spec.conv == b'o' && !body.starts_with('0') {
+        body.insert(0, '0');
+    }
+    let prefix = match spec.conv {
+        b'd' | b'i' if neg => "-",
+        b'd' | b'i' if spec.plus => "+",
+        b'd' | b'i' if spec.space => " ",
+        b'x' if spec.alt && mag != 0 => "0x",
+        b'X' if spec.alt && mag != 0 => "0X",
+        _ => "",
+    };
+    let len = prefix.len() + body.len();
+    let w = spec.width.unwrap_or(0);
+    if len >= w {
+        out.push_str(prefix);
+        out.push_str(&body);
+    } else if spec.left {
+        out.push_str(prefix);
+        out.push_str(&body);
+        pad(out, w - len, ' ');
+    } else if spec.zero && spec.prec.is_none() {
+        out.push_str(prefix);
+        pad(out, w - len, '0');
+        out.push_str(&body);
+    } else {
+        pad(out, w - len, ' ');
+        out.push_str(prefix);
+        out.push_str(&body);
+    }
+}
+
+fn push_byte(out: &mut String, b: u8, c: char) {
+    if b.is_ascii() {
+        out.push(c);
+    } else {
+        out.push(char::REPLACEMENT_CHARACTER);
+    }
+}
+
+/// Prints `%s` of a byte string (cut at the first NUL), honouring width, precision and `-`.
+pub(crate) fn string(out: &mut String, spec: &Spec, s: &[u8]) {
+    let s = match s.iter().position(|b| *b == 0) {
+        Some(n) => &s[..n],
+        None => s,
+    };
+    let s = match spec.prec {
+        Some(p) if p < s.len() => &s[..p],
+        _ => s,
+    };
+    let w = spec.width.unwrap_or(0);
+    let fill = w.saturating_sub(s.len());
+    if !spec.left {
+        pad(out, fill, ' ');
+    }
+    push_bytes(out, s);
+    if spec.left {
+        pad(out, fill, ' ');
+    }
+}
+
+/// Appends bytes as text; invalid UTF-8 becomes U+FFFD, as a terminal would show it.
+pub(crate) fn push_bytes(out: &mut String, s: &[u8]) {
+    match std::str::from_utf8(s) {
+        Ok(t) => out.push_str(t),
+        Err(_) => out.push_str(&String::from_utf8_lossy(s)),
+    }
+}
+
+/// glibc's `%p`: `(nil)` for zero, else `0x` and lowercase hex.
+pub(crate) fn pointer(out: &mut String, v: u64) {
+    if v == 0 {
+        out.push_str("(nil)");
+    } else {
+        let _ = write!(out, "0x{v:x}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt_int(spec: &str, v: u64, bits: u32) -> String {
+        let mut s = String::new();
+        int(&mut s, &Spec::parse(spec), v, bits);
+        s
+    }
+
+    #[test]
+    fn integers_pad_like_c() {
+        assert_eq!(fmt_int("%d", u64::MAX, 32), "-1");
+        assert_eq!(fmt_int("%u", u64::MAX, 32), "4294967295");
+        assert_eq!(fmt_int("%03d", 5, 32), "005");
+        assert_eq!(fmt_int("%-5d|", 42, 32), "42   |");
+        assert_eq!(fmt_int("%08lx", 0xabc, 64), "00000abc");
+        assert_eq!(fmt_int("%#x", 255, 32), "0xff");
+        assert_eq!(fmt_int("%#x", 0, 32), "0");
+        assert_eq!(fmt_int("%.3x", 5, 32), "005");
+        assert_eq!(fmt_int("%5.2d", 3, 32), "   03");
+        assert_eq!(fmt_int("%lld", 1u64 << 63, 64), "-9223372036854775808");
+        assert_eq!(fmt_int("%hd", 0xffff, 16), "-1");
+    }
+
+    #[test]
+    fn strings_and_pointers() {
+        let mut s = String::new();
+        string(&mut s, &Spec::parse("%-6s"), b"ab\0cd");
+        string(&mut s, &Spec::parse("%.2s"), b"xyz");
+        pointer(&mut s, 0);
+        pointer(&mut s, 0x1f);
+        assert_eq!(s, "ab    xy(nil)0x1f");
+        let star = Spec::parse("%*d").with_star(Some(-4));
+        let mut t = String::new();
+        int(&mut t, &star, 7, 32);
+        assert_eq!(t, "7   ");
+    }
+}
