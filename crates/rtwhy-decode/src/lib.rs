@@ -14,9 +14,11 @@ pub mod record;
 pub mod symbols;
 pub mod text;
 pub mod tracedat;
+pub mod typed;
 
 pub use endian::Endian;
 pub use error::{Error, Result};
 pub use format::{EventFormat, Field, FieldFlags, HeaderPage};
 pub use meta::{ClockSample, HostSync, TraceMeta, Tsc2Nsec};
 pub use record::Record;
+pub use typed::EventDecoder;

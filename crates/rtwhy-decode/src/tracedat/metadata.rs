@@ -562,11 +562,8 @@ fn check_cpu_data(bytes: &Bytes, p: &mut Parsed) {
     let len = bytes.len();
     for b in &p.buffers {
         for d in &b.cpus {
-            if d.size == 0 {
-                continue;
-            }
             let end = d.offset.saturating_add(d.size);
-            if d.offset >= len {
+            if d.offset > len || (d.size > 0 && d.offset == len) {
                 p.warnings.push(format!(
                     "CPU {} data at file offset {:#x} ({} bytes) lies past the end of the file ({len} bytes): the file is truncated; no events for that CPU",
                     d.cpu, d.offset, d.size
