@@ -94,6 +94,26 @@ impl HostSync {
     }
 }
 
+/// The metadata texts exactly as the file (or tracefs) held them, so a trace can be
+/// written out again without loss.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaSources {
+    /// `events/header_page`.
+    pub header_page: String,
+    /// `events/header_event`.
+    pub header_event: String,
+    /// `events/ftrace/*/format` texts.
+    pub ftrace_formats: Vec<String>,
+    /// `events/<system>/*/format` texts, by system.
+    pub event_formats: Vec<(String, Vec<String>)>,
+    /// `/proc/kallsyms`.
+    pub kallsyms: String,
+    /// `printk_formats`.
+    pub printk: String,
+    /// `saved_cmdlines`.
+    pub cmdlines: String,
+}
+
 /// The trace's description of the traced machine and of its events.
 #[derive(Debug, Clone)]
 pub struct TraceMeta {
@@ -123,6 +143,8 @@ pub struct TraceMeta {
     pub ts_offset: i64,
     /// Guest-to-host clock correction, for guest traces.
     pub host_sync: Option<HostSync>,
+    /// The metadata texts as read, for writing the trace out again.
+    pub sources: MetaSources,
 }
 
 impl TraceMeta {
@@ -142,6 +164,7 @@ impl TraceMeta {
             tsc2nsec: None,
             ts_offset: 0,
             host_sync: None,
+            sources: MetaSources::default(),
         }
     }
 

@@ -153,7 +153,8 @@ fn read_v6(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
     header_page(&text, at, p)?;
     seq.expect_tag(b"header_event\0", "header_event tag")?;
     let size = seq.u64("header_event size")?;
-    seq.take(size, "header_event")?;
+    let text = seq.take(size, "header_event")?;
+    p.meta.sources.header_event = String::from_utf8_lossy(&text).into_owned();
 
     let count = seq.u32("ftrace format count")?;
     check_count(count, seq.pos)?;
@@ -178,13 +179,13 @@ fn read_v6(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
     }
     let size = seq.u32("kallsyms size")?;
     let text = seq.take(u64::from(size), "kallsyms")?;
-    p.meta.kallsyms = Kallsyms::parse(&String::from_utf8_lossy(&text));
+    set_kallsyms(&text, p);
     let size = seq.u32("printk formats size")?;
     let text = seq.take(u64::from(size), "printk formats")?;
-    p.meta.printk = PrintkFormats::parse(&String::from_utf8_lossy(&text));
+    set_printk(&text, p);
     let size = seq.u64("saved cmdlines size")?;
     let text = seq.take(size, "saved cmdlines")?;
-    p.meta.cmdlines = Cmdlines::parse(&String::from_utf8_lossy(&text));
+    set_cmdlines(&text, p);
 
     let cpus = seq.u32("CPU count")?;
     if cpus > 1 << 16 {
@@ -269,6 +270,24 @@ fn v6_cpu_table(seq: &mut Seq<'_>, cpus: u32, clock: Option<String>, name: &str,
     Ok(Buffer { name: name.to_string(), clock, cpus: table, compressed: false, page_size })
 }
 
+fn set_kallsyms(text: &[u8], p: &mut Parsed) {
+    let text = String::from_utf8_lossy(text).into_owned();
+    p.meta.kallsyms = Kallsyms::parse(&text);
+    p.meta.sources.kallsyms = text;
+}
+
+fn set_printk(text: &[u8], p: &mut Parsed) {
+    let text = String::from_utf8_lossy(text).into_owned();
+    p.meta.printk = PrintkFormats::parse(&text);
+    p.meta.sources.printk = text;
+}
+
+fn set_cmdlines(text: &[u8], p: &mut Parsed) {
+    let text = String::from_utf8_lossy(text).into_owned();
+    p.meta.cmdlines = Cmdlines::parse(&text);
+    p.meta.sources.cmdlines = text;
+}
+
 fn check_count(count: u32, at: u64) -> Result<()> {
     if count > MAX_FORMATS {
         return Err(Error::corrupt(at - 4, format!("count {count} is implausible")));
@@ -277,6 +296,7 @@ fn check_count(count: u32, at: u64) -> Result<()> {
 }
 
 fn header_page(text: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
+    p.meta.sources.header_page = String::from_utf8_lossy(text).into_owned();
     let hp = HeaderPage::parse(&String::from_utf8_lossy(text)).map_err(|e| Error::corrupt(at, e.to_string()))?;
     if hp.data_offset >= p.meta.page_size {
         return Err(Error::corrupt(at, format!("header_page data offset {} beyond page size", hp.data_offset)));
@@ -287,7 +307,17 @@ fn header_page(text: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
 }
 
 fn add_format(system: &str, text: &[u8], at: u64, p: &mut Parsed) {
-    match EventFormat::parse(system, &String::from_utf8_lossy(text)) {
+    let text = String::from_utf8_lossy(text).into_owned();
+    let sources = &mut p.meta.sources;
+    if system == "ftrace" {
+        sources.ftrace_formats.push(text.clone());
+    } else {
+        match sources.event_formats.iter_mut().find(|(s, _)| s == system) {
+            Some((_, v)) => v.push(text.clone()),
+            None => sources.event_formats.push((system.to_string(), vec![text.clone()])),
+        }
+    }
+    match EventFormat::parse(system, &text) {
         Ok(f) => {
             p.meta.formats.insert(f.id, f);
         }
@@ -473,15 +503,13 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
             OPT_HEADER_INFO => v7_header_info(&mut c, off, p),
             OPT_FTRACE_EVENTS => v7_formats(&mut c, p, Some("ftrace")),
             OPT_EVENT_FORMATS => v7_formats(&mut c, p, None),
-            OPT_KALLSYMS => c.u32("kallsyms size").and_then(|n| c.bytes(n as usize, "kallsyms")).map(|t| {
-                p.meta.kallsyms = Kallsyms::parse(&String::from_utf8_lossy(t));
-            }),
-            OPT_PRINTK => c.u32("printk size").and_then(|n| c.bytes(n as usize, "printk formats")).map(|t| {
-                p.meta.printk = PrintkFormats::parse(&String::from_utf8_lossy(t));
-            }),
-            _ => c.u64("cmdlines size").and_then(|n| c.bytes_u64(n, "saved cmdlines")).map(|t| {
-                p.meta.cmdlines = Cmdlines::parse(&String::from_utf8_lossy(t));
-            }),
+            OPT_KALLSYMS => {
+                c.u32("kallsyms size").and_then(|n| c.bytes(n as usize, "kallsyms")).map(|t| set_kallsyms(t, p))
+            }
+            OPT_PRINTK => {
+                c.u32("printk size").and_then(|n| c.bytes(n as usize, "printk formats")).map(|t| set_printk(t, p))
+            }
+            _ => c.u64("cmdlines size").and_then(|n| c.bytes_u64(n, "saved cmdlines")).map(|t| set_cmdlines(t, p)),
         };
         if let Err(e) = r {
             p.warnings.push(format!("{e}; the rest of that section is skipped"));
@@ -531,7 +559,12 @@ fn v7_header_info(c: &mut Cursor<'_>, off: u64, p: &mut Parsed) -> Result<()> {
     let n = c.u64("header_page size")?;
     let at = c.offset();
     let text = c.bytes_u64(n, "header_page")?;
-    header_page(text, at, p)
+    header_page(text, at, p)?;
+    if c.remaining() >= 13 && c.bytes(13, "header_event tag")? == b"header_event\0" {
+        let n = c.u64("header_event size")?;
+        p.meta.sources.header_event = String::from_utf8_lossy(c.bytes_u64(n, "header_event")?).into_owned();
+    }
+    Ok(())
 }
 
 fn v7_formats(c: &mut Cursor<'_>, p: &mut Parsed, system: Option<&str>) -> Result<()> {

@@ -20,6 +20,7 @@ mod compress;
 mod metadata;
 mod source;
 mod stream;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 pub use compress::Codec;
 pub use source::{Bytes, Source};
 pub use stream::RecordStream;
+pub use writer::TraceDatWriter;
 
 use crate::meta::TraceMeta;
 use crate::{Error, Result};
