@@ -171,17 +171,21 @@ impl TraceFile {
         self.buffers.iter().find(|b| b.name.is_empty()).or_else(|| self.buffers.first())
     }
 
-    /// Records of the default buffer, merged over CPUs in timestamp order.
+    /// Records of every buffer (the top level and instances), merged over CPUs in
+    /// timestamp order, as `trace-cmd report` shows them.
     pub fn records(&self) -> Result<RecordStream<'_>> {
-        match self.default_buffer() {
-            Some(b) => self.buffer_records(b),
-            None => Ok(RecordStream::empty(self)),
+        if self.buffers.is_empty() {
+            return Ok(RecordStream::empty(self));
         }
+        RecordStream::new(self, &self.buffers)
     }
 
     /// Records of one buffer, merged over CPUs in timestamp order.
-    pub fn buffer_records(&self, buffer: &Buffer) -> Result<RecordStream<'_>> {
-        RecordStream::new(self, buffer)
+    pub fn buffer_records(&self, index: usize) -> Result<RecordStream<'_>> {
+        match self.buffers.get(index..=index) {
+            Some(one) => RecordStream::new(self, one),
+            None => Ok(RecordStream::empty(self)),
+        }
     }
 
     pub(crate) fn bytes(&self) -> &Bytes {

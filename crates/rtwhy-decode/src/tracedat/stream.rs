@@ -22,6 +22,7 @@ enum Layout {
 /// Reads one CPU's pages in order, a block of pages (or one decompressed chunk) at a time.
 struct CpuReader {
     cpu: u32,
+    buffer: usize,
     page_size: usize,
     layout: Layout,
     /// The block of pages currently loaded.
@@ -35,12 +36,13 @@ struct CpuReader {
 }
 
 impl CpuReader {
-    fn new(file: &TraceFile, data: &CpuData, buffer: &Buffer, warnings: &mut Vec<String>) -> CpuReader {
+    fn new(file: &TraceFile, data: &CpuData, buffer: &Buffer, index: usize, warnings: &mut Vec<String>) -> CpuReader {
         let compressed = buffer.compressed;
         let len = file.bytes().len();
         let end = data.offset.saturating_add(data.size).min(len);
         let mut r = CpuReader {
             cpu: data.cpu,
+            buffer: index,
             page_size: buffer.page_size,
             layout: Layout::Plain { next: data.offset, end },
             buf: Vec::new(),
@@ -175,6 +177,7 @@ impl CpuReader {
 /// `trace-cmd report`). A lending iterator: each record borrows the stream until the next call.
 pub struct RecordStream<'f> {
     file: &'f TraceFile,
+    names: Vec<&'f str>,
     codec: Codec,
     readers: Vec<CpuReader>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
@@ -187,6 +190,7 @@ impl<'f> RecordStream<'f> {
     pub(super) fn empty(file: &'f TraceFile) -> RecordStream<'f> {
         RecordStream {
             file,
+            names: Vec::new(),
             codec: Codec::None,
             readers: Vec::new(),
             heap: BinaryHeap::new(),
@@ -196,11 +200,25 @@ impl<'f> RecordStream<'f> {
         }
     }
 
-    pub(super) fn new(file: &'f TraceFile, buffer: &Buffer) -> Result<RecordStream<'f>> {
-        let codec = if buffer.compressed { file.codec()? } else { Codec::None };
+    pub(super) fn new(file: &'f TraceFile, buffers: &'f [Buffer]) -> Result<RecordStream<'f>> {
+        let codec = if buffers.iter().any(|b| b.compressed) { file.codec()? } else { Codec::None };
         let mut warnings = Vec::new();
-        let readers = buffer.cpus.iter().map(|d| CpuReader::new(file, d, buffer, &mut warnings)).collect();
-        Ok(RecordStream { file, codec, readers, heap: BinaryHeap::new(), last: None, warnings, started: false })
+        let mut readers = Vec::new();
+        for (i, b) in buffers.iter().enumerate() {
+            readers.extend(b.cpus.iter().map(|d| CpuReader::new(file, d, b, i, &mut warnings)));
+        }
+        let names = buffers.iter().map(|b| b.name.as_str()).collect();
+        Ok(RecordStream { file, names, codec, readers, heap: BinaryHeap::new(), last: None, warnings, started: false })
+    }
+
+    /// The name of the buffer the last record came from (empty for the top-level buffer).
+    pub fn buffer_name(&self) -> &'f str {
+        self.last.and_then(|i| self.names.get(self.readers[i].buffer).copied()).unwrap_or("")
+    }
+
+    /// Whether records come from more than one buffer.
+    pub fn has_instances(&self) -> bool {
+        self.names.len() > 1
     }
 
     fn push(&mut self, idx: usize) {
