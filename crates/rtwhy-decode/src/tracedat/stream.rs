@@ -184,6 +184,7 @@ pub struct RecordStream<'f> {
     last: Option<usize>,
     warnings: Vec<String>,
     started: bool,
+    current_ts: u64,
 }
 
 impl<'f> RecordStream<'f> {
@@ -197,6 +198,7 @@ impl<'f> RecordStream<'f> {
             last: None,
             warnings: Vec::new(),
             started: true,
+            current_ts: 0,
         }
     }
 
@@ -208,7 +210,7 @@ impl<'f> RecordStream<'f> {
             readers.extend(b.cpus.iter().map(|d| CpuReader::new(file, d, b, i, &mut warnings)));
         }
         let names = buffers.iter().map(|b| b.name.as_str()).collect();
-        Ok(RecordStream { file, names, codec, readers, heap: BinaryHeap::new(), last: None, warnings, started: false })
+        Ok(RecordStream { file, names, codec, readers, heap: BinaryHeap::new(), last: None, warnings, started: false, current_ts: 0 })
     }
 
     /// The name of the buffer the last record came from (empty for the top-level buffer).
@@ -231,6 +233,16 @@ impl<'f> RecordStream<'f> {
     /// The next record in time order, `Ok(None)` at the end. Damaged data is skipped and
     /// described in [`RecordStream::warnings`].
     pub fn next_record(&mut self) -> Result<Option<Record<'_>>> {
+        if !self.advance()? {
+            return Ok(None);
+        }
+        Ok(self.current())
+    }
+
+    /// Moves to the next record; false at the end. Read it with [`RecordStream::current`]
+    /// (which, unlike [`RecordStream::next_record`], leaves the stream free for other
+    /// questions such as [`RecordStream::buffer_name`]).
+    pub fn advance(&mut self) -> Result<bool> {
         if !self.started {
             self.started = true;
             for idx in 0..self.readers.len() {
@@ -241,16 +253,31 @@ impl<'f> RecordStream<'f> {
             self.readers[idx].advance(self.file, self.codec, &mut self.warnings);
             self.push(idx);
         }
-        let Some(Reverse((ts, idx))) = self.heap.pop() else {
-            return Ok(None);
-        };
-        self.last = Some(idx);
-        let r = &self.readers[idx];
-        let Some(ev) = r.current else { return Ok(None) };
+        match self.heap.pop() {
+            Some(Reverse((ts, idx))) => {
+                self.last = Some(idx);
+                self.current_ts = ts;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The record [`RecordStream::advance`] moved to.
+    pub fn current(&self) -> Option<Record<'_>> {
+        let r = &self.readers[self.last?];
+        let ev = r.current?;
         let meta = self.file.meta();
         let data = r.buf.get(r.page_start + ev.start..r.page_start + ev.end).unwrap_or_default();
         let format = meta.endian.u16(data, 0).and_then(|id| meta.format(u32::from(id)));
-        Ok(Some(Record { ts, cpu: r.cpu, data, format, endian: meta.endian, missed_before: r.current_missed }))
+        Some(Record {
+            ts: self.current_ts,
+            cpu: r.cpu,
+            data,
+            format,
+            endian: meta.endian,
+            missed_before: r.current_missed,
+        })
     }
 
     /// Problems met so far (damaged pages, truncated data), one line each.
