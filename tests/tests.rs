@@ -1,1 +1,6 @@
-//! End-to-end tests.
+//! End-to-end tests of rtwhy: decoding against trace-cmd on real traces, round trips
+//! through the writer, damaged input, and the command line.
+
+mod cli;
+mod mutations;
+mod roundtrip;

@@ -1,1 +1,40 @@
-fn main() {}
+//! `rtwhy`: tells real-time Linux users why their thread was late.
+
+mod cli;
+mod dump;
+mod info;
+mod input;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Exit code for usage and input errors.
+const EXIT_INPUT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    let result = match args.command {
+        cli::Command::Dump(a) => dump::run(&a),
+        cli::Command::Info(a) => info::run(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            let mut msg = format!("{e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!(": {cause}"));
+            }
+            eprintln!("rtwhy: error: {msg}");
+            ExitCode::from(EXIT_INPUT_ERROR)
+        }
+    }
+}
+
+/// `rtwhy dump x | head` closes the pipe early; that is not an error.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}

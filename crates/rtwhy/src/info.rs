@@ -1,0 +1,215 @@
+//! `rtwhy info`: what a trace says about itself.
+
+use std::collections::BTreeMap;
+use std::io::BufReader;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use rtwhy_decode::text::TextReader;
+use rtwhy_decode::tracedat::TraceFile;
+use serde_json::{json, Value};
+
+use crate::cli::{InfoArgs, InfoFormat};
+use crate::input::{self, Input};
+
+/// Counts gathered by one pass over the events.
+#[derive(Default)]
+struct Counts {
+    total: u64,
+    by_event: BTreeMap<String, u64>,
+    by_cpu: BTreeMap<u32, u64>,
+    first: Option<u64>,
+    last: Option<u64>,
+    missed: u64,
+    missed_pages: u64,
+}
+
+impl Counts {
+    fn add(&mut self, name: &str, cpu: u32, ts: u64) {
+        self.total += 1;
+        match self.by_event.get_mut(name) {
+            Some(n) => *n += 1,
+            None => {
+                self.by_event.insert(name.to_string(), 1);
+            }
+        }
+        *self.by_cpu.entry(cpu).or_default() += 1;
+        self.first = Some(self.first.map_or(ts, |f| f.min(ts)));
+        self.last = Some(self.last.map_or(ts, |l| l.max(ts)));
+    }
+}
+
+pub fn run(args: &InfoArgs) -> Result<ExitCode> {
+    let report = match input::open(&args.file)? {
+        Input::TraceDat(file) => trace_dat(&file)?,
+        Input::Text => text(args)?,
+    };
+    match args.format {
+        InfoFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        InfoFormat::Text => print_text(&report),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn trace_dat(file: &TraceFile) -> Result<Value> {
+    let meta = file.meta();
+    let info = file.info();
+    let mut counts = Counts::default();
+    let mut names: BTreeMap<u32, String> = BTreeMap::new();
+    let mut records = file.records()?;
+    while let Some(rec) = records.next_record()? {
+        let id = rec.event_id().unwrap_or(u32::MAX);
+        let name = names.entry(id).or_insert_with(|| match rec.format {
+            Some(f) => format!("{}:{}", f.system, f.name),
+            None => format!("unknown:{id}"),
+        });
+        counts.add(name, rec.cpu, rec.ts);
+        if let Some(m) = rec.missed_before {
+            counts.missed += m;
+            counts.missed_pages += 1;
+        }
+    }
+    let buffers: Vec<Value> = file
+        .buffers()
+        .iter()
+        .map(|b| {
+            json!({
+                "name": b.name,
+                "clock": b.clock,
+                "page_size": b.page_size,
+                "compressed": b.compressed,
+                "cpus": b.cpus.iter().map(|c| json!({"cpu": c.cpu, "offset": c.offset, "size": c.size})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let warnings: Vec<&String> = file.warnings().iter().chain(records.warnings()).collect();
+    Ok(json!({
+        "kind": "trace.dat",
+        "path": file.path().map(|p| p.display().to_string()),
+        "file_size": info.file_len,
+        "version": info.version,
+        "compression": info.compression.as_ref().map(|(n, v)| format!("{n} {v}")),
+        "endian": format!("{:?}", meta.endian).to_lowercase(),
+        "long_size": meta.long_size,
+        "kernel_long_size": meta.kernel_long_size,
+        "page_size": meta.page_size,
+        "clock": meta.clock,
+        "timestamps": if meta.ts_in_nanos() { "nanoseconds" } else { "raw counter" },
+        "tsc2nsec": meta.tsc2nsec.map(|t| json!({"mult": t.mult, "shift": t.shift, "offset": t.offset})),
+        "guest_host_sync": meta.host_sync.is_some(),
+        "cpus": info.cpus,
+        "kernel": info.uname,
+        "tracer_version": info.tracer_version,
+        "has_options": info.has_options,
+        "event_formats": meta.formats.len(),
+        "kallsyms": meta.kallsyms.len(),
+        "printk_formats": meta.printk.len(),
+        "saved_cmdlines": meta.cmdlines.len(),
+        "buffers": buffers,
+        "events": counts_json(&counts),
+        "warnings": warnings,
+    }))
+}
+
+fn text(args: &InfoArgs) -> Result<Value> {
+    let f = std::fs::File::open(&args.file).with_context(|| format!("cannot open {}", args.file.display()))?;
+    let mut reader = TextReader::new(BufReader::new(f));
+    let mut counts = Counts::default();
+    while let Some(ev) = reader.next_event() {
+        let ev = ev.with_context(|| format!("{}", args.file.display()))?;
+        counts.add(ev.kind.name(), ev.cpu, ev.ts.0);
+    }
+    Ok(json!({
+        "kind": "report text",
+        "path": args.file.display().to_string(),
+        "cpus": reader.cpus(),
+        "events": counts_json(&counts),
+        "warnings": Vec::<String>::new(),
+    }))
+}
+
+fn counts_json(c: &Counts) -> Value {
+    json!({
+        "total": c.total,
+        "first_ts": c.first,
+        "last_ts": c.last,
+        "span_ns": c.first.zip(c.last).map(|(f, l)| l - f),
+        "missed_events": c.missed,
+        "pages_with_missed_events": c.missed_pages,
+        "by_cpu": c.by_cpu.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "by_event": c.by_event,
+    })
+}
+
+fn secs(v: &Value) -> String {
+    match v.as_u64() {
+        Some(ns) => format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000),
+        None => "-".into(),
+    }
+}
+
+fn print_text(r: &Value) {
+    let s = |k: &str| match &r[k] {
+        Value::Null => "-".to_string(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    println!("file:          {}", s("path"));
+    println!("kind:          {}", s("kind"));
+    if r["kind"] == "trace.dat" {
+        println!("version:       {}", s("version"));
+        println!("file size:     {} bytes", s("file_size"));
+        println!("compression:   {}", r["compression"].as_str().unwrap_or("none"));
+        println!("machine:       {} endian, {}-byte long, kernel long {}, page size {}", s("endian"), s("long_size"), s("kernel_long_size"), s("page_size"));
+        println!("clock:         {} ({})", s("clock"), s("timestamps"));
+        println!("kernel:        {}", s("kernel"));
+        println!("recorded by:   trace-cmd {}", s("tracer_version"));
+        println!(
+            "metadata:      {} event formats, {} kernel symbols, {} printk formats, {} saved task names",
+            s("event_formats"),
+            s("kallsyms"),
+            s("printk_formats"),
+            s("saved_cmdlines")
+        );
+        for b in r["buffers"].as_array().into_iter().flatten() {
+            let name = b["name"].as_str().filter(|n| !n.is_empty()).unwrap_or("(top level)");
+            let cpus: Vec<String> = b["cpus"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| format!("cpu{}={}B", c["cpu"], c["size"]))
+                .collect();
+            println!("buffer:        {name}: {}", cpus.join(" "));
+        }
+    }
+    println!("cpus:          {}", s("cpus"));
+    let ev = &r["events"];
+    println!("events:        {}", ev["total"]);
+    println!(
+        "time span:     {} .. {} ({} s)",
+        secs(&ev["first_ts"]),
+        secs(&ev["last_ts"]),
+        secs(&ev["span_ns"])
+    );
+    if ev["missed_events"].as_u64().unwrap_or(0) > 0 || ev["pages_with_missed_events"].as_u64().unwrap_or(0) > 0 {
+        println!(
+            "lost events:   {} (on {} pages; 0 means the kernel did not count them)",
+            ev["missed_events"], ev["pages_with_missed_events"]
+        );
+    }
+    if let Some(cpus) = ev["by_cpu"].as_object() {
+        let per: Vec<String> = cpus.iter().map(|(k, v)| format!("cpu{k}={v}")).collect();
+        println!("per CPU:       {}", per.join(" "));
+    }
+    if let Some(by) = ev["by_event"].as_object() {
+        let mut rows: Vec<(&String, u64)> = by.iter().map(|(k, v)| (k, v.as_u64().unwrap_or(0))).collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        println!("by event:");
+        for (name, n) in rows {
+            println!("  {n:>10}  {name}");
+        }
+    }
+    for w in r["warnings"].as_array().into_iter().flatten() {
+        println!("warning:       {}", w.as_str().unwrap_or_default());
+    }
+}

@@ -1,0 +1,68 @@
+//! The `rtwhy` command line: exit codes, one-line errors, closed pipes.
+
+use std::process::{Command, Stdio};
+
+use rtwhy_tests::{rtwhy, wild_corpus};
+
+#[test]
+fn info_describes_a_v7_zstd_trace() {
+    let out = Command::new(rtwhy())
+        .args(["info", "--format", "json"])
+        .arg(wild_corpus().join("lanhaocoder-x86-v7-zstd.dat"))
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["version"], 7);
+    assert_eq!(v["compression"], "zstd 1.4.8");
+    assert_eq!(v["clock"], "perf");
+    assert_eq!(v["cpus"], 4);
+    assert_eq!(v["events"]["total"], 41400);
+    assert!(v["kernel"].as_str().unwrap_or_default().contains("5.15.0-50-generic"));
+}
+
+#[test]
+fn bad_input_gives_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let junk = dir.path().join("junk.dat");
+    std::fs::write(&junk, b"\x00\x01\x02 this is not a trace at all").expect("write");
+    for args in [vec!["dump"], vec!["info"], vec!["dump", "--raw"]] {
+        let out = Command::new(rtwhy()).args(&args).arg(&junk).output().expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("junk.dat"), "{err}");
+    }
+    let missing = Command::new(rtwhy()).args(["info", "/nonexistent/trace.dat"]).output().expect("runs");
+    assert_eq!(missing.status.code(), Some(2));
+    let usage = Command::new(rtwhy()).args(["dump", "--no-such-flag"]).output().expect("runs");
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn truncated_trace_reports_what_is_there_and_warns() {
+    let out = Command::new(rtwhy())
+        .args(["dump"])
+        .arg(wild_corpus().join("hip24-guest-truncated-v6.dat"))
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "cpus=1\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("past the end of the file"), "{err}");
+}
+
+#[test]
+fn closed_pipe_is_not_an_error() {
+    let mut child = Command::new(rtwhy())
+        .args(["dump", "--raw"])
+        .arg(wild_corpus().join("hip24-guest-xenomai-taskset-v7-zlib.dat"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("waits");
+    assert!(out.status.success(), "{:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -1,0 +1,116 @@
+//! A trace written by rtwhy's writer reads back identically, and trace-cmd prints it
+//! identically to the original.
+
+use std::path::Path;
+use std::process::Command;
+
+use rtwhy_decode::page::PageWriter;
+use rtwhy_decode::tracedat::{TraceDatWriter, TraceFile};
+use rtwhy_tests::{all_traces, require};
+
+/// (ts, cpu, payload without trailing zero padding) of every record.
+fn records(file: &TraceFile) -> Vec<(u64, u32, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut s = file.records().expect("stream");
+    while let Some(r) = s.next_record().expect("record") {
+        let end = r.data.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+        out.push((r.ts, r.cpu, r.data[..end].to_vec()));
+    }
+    out
+}
+
+/// Re-encodes every record of `file` into fresh pages and writes a v6 file.
+fn rewrite(file: &TraceFile, out: &Path) {
+    let meta = file.meta();
+    let buffer = file.default_buffer().expect("buffer");
+    let mut w = TraceDatWriter::new(meta.endian, meta.long_size as u8, buffer.page_size as u32, meta.sources.clone());
+    if let Some(c) = &meta.clock {
+        w.set_clock(c);
+    }
+    let ncpus = buffer.cpus.iter().map(|c| c.cpu as usize + 1).max().unwrap_or(1);
+    w.set_cpu_count(ncpus);
+    let mut pagers: Vec<PageWriter> =
+        (0..ncpus).map(|_| PageWriter::new(meta.endian, meta.header_page, buffer.page_size)).collect();
+    let mut s = file.records().expect("stream");
+    while let Some(r) = s.next_record().expect("record") {
+        let cpu = r.cpu as usize;
+        if let Some(page) = pagers[cpu].push(r.ts, r.data).expect("fits in a page") {
+            w.add_pages(cpu, &page);
+        }
+    }
+    for (cpu, p) in pagers.iter_mut().enumerate() {
+        if !p.is_empty() {
+            let page = p.finish_page();
+            w.add_pages(cpu, &page);
+        }
+    }
+    let mut f = std::fs::File::create(out).expect("create");
+    w.write(&mut f).expect("write");
+}
+
+#[test]
+fn rewritten_traces_read_back_identically() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut checked = 0;
+    for path in all_traces() {
+        let Ok(file) = TraceFile::open(&path) else { continue };
+        let out = dir.path().join("rewritten.dat");
+        rewrite(&file, &out);
+        let again = TraceFile::open(&out).expect("rewritten file opens");
+        let (a, b) = (records(&file), records(&again));
+        assert_eq!(a.len(), b.len(), "{}: record count changed", path.display());
+        assert!(a == b, "{}: records differ after rewriting", path.display());
+        assert_eq!(again.meta().formats.len(), file.meta().formats.len());
+        checked += 1;
+    }
+    eprintln!("round trip: {checked} traces rewritten and read back identically");
+    assert!(checked >= 20, "only {checked} traces checked");
+}
+
+/// Files the local trace-cmd (Debian's, no zlib) can open.
+fn trace_cmd_can_read(path: &Path) -> bool {
+    !path.to_string_lossy().contains("zlib")
+}
+
+fn trace_cmd_report(path: &Path, raw: bool) -> String {
+    let mut cmd = Command::new("trace-cmd");
+    cmd.arg("report");
+    if raw {
+        cmd.arg("-R");
+    }
+    let out = cmd.arg("-i").arg(path).output().expect("trace-cmd runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn trace_cmd_prints_rewritten_traces_like_the_originals() {
+    if !require("trace-cmd") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut checked = 0;
+    let mut lines = 0;
+    for path in all_traces().into_iter().filter(|p| trace_cmd_can_read(p)) {
+        let Ok(file) = TraceFile::open(&path) else { continue };
+        if file.records().expect("stream").next_record().expect("record").is_none() {
+            continue;
+        }
+        let out = dir.path().join("rewritten.dat");
+        rewrite(&file, &out);
+        for raw in [true, false] {
+            let original = trace_cmd_report(&path, raw);
+            let rewritten = trace_cmd_report(&out, raw);
+            // The header line says cpus=N; the rewritten file declares the CPUs that hold data.
+            let body = |s: &str| s.lines().skip(1).map(str::to_string).collect::<Vec<_>>();
+            let (o, r) = (body(&original), body(&rewritten));
+            assert_eq!(o.len(), r.len(), "{} (raw={raw}): line count differs", path.display());
+            for (i, (x, y)) in o.iter().zip(&r).enumerate() {
+                assert_eq!(x, y, "{} (raw={raw}) line {}", path.display(), i + 2);
+            }
+            lines += o.len();
+        }
+        checked += 1;
+    }
+    eprintln!("trace-cmd round trip: {checked} traces, {lines} identical lines");
+    assert!(checked >= 10, "only {checked} traces checked");
+}
