@@ -6,8 +6,8 @@ use std::collections::HashMap;
 /// Kernel symbols from `/proc/kallsyms`, for turning addresses into `function+0x10`.
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
-    /// Sorted by address.
-    entries: Vec<(u64, String, Option<String>)>,
+    /// Sorted by address; symbols sharing an address keep their file order.
+    entries: Vec<(u64, String, Option<String>, char)>,
 }
 
 impl Kallsyms {
@@ -16,12 +16,13 @@ impl Kallsyms {
         let mut entries = Vec::new();
         for line in text.lines() {
             let mut parts = line.split_whitespace();
-            let (Some(addr), Some(_kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+            let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
                 continue;
             };
             let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
             let module = parts.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
-            entries.push((addr, name.to_string(), module));
+            let kind = kind.chars().next().unwrap_or('?');
+            entries.push((addr, name.to_string(), module, kind));
         }
         entries.sort_by_key(|e| e.0);
         Kallsyms { entries }
@@ -40,8 +41,14 @@ impl Kallsyms {
     /// The symbol at or below `addr`: (start address, name, module).
     pub fn lookup(&self, addr: u64) -> Option<(u64, &str, Option<&str>)> {
         let idx = self.entries.partition_point(|e| e.0 <= addr);
-        let (start, name, module) = self.entries.get(idx.checked_sub(1)?)?;
+        let (start, name, module, _) = self.entries.get(idx.checked_sub(1)?)?;
         Some((*start, name.as_str(), module.as_deref()))
+    }
+
+    /// All symbols as (address, name, kallsyms type letter), sorted by address, symbols
+    /// sharing an address in file order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &str, char)> {
+        self.entries.iter().map(|(a, n, _, k)| (*a, n.as_str(), *k))
     }
 
     /// The symbol whose address is exactly `addr`.

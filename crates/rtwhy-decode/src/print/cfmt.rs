@@ -55,11 +55,8 @@ impl Spec {
             i += 1;
             if b.get(i) == Some(&b'*') {
                 s.star_prec = true;
-                i += 1;
             } else {
-                let (n, used) = digits(&b[i.min(b.len())..]);
-                s.prec = Some(n);
-                i += used;
+                s.prec = Some(digits(&b[i.min(b.len())..]).0);
             }
         }
         s.conv = b.last().copied().unwrap_or(b'd');
@@ -79,7 +76,11 @@ impl Spec {
                     s.width = Some((v as u64).min(4096) as usize);
                 }
             } else if s.star_prec {
-                s.prec = if v < 0 { None } else { Some((v as u64).min(4096) as usize) };
+                s.prec = if v < 0 {
+                    None
+                } else {
+                    Some((v as u64).min(4096) as usize)
+                };
             }
         }
         s
@@ -93,7 +94,10 @@ fn digits(b: &[u8]) -> (usize, usize) {
         if !c.is_ascii_digit() {
             break;
         }
-        n = n.saturating_mul(10).saturating_add(usize::from(c - b'0')).min(4096);
+        n = n
+            .saturating_mul(10)
+            .saturating_add(usize::from(c - b'0'))
+            .min(4096);
         used += 1;
     }
     (n, used)
@@ -108,7 +112,11 @@ fn pad(out: &mut String, n: usize, c: char) {
 /// Prints an integer conversion (`d i u x X o c`) of `val`, already cut to the width of
 /// the C type it was passed as (`bits`: 8, 16, 32 or 64).
 pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
-    let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let mask = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
     let v = val & mask;
     if spec.conv == b'c' {
         let body = char::from(v as u8);
@@ -124,7 +132,11 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
     }
     let (neg, mag) = match spec.conv {
         b'd' | b'i' => {
-            let sv = if bits >= 64 { v as i64 } else { ((v << (64 - bits)) as i64) >> (64 - bits) };
+            let sv = if bits >= 64 {
+                v as i64
+            } else {
+                ((v << (64 - bits)) as i64) >> (64 - bits)
+            };
             (sv < 0, sv.unsigned_abs())
         }
         _ => (false, v),

@@ -2,6 +2,7 @@
 //! an argument tree, following the grammar libtraceevent accepts (including its
 //! associativity quirks, so values come out the same).
 
+use super::cfmt::Spec;
 use crate::format::{EventFormat, Field};
 
 /// Token kinds of the print-fmt tokenizer.
@@ -24,13 +25,28 @@ pub(crate) enum Arg {
     /// `REC->name`; `None` when the event has no such field.
     Field(String, Option<Field>),
     /// `__print_flags(value, delim, { v, "s" }...)`.
-    Flags { value: Box<Arg>, delim: Option<String>, list: Vec<(String, String)> },
+    Flags {
+        value: Box<Arg>,
+        delim: Option<String>,
+        list: Vec<(String, String)>,
+    },
     /// `__print_symbolic(value, { v, "s" }...)`.
-    Symbols { value: Box<Arg>, list: Vec<(String, String)> },
+    Symbols {
+        value: Box<Arg>,
+        list: Vec<(String, String)>,
+    },
     /// `__print_hex(field, len)` and `__print_hex_str` (`spaced` false).
-    Hex { data: Box<Arg>, len: Box<Arg>, spaced: bool },
+    Hex {
+        data: Box<Arg>,
+        len: Box<Arg>,
+        spaced: bool,
+    },
     /// `__print_array(field, count, element size)`.
-    IntArray { data: Box<Arg>, count: Box<Arg>, el_size: Box<Arg> },
+    IntArray {
+        data: Box<Arg>,
+        count: Box<Arg>,
+        el_size: Box<Arg>,
+    },
     /// `(type) item`.
     Cast(String, Box<Arg>),
     /// `__get_str(name)`.
@@ -70,7 +86,13 @@ pub(crate) enum Piece {
     /// Literal text, escapes already processed.
     Text(String),
     /// A conversion with its argument and optional `*` argument.
-    Conv { spec: String, kind: ConvKind, arg: Arg, star: Option<Arg> },
+    Conv {
+        spec: String,
+        parsed: Spec,
+        kind: ConvKind,
+        arg: Arg,
+        star: Option<Arg>,
+    },
 }
 
 /// A parsed print format: the pieces to print, or the fact that libtraceevent would not
@@ -102,7 +124,10 @@ fn tokenize(text: &str) -> Vec<(Tok, String)> {
         }
         if c.is_ascii_alphanumeric() || c == b'_' {
             let start = i;
-            while b.get(i).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+            while b
+                .get(i)
+                .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            {
                 i += 1;
             }
             out.push((Tok::Item, text[start..i].to_string()));
@@ -245,7 +270,11 @@ impl Parser<'_> {
 
     fn any_field(&self, name: &str) -> Option<Field> {
         let e = self.event;
-        e.common_fields.iter().chain(e.fields.iter()).find(|f| f.name == name).cloned()
+        e.common_fields
+            .iter()
+            .chain(e.fields.iter())
+            .find(|f| f.name == name)
+            .cloned()
     }
 
     fn own_field(&self, name: &str) -> Option<Field> {
@@ -255,7 +284,9 @@ impl Parser<'_> {
     fn expr(&mut self, min_bind: u32) -> PResult<Arg> {
         let mut left = self.unary()?;
         loop {
-            let Some((Tok::Op, op)) = self.peek() else { break };
+            let Some((Tok::Op, op)) = self.peek() else {
+                break;
+            };
             if op == ":" || op == "]" || op == "}" || op == "{" {
                 break;
             }
@@ -333,11 +364,20 @@ impl Parser<'_> {
                 Ok(Arg::Atom(atom))
             }
             Tok::DQuote => Ok(Arg::Atom(tok)),
-            Tok::SQuote => Ok(Arg::Atom(tok.bytes().next().map(|b| i64::from(b as i8)).unwrap_or(0).to_string())),
+            Tok::SQuote => Ok(Arg::Atom(
+                tok.bytes()
+                    .next()
+                    .map(|b| i64::from(b as i8))
+                    .unwrap_or(0)
+                    .to_string(),
+            )),
             Tok::Delim if tok == "(" => {
                 let inner = self.expr(0)?;
                 self.expect(Tok::Delim, ")")?;
-                let cast = matches!(self.peek(), Some((Tok::Item | Tok::DQuote | Tok::SQuote, _)) | Some((Tok::Delim, "(")));
+                let cast = matches!(
+                    self.peek(),
+                    Some((Tok::Item | Tok::DQuote | Tok::SQuote, _)) | Some((Tok::Delim, "("))
+                );
                 if cast {
                     let Arg::Atom(ty) = inner else { return Err(()) };
                     let item = self.unary_no_op()?;
@@ -390,13 +430,21 @@ impl Parser<'_> {
             "__print_hex" | "__print_hex_str" => {
                 let data = Box::new(self.delimited(",")?);
                 let len = Box::new(self.delimited(")")?);
-                Ok(Arg::Hex { data, len, spaced: name == "__print_hex" })
+                Ok(Arg::Hex {
+                    data,
+                    len,
+                    spaced: name == "__print_hex",
+                })
             }
             "__print_array" => {
                 let data = Box::new(self.delimited(",")?);
                 let count = Box::new(self.delimited(",")?);
                 let el_size = Box::new(self.delimited(")")?);
-                Ok(Arg::IntArray { data, count, el_size })
+                Ok(Arg::IntArray {
+                    data,
+                    count,
+                    el_size,
+                })
             }
             "__get_str" | "__get_rel_str" => {
                 let f = self.expect_item()?;
@@ -408,7 +456,10 @@ impl Parser<'_> {
                 self.expect(Tok::Delim, ")")?;
                 Ok(Arg::Bitmask(self.any_field(&f), name.contains("cpumask")))
             }
-            "__get_dynamic_array" | "__get_rel_dynamic_array" | "__get_sockaddr" | "__get_sockaddr_rel" => {
+            "__get_dynamic_array"
+            | "__get_rel_dynamic_array"
+            | "__get_sockaddr"
+            | "__get_sockaddr_rel" => {
                 let f = self.expect_item()?;
                 let field = self.own_field(&f).ok_or(())?;
                 self.expect(Tok::Delim, ")")?;
@@ -591,8 +642,16 @@ pub(crate) fn strtoll(s: &str) -> i64 {
 /// Parses an event's print fmt.
 pub(crate) fn parse_event(event: &EventFormat, long_size: usize) -> ParsedFmt {
     let toks = tokenize(&event.print_fmt);
-    let failed = ParsedFmt { pieces: Vec::new(), failed: true };
-    let mut p = Parser { toks, pos: 0, event, long_size };
+    let failed = ParsedFmt {
+        pieces: Vec::new(),
+        failed: true,
+    };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        event,
+        long_size,
+    };
     let fmt = match p.next() {
         Some((Tok::DQuote, s)) => s,
         _ => return failed,
@@ -608,13 +667,17 @@ pub(crate) fn parse_event(event: &EventFormat, long_size: usize) -> ParsedFmt {
         let Ok(arg) = p.expr(0) else { return failed };
         args.push(arg);
         match p.next() {
-            None => more = false,
-            Some(_) => {}
+            Some((Tok::Delim, d)) if d == "," => {}
+            _ => more = false,
         }
     }
     if args.is_empty() && event.system == "ftrace" {
         // Old ftrace events list their fields instead of arguments.
-        args = event.fields.iter().map(|f| Arg::Field(f.name.clone(), Some(f.clone()))).collect();
+        args = event
+            .fields
+            .iter()
+            .map(|f| Arg::Field(f.name.clone(), Some(f.clone())))
+            .collect();
     }
     split_format(&fmt, args)
 }
@@ -645,30 +708,46 @@ pub(crate) fn split_format(fmt: &str, args: Vec<Arg>) -> ParsedFmt {
                         Some(a) if star.is_none() => star = Some(a),
                         _ => {
                             failed = true;
-                            done = true;
+                            break;
                         }
                     },
                     b'p' => {
                         let Some(arg) = args.next() else {
                             failed = true;
-                            done = true;
                             break;
                         };
                         let ext = pointer_ext_len(&b[i + 1..]);
                         i += ext;
                         let spec = fmt.get(start..=i).unwrap_or("%p").to_string();
-                        pieces.push(Piece::Conv { spec, kind: ConvKind::Pointer, arg, star: star.take() });
+                        let parsed = Spec::parse(&spec);
+                        pieces.push(Piece::Conv {
+                            spec,
+                            parsed,
+                            kind: ConvKind::Pointer,
+                            arg,
+                            star: star.take(),
+                        });
                         done = true;
                     }
                     b'c' | b'd' | b'u' | b'i' | b'x' | b'X' | b'o' | b's' => {
                         let Some(arg) = args.next() else {
                             failed = true;
-                            done = true;
                             break;
                         };
                         let spec = fmt.get(start..=i).unwrap_or("%d").to_string();
-                        let kind = if c == b's' { ConvKind::Str } else { ConvKind::Digit(ls) };
-                        pieces.push(Piece::Conv { spec, kind, arg, star: star.take() });
+                        let kind = if c == b's' {
+                            ConvKind::Str
+                        } else {
+                            ConvKind::Digit(ls)
+                        };
+                        let parsed = Spec::parse(&spec);
+                        pieces.push(Piece::Conv {
+                            spec,
+                            parsed,
+                            kind,
+                            arg,
+                            star: star.take(),
+                        });
                         done = true;
                     }
                     other => {
@@ -681,8 +760,10 @@ pub(crate) fn split_format(fmt: &str, args: Vec<Arg>) -> ParsedFmt {
                 }
                 i += 1;
             }
-            if failed {
-                break;
+            if !done {
+                // Out of arguments: libtraceevent prints the rest as text, starting
+                // at the conversion character.
+                continue;
             }
             i += 1;
             continue;
@@ -775,7 +856,13 @@ mod tests {
     #[test]
     fn same_priority_operators_nest_right_like_libtraceevent() {
         let p = parse_event(&event("\"%d\", REC->a - 1 - 2"), 8);
-        let Piece::Conv { arg: Arg::Op(op, _, r), .. } = &p.pieces[0] else { panic!("conv") };
+        let Piece::Conv {
+            arg: Arg::Op(op, _, r),
+            ..
+        } = &p.pieces[0]
+        else {
+            panic!("conv")
+        };
         assert_eq!(op, "-");
         assert!(matches!(&**r, Arg::Op(o, _, _) if o == "-"));
     }
@@ -787,7 +874,13 @@ mod tests {
             8,
         );
         assert!(!p.failed);
-        let Piece::Conv { arg: Arg::Flags { list, delim, .. }, .. } = &p.pieces[0] else { panic!("flags") };
+        let Piece::Conv {
+            arg: Arg::Flags { list, delim, .. },
+            ..
+        } = &p.pieces[0]
+        else {
+            panic!("flags")
+        };
         assert_eq!(delim.as_deref(), Some("|"));
         assert_eq!(list[1], ("4".to_string(), "B".to_string()));
         assert!(parse_event(&event("\"%d\", unknown_helper(REC->a)"), 8).failed);

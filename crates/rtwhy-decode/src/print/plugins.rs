@@ -1,0 +1,494 @@
+//! The output overrides of trace-cmd's plugins (sched_switch, function, hrtimer, kmem,
+//! kvm) and of its function-graph printer.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use super::fmt_eval::Ctx;
+use crate::format::{EventFormat, Field};
+
+/// Which override applies to an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Handler {
+    None,
+    SchedSwitch,
+    SchedWakeup,
+    Function,
+    KernelStack,
+    HrtimerStart,
+    HrtimerExpire,
+    /// kmem events: `(caller+0xoff) ` then the normal output.
+    KmemCallSite,
+    KvmExit,
+    KvmEntry,
+    FuncgraphEntry,
+    FuncgraphExit,
+}
+
+impl Handler {
+    /// The override for an event, by system and name.
+    pub fn for_event(e: &EventFormat) -> Handler {
+        match (e.system.as_str(), e.name.as_str()) {
+            ("sched", "sched_switch") => Handler::SchedSwitch,
+            ("sched", "sched_wakeup" | "sched_wakeup_new") => Handler::SchedWakeup,
+            ("ftrace", "function") => Handler::Function,
+            ("ftrace", "kernel_stack") => Handler::KernelStack,
+            ("ftrace", "funcgraph_entry") => Handler::FuncgraphEntry,
+            ("ftrace", "funcgraph_exit") => Handler::FuncgraphExit,
+            ("timer", "hrtimer_start") => Handler::HrtimerStart,
+            ("timer", "hrtimer_expire_entry") => Handler::HrtimerExpire,
+            (
+                "kmem",
+                "kfree"
+                | "kmalloc"
+                | "kmalloc_node"
+                | "kmem_cache_alloc"
+                | "kmem_cache_alloc_node"
+                | "kmem_cache_free",
+            ) => Handler::KmemCallSite,
+            ("kvm", "kvm_exit") => Handler::KvmExit,
+            ("kvm", "kvm_entry") => Handler::KvmEntry,
+            _ => Handler::None,
+        }
+    }
+}
+
+/// State plugins keep between records.
+#[derive(Debug, Default)]
+pub(crate) struct PluginState {
+    /// Task names learned from sched events, used when saved cmdlines lack a pid.
+    pub comms: HashMap<i32, String>,
+    /// Per-CPU call chains of the function plugin, for indentation.
+    pub fstack: Vec<Vec<Option<String>>>,
+}
+
+fn own<'e>(e: &'e EventFormat, name: &str) -> Option<&'e Field> {
+    e.fields.iter().find(|f| f.name == name)
+}
+
+/// `tep_get_field_val`: a field's number, or `None` (after printing the complaint when
+/// `err`).
+fn val(ctx: &Ctx<'_>, out: &mut String, e: &EventFormat, name: &str, err: bool) -> Option<u64> {
+    let Some(f) = own(e, name) else {
+        if err {
+            let _ = write!(out, "<CANT FIND FIELD {name}>");
+        }
+        return None;
+    };
+    if !matches!(f.size, 1 | 2 | 4 | 8) {
+        if err {
+            let _ = write!(out, " {name}=INVALID");
+        }
+        return None;
+    }
+    Some(ctx.read(f.offset, f.size))
+}
+
+/// `tep_print_num_field` with a `0x%llx`/`%llu` style format.
+fn num_field(
+    ctx: &Ctx<'_>,
+    out: &mut String,
+    e: &EventFormat,
+    name: &str,
+    hex: bool,
+    err: bool,
+) -> bool {
+    match own(e, name).filter(|f| matches!(f.size, 1 | 2 | 4 | 8)) {
+        Some(f) => {
+            let v = ctx.read(f.offset, f.size);
+            if hex {
+                let _ = write!(out, "0x{v:x}");
+            } else {
+                let _ = write!(out, "{v}");
+            }
+            true
+        }
+        None => {
+            if err {
+                let _ = write!(out, "CAN'T FIND FIELD \"{name}\"");
+            }
+            false
+        }
+    }
+}
+
+fn comm_of(ctx: &Ctx<'_>, f: &Field) -> String {
+    let bytes = ctx.data.get(f.offset..).unwrap_or_default();
+    let bytes = &bytes[..f.size.min(bytes.len())];
+    let n = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..n]).into_owned()
+}
+
+fn write_comm(
+    ctx: &Ctx<'_>,
+    out: &mut String,
+    st: &mut PluginState,
+    e: &EventFormat,
+    name: &str,
+    pid: u64,
+) {
+    let field = e
+        .common_fields
+        .iter()
+        .chain(e.fields.iter())
+        .find(|f| f.name == name);
+    if let Some(f) = field {
+        let comm = comm_of(ctx, f);
+        out.push_str(&comm);
+        out.push(':');
+        let pid = pid as i32;
+        if pid != 0 {
+            st.comms.entry(pid).or_insert(comm);
+        }
+    }
+}
+
+fn write_state(out: &mut String, v: i32) {
+    const STATES: &[u8] = b"SDTtZXxW";
+    let mut found = false;
+    for (i, c) in STATES.iter().enumerate() {
+        if v & (1 << i) == 0 {
+            continue;
+        }
+        if found {
+            out.push('|');
+        }
+        found = true;
+        out.push(char::from(*c));
+    }
+    if !found {
+        out.push('R');
+    }
+}
+
+/// Runs an override. Returns true when the normal print format output should follow.
+pub(crate) fn run(
+    h: Handler,
+    ctx: &Ctx<'_>,
+    out: &mut String,
+    st: &mut PluginState,
+    e: &EventFormat,
+    cpu: u32,
+) -> bool {
+    match h {
+        Handler::None => true,
+        Handler::SchedSwitch => {
+            let Some(pid) = val(ctx, out, e, "prev_pid", true) else {
+                out.push('!');
+                return true;
+            };
+            write_comm(ctx, out, st, e, "prev_comm", pid);
+            let _ = write!(out, "{} ", pid as i64);
+            if let Some(p) = val(ctx, out, e, "prev_prio", true) {
+                let _ = write!(out, "[{}] ", p as i32);
+            }
+            if let Some(s) = val(ctx, out, e, "prev_state", true) {
+                write_state(out, s as i32);
+            }
+            out.push_str(" ==> ");
+            let Some(pid) = val(ctx, out, e, "next_pid", true) else {
+                out.push('!');
+                return true;
+            };
+            write_comm(ctx, out, st, e, "next_comm", pid);
+            let _ = write!(out, "{}", pid as i64);
+            if let Some(p) = val(ctx, out, e, "next_prio", true) {
+                let _ = write!(out, " [{}]", p as i32);
+            }
+            false
+        }
+        Handler::SchedWakeup => {
+            let Some(pid) = val(ctx, out, e, "pid", true) else {
+                out.push('!');
+                return true;
+            };
+            write_comm(ctx, out, st, e, "comm", pid);
+            let _ = write!(out, "{}", pid as i64);
+            if let Some(p) = val(ctx, out, e, "prio", true) {
+                let _ = write!(out, " [{}]", p as i64);
+            }
+            if let Some(s) = val(ctx, out, e, "success", false) {
+                let _ = write!(out, " success={}", s as i64);
+            }
+            if let Some(c) = val(ctx, out, e, "target_cpu", true) {
+                let _ = write!(out, " CPU:{c:03}");
+            }
+            false
+        }
+        Handler::Function => {
+            let Some(ip) = val(ctx, out, e, "ip", true) else {
+                out.push('!');
+                return true;
+            };
+            let func = ctx.funcs.find(ip).map(|(_, n)| n.to_string());
+            let Some(pip) = val(ctx, out, e, "parent_ip", true) else {
+                out.push('!');
+                return true;
+            };
+            let parent = ctx.funcs.find(pip).map(|(_, n)| n.to_string());
+            let mut index = 0;
+            if let Some(parent) = parent {
+                index = function_index(st, &parent, func.clone(), cpu as usize);
+            }
+            for _ in 0..index * 3 {
+                out.push(' ');
+            }
+            match func {
+                Some(f) => out.push_str(&f),
+                None => {
+                    let _ = write!(out, "0x{ip:x}");
+                }
+            }
+            false
+        }
+        Handler::KernelStack => {
+            let Some(f) = e
+                .common_fields
+                .iter()
+                .chain(e.fields.iter())
+                .find(|f| f.name == "caller")
+            else {
+                out.push_str("<CANT FIND FIELD caller>");
+                return false;
+            };
+            out.push_str("<stack trace >\n");
+            let ls = ctx.long_size;
+            let mut at = f.offset;
+            while at < ctx.data.len() {
+                let addr = ctx.read(at, ls);
+                if (ls == 8 && addr == u64::MAX) || addr as u32 == u32::MAX {
+                    break;
+                }
+                match ctx.funcs.find(addr) {
+                    Some((_, name)) => {
+                        let _ = writeln!(out, "=> {name} ({addr:x})");
+                    }
+                    None => {
+                        let _ = writeln!(out, "=> {addr:x}");
+                    }
+                }
+                at += ls;
+            }
+            false
+        }
+        Handler::HrtimerStart | Handler::HrtimerExpire => {
+            out.push_str("hrtimer=");
+            if !num_field(ctx, out, e, "timer", true, false) {
+                num_field(ctx, out, e, "hrtimer", true, true);
+            }
+            if h == Handler::HrtimerExpire {
+                out.push_str(" now=");
+                num_field(ctx, out, e, "now", false, true);
+            }
+            if let Some(f) = own(e, "function").filter(|f| matches!(f.size, 1 | 2 | 4 | 8)) {
+                let v = ctx.read(f.offset, f.size);
+                match ctx.funcs.find(v) {
+                    Some((start, name)) => {
+                        let _ = write!(out, " function={name}/0x{:x}", start.wrapping_sub(v));
+                    }
+                    None => {
+                        let _ = write!(out, " function=0x{v:08x}");
+                    }
+                }
+            }
+            if h == Handler::HrtimerStart {
+                out.push_str(" expires=");
+                num_field(ctx, out, e, "expires", false, true);
+                out.push_str(" softexpires=");
+                num_field(ctx, out, e, "softexpires", false, true);
+            }
+            false
+        }
+        Handler::KmemCallSite => {
+            if let Some(f) = own(e, "call_site").filter(|f| matches!(f.size, 1 | 2 | 4 | 8)) {
+                let v = ctx.read(f.offset, f.size);
+                if let Some((start, name)) = ctx.funcs.find(v) {
+                    let _ = write!(out, "({name}+0x{:x}) ", v.wrapping_sub(start) as u32);
+                }
+            }
+            true
+        }
+        Handler::KvmExit => {
+            let Some(reason) = val(ctx, out, e, "exit_reason", true) else {
+                return true;
+            };
+            let isa = val(ctx, out, e, "isa", false).unwrap_or(1);
+            match exit_reason(isa, reason as i32) {
+                Some(r) => {
+                    let _ = write!(out, "reason {r}");
+                }
+                None => {
+                    let _ = write!(out, "reason UNKNOWN ({reason})");
+                }
+            }
+            let Some(rip) = val(ctx, out, e, "guest_rip", true) else {
+                return true;
+            };
+            let _ = write!(out, " rip 0x{rip:x}");
+            if let (Some(a), Some(b)) = (
+                val(ctx, out, e, "info1", false),
+                val(ctx, out, e, "info2", false),
+            ) {
+                let _ = write!(out, " info {a:x} {b:x}");
+            }
+            false
+        }
+        Handler::KvmEntry => {
+            match own(e, "vcpu_id").filter(|f| matches!(f.size, 1 | 2 | 4 | 8)) {
+                Some(f) => {
+                    let _ = write!(out, " vcpu {}", ctx.read(f.offset, f.size) as u32);
+                }
+                None => out.push_str("CAN'T FIND FIELD \"vcpu_id\""),
+            }
+            let Some(rip) = val(ctx, out, e, "rip", true) else {
+                return true;
+            };
+            let _ = write!(out, " rip 0x{rip:x}");
+            false
+        }
+        Handler::FuncgraphEntry => {
+            let func = own(e, "func")
+                .map(|f| ctx.read(f.offset, f.size))
+                .unwrap_or(0);
+            let depth = own(e, "depth")
+                .map(|f| ctx.read(f.offset, f.size) as i32)
+                .unwrap_or(0);
+            out.push_str("              |  ");
+            for _ in 0..depth.max(0) * 2 {
+                out.push(' ');
+            }
+            match ctx.funcs.find(func) {
+                Some((_, name)) => out.push_str(name),
+                None => {
+                    let _ = write!(out, "0x{func:x}");
+                }
+            }
+            out.push_str("() {");
+            false
+        }
+        Handler::FuncgraphExit => {
+            let get = |n: &str| own(e, n).map(|f| ctx.read(f.offset, f.size)).unwrap_or(0);
+            let duration = get("rettime").wrapping_sub(get("calltime"));
+            let depth = get("depth") as i32;
+            out.push(' ');
+            out.push_str(match duration {
+                d if d > 1_000_000_000 => "$ ",
+                d if d > 100_000_000 => "@ ",
+                d if d > 10_000_000 => "* ",
+                d if d > 1_000_000 => "# ",
+                d if d > 100_000 => "! ",
+                d if d > 10_000 => "+ ",
+                _ => "  ",
+            });
+            let usecs = format!("{}", duration / 1000);
+            let mut len = usecs.len();
+            out.push_str(&usecs);
+            if len < 7 {
+                let _ = write!(out, ".{:03}", duration % 1000);
+                len += 4;
+            }
+            out.push_str(" us ");
+            for _ in len..7 {
+                out.push(' ');
+            }
+            out.push_str("|  ");
+            for _ in 0..depth.max(0) * 2 {
+                out.push(' ');
+            }
+            out.push('}');
+            false
+        }
+    }
+}
+
+/// The function plugin's indentation: the position of the parent in this CPU's chain.
+fn function_index(st: &mut PluginState, parent: &str, child: Option<String>, cpu: usize) -> usize {
+    if st.fstack.len() <= cpu {
+        st.fstack.resize(cpu + 1, Vec::new());
+    }
+    let stack = &mut st.fstack[cpu];
+    let mut found = None;
+    for (i, s) in stack.iter().enumerate() {
+        match s {
+            Some(s) if s == parent => {
+                found = Some(i);
+                break;
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    let set = |stack: &mut Vec<Option<String>>, pos: usize, v: Option<String>| {
+        let Some(v) = v else { return };
+        if stack.len() <= pos {
+            stack.resize(pos + 1, None);
+        }
+        stack[pos] = Some(v);
+    };
+    match found {
+        Some(i) => {
+            set(stack, i + 1, child);
+            i
+        }
+        None => {
+            set(stack, 0, Some(parent.to_string()));
+            set(stack, 1, child);
+            0
+        }
+    }
+}
+
+fn exit_reason(isa: u64, v: i32) -> Option<&'static str> {
+    const VMX: &[(&str, i32)] = &[
+        ("EXCEPTION_NMI", 0),
+        ("EXTERNAL_INTERRUPT", 1),
+        ("TRIPLE_FAULT", 2),
+        ("PENDING_INTERRUPT", 7),
+        ("NMI_WINDOW", 8),
+        ("TASK_SWITCH", 9),
+        ("CPUID", 10),
+        ("HLT", 12),
+        ("INVD", 13),
+        ("INVLPG", 14),
+        ("RDPMC", 15),
+        ("RDTSC", 16),
+        ("VMCALL", 18),
+        ("VMCLEAR", 19),
+        ("VMLAUNCH", 20),
+        ("VMPTRLD", 21),
+        ("VMPTRST", 22),
+        ("VMREAD", 23),
+        ("VMRESUME", 24),
+        ("VMWRITE", 25),
+        ("VMOFF", 26),
+        ("VMON", 27),
+        ("CR_ACCESS", 28),
+        ("DR_ACCESS", 29),
+        ("IO_INSTRUCTION", 30),
+        ("MSR_READ", 31),
+        ("MSR_WRITE", 32),
+        ("MWAIT_INSTRUCTION", 36),
+        ("MONITOR_INSTRUCTION", 39),
+        ("PAUSE_INSTRUCTION", 40),
+        ("MCE_DURING_VMENTRY", 41),
+        ("TPR_BELOW_THRESHOLD", 43),
+        ("APIC_ACCESS", 44),
+        ("EOI_INDUCED", 45),
+        ("EPT_VIOLATION", 48),
+        ("EPT_MISCONFIG", 49),
+        ("INVEPT", 50),
+        ("PREEMPTION_TIMER", 52),
+        ("WBINVD", 54),
+        ("XSETBV", 55),
+        ("APIC_WRITE", 56),
+        ("INVPCID", 58),
+        ("PML_FULL", 62),
+        ("XSAVES", 63),
+        ("XRSTORS", 64),
+    ];
+    match isa {
+        1 => VMX.iter().find(|(_, n)| *n == v).map(|(s, _)| *s),
+        2 => None,
+        _ => Some("UNKNOWN-ISA"),
+    }
+}
