@@ -27,18 +27,17 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
     while records.advance()? {
         let Some(rec) = records.current() else { break };
         line.clear();
-        if let Some(missed) = rec.missed_before {
-            // trace-cmd names the buffer of an instance, and says how many were lost when the
-            // kernel counted them.
-            let name = records.buffer_name();
-            if !name.is_empty() {
-                line.push_str(name);
-                line.push_str(": ");
-            }
-            match missed {
-                0 => line.push_str(&format!("CPU:{} [EVENTS DROPPED]\n", rec.cpu)),
-                n => line.push_str(&format!("CPU:{} [{n} EVENTS DROPPED]\n", rec.cpu)),
-            }
+        // trace-cmd starts every record of a named instance with the instance's name, once,
+        // before the dropped-events notice if there is one.
+        let name = records.buffer_name();
+        if !name.is_empty() {
+            line.push_str(name);
+            line.push_str(": ");
+        }
+        match rec.missed_before {
+            None => {}
+            Some(0) => line.push_str(&format!("CPU:{} [EVENTS DROPPED]\n", rec.cpu)),
+            Some(n) => line.push_str(&format!("CPU:{} [{n} EVENTS DROPPED]\n", rec.cpu)),
         }
         if args.raw {
             printer.write_raw(&rec, &mut line);

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Measures rtwhy's decoding speed and memory beside `trace-cmd report -R` on the largest
+# real traces and on a synthetic trace of at least 1 GiB, and writes docs/PERFORMANCE.md.
+# Usage: scripts/bench.sh [--synthetic-mib N]   (default 1100)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+missing=()
+[ -x /usr/bin/time ] || missing+=(time)
+command -v trace-cmd >/dev/null || missing+=(trace-cmd)
+if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+cargo build --release --locked -q -p rtwhy --bin rtwhy --example bench
+target/release/examples/bench "$@"
