@@ -23,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
         format: meta.format(id),
         endian: rtwhy_decode::Endian::Little,
         missed_before: None,
+        following: &[],
     };
     let mut printer = rtwhy_decode::print::Printer::new(&meta);
     let mut line = String::new();

@@ -21,6 +21,10 @@ pub struct Record<'a> {
     /// Events the kernel dropped on this CPU just before this record, when the page said so
     /// (`Some(0)` means "some, count unknown").
     pub missed_before: Option<u64>,
+    /// The page bytes that follow this record. libtraceevent reads a fixed-size field
+    /// whole even when the record is shorter (a `kernel_stack` with fewer frames than its
+    /// declared array); printing the same bytes needs them. Never used for meaning.
+    pub following: &'a [u8],
 }
 
 impl<'a> Record<'a> {
@@ -64,6 +68,20 @@ impl<'a> Record<'a> {
         } else {
             self.data.get(field.offset..field.offset.checked_add(field.size)?)
         }
+    }
+
+    /// The bytes of a fixed-size field as libtraceevent reads them: running past the end of
+    /// the record into the page when the record is shorter than its format says.
+    pub fn field_bytes_unbounded(&self, field: &Field) -> std::borrow::Cow<'a, [u8]> {
+        let (start, end) = (field.offset, field.offset.saturating_add(field.size));
+        if end <= self.data.len() {
+            return std::borrow::Cow::Borrowed(&self.data[start..end]);
+        }
+        let mut v: Vec<u8> = self.data.get(start..).unwrap_or_default().to_vec();
+        let from_tail = start.saturating_sub(self.data.len());
+        let want = end - start.max(self.data.len());
+        v.extend(self.following.iter().skip(from_tail).take(want));
+        std::borrow::Cow::Owned(v)
     }
 
     /// A string field (fixed or dynamic char array), cut at the first NUL.

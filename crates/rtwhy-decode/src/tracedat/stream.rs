@@ -269,6 +269,8 @@ impl<'f> RecordStream<'f> {
         let ev = r.current?;
         let meta = self.file.meta();
         let data = r.buf.get(r.page_start + ev.start..r.page_start + ev.end).unwrap_or_default();
+        let page_end = (r.page_start + r.page_size).min(r.buf.len());
+        let following = r.buf.get(r.page_start + ev.end..page_end).unwrap_or_default();
         let format = meta.endian.u16(data, 0).and_then(|id| meta.format(u32::from(id)));
         Some(Record {
             ts: self.current_ts,
@@ -277,6 +279,7 @@ impl<'f> RecordStream<'f> {
             format,
             endian: meta.endian,
             missed_before: r.current_missed,
+            following,
         })
     }
 
