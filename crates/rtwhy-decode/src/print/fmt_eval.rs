@@ -448,6 +448,50 @@ fn print_ip(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
     }
 }
 
+/// `%pI6c`: the shortest form, with `::` for the longest run of zero words and a
+/// dotted IPv4 tail for mapped and ISATAP addresses.
+fn ip6_compressed(out: &mut String, b: &[u8]) {
+    let word = |i: usize| u16::from_be_bytes([b[2 * i], b[2 * i + 1]]);
+    let mapped = word(0) == 0 && word(1) == 0 && word(2) == 0 && word(3) == 0 && word(4) == 0 && word(5) == 0xffff;
+    let isatap = (word(4) | 0x0200) == 0x0200 && word(5) == 0x5efe;
+    let use_v4 = mapped || isatap;
+    let range = if use_v4 { 6 } else { 8 };
+    let mut longest = 1;
+    let mut colonpos: Option<usize> = None;
+    for i in 0..range {
+        let run = (i..range).take_while(|j| word(*j) == 0).count();
+        if run > longest {
+            longest = run;
+            colonpos = Some(i);
+        }
+    }
+    let mut needcolon = false;
+    let mut i = 0;
+    while i < range {
+        if Some(i) == colonpos {
+            if needcolon || i == 0 {
+                out.push(':');
+            }
+            out.push(':');
+            needcolon = false;
+            i += longest;
+            continue;
+        }
+        if needcolon {
+            out.push(':');
+        }
+        let _ = write!(out, "{:x}", word(i));
+        needcolon = true;
+        i += 1;
+    }
+    if use_v4 {
+        if needcolon {
+            out.push(':');
+        }
+        let _ = write!(out, "{}.{}.{}.{}", b[12], b[13], b[14], b[15]);
+    }
+}
+
 fn print_uuid(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
     let Some(b) = field_bytes(ctx, out, arg, 16, "INVALIDUUID") else {
         return;

@@ -282,17 +282,23 @@ impl Parser<'_> {
     }
 
     fn expr(&mut self, min_bind: u32) -> PResult<Arg> {
-        let mut left = self.unary()?;
+        let left = self.unary()?;
+        self.expr_rest(left, min_bind)
+    }
+
+    /// The binding strength of the operator at the cursor, if it continues an expression.
+    fn peek_bind(&self) -> PResult<Option<(String, u32)>> {
+        let Some((Tok::Op, op)) = self.peek() else { return Ok(None) };
+        if matches!(op, ":" | "]" | "}" | "{") {
+            return Ok(None);
+        }
+        let prio = op_prio(op).ok_or(())?;
+        Ok(Some((op.to_string(), 20 - prio)))
+    }
+
+    fn expr_rest(&mut self, mut left: Arg, min_bind: u32) -> PResult<Arg> {
         loop {
-            let Some((Tok::Op, op)) = self.peek() else {
-                break;
-            };
-            if op == ":" || op == "]" || op == "}" || op == "{" {
-                break;
-            }
-            let op = op.to_string();
-            let prio = op_prio(&op).ok_or(())?;
-            let bind = 20 - prio;
+            let Some((op, bind)) = self.peek_bind()? else { break };
             if bind < min_bind {
                 break;
             }
@@ -314,9 +320,15 @@ impl Parser<'_> {
                     _ => return Err(()),
                 }
             }
-            // Equal priorities nest to the right, as libtraceevent builds them.
-            let right = self.expr(bind)?;
-            left = Arg::Op(op, Box::new(left), Box::new(right));
+            let first = self.unary()?;
+            let continues = matches!(self.peek_bind()?, Some((_, b)) if b >= bind);
+            if continues {
+                // Equal priorities nest to the right, as libtraceevent builds them.
+                let right = self.expr_rest(first, bind)?;
+                left = Arg::Op(op, Box::new(left), Box::new(right));
+            } else {
+                left = combine(op, left, first);
+            }
         }
         Ok(left)
     }
@@ -553,6 +565,20 @@ impl Parser<'_> {
             break;
         }
         Ok(list)
+    }
+}
+
+/// Builds `left op right` where `right` is a single operand. libtraceevent rotates the
+/// tree when that operand is a parenthesised (or unary) expression whose operator has a
+/// lower priority than `op`: `a & (b | c)` becomes `(a & b) | c`. Output depends on it.
+fn combine(op: String, left: Arg, right: Arg) -> Arg {
+    let Some(p) = op_prio(&op) else { return Arg::Op(op, Box::new(left), Box::new(right)) };
+    match right {
+        Arg::Op(rop, rl, rr) if op_prio(&rop).is_some_and(|rp| p < rp) => {
+            Arg::Op(rop, Box::new(Arg::Op(op, Box::new(left), rl)), rr)
+        }
+        Arg::Cond(c, a, b) if p < 16 => Arg::Cond(Box::new(Arg::Op(op, Box::new(left), c)), a, b),
+        right => Arg::Op(op, Box::new(left), Box::new(right)),
     }
 }
 
@@ -868,6 +894,14 @@ mod tests {
     }
 
     #[test]
+    fn parenthesised_lower_priority_operand_rotates() {
+        let p = parse_event(&event("\"%d\", REC->a & (1 | 2)"), 8);
+        let Piece::Conv { arg: Arg::Op(op, l, _), .. } = &p.pieces[0] else { panic!("conv") };
+        assert_eq!(op, "|");
+        assert!(matches!(&**l, Arg::Op(o, _, _) if o == "&"));
+    }
+
+    #[test]
     fn flags_casts_and_failures() {
         let p = parse_event(
             &event("\"%s %lu\", __print_flags(REC->a, \"|\", { 1, \"A\" }, { (1 << 2), \"B\" }), (unsigned long)REC->a"),
@@ -888,3 +922,4 @@ mod tests {
         assert!(parse_event(&event("garbage"), 8).failed);
     }
 }
+

@@ -21,6 +21,8 @@ pub(crate) enum Handler {
     KmemCallSite,
     KvmExit,
     KvmEntry,
+    KvmEmulateInsn,
+    TlbFlush,
     FuncgraphEntry,
     FuncgraphExit,
 }
@@ -48,6 +50,8 @@ impl Handler {
             ) => Handler::KmemCallSite,
             ("kvm", "kvm_exit") => Handler::KvmExit,
             ("kvm", "kvm_entry") => Handler::KvmEntry,
+            ("kvm", "kvm_emulate_insn") => Handler::KvmEmulateInsn,
+            ("tlb", "tlb_flush") => Handler::TlbFlush,
             _ => Handler::None,
         }
     }
@@ -344,6 +348,53 @@ pub(crate) fn run(
                 return true;
             };
             let _ = write!(out, " rip 0x{rip:x}");
+            false
+        }
+        Handler::KvmEmulateInsn => {
+            let mut get = |n: &str| val(ctx, out, e, n, true);
+            let (Some(rip), Some(csbase), Some(len), Some(_flags), Some(failed)) =
+                (get("rip"), get("csbase"), get("len"), get("flags"), get("failed"))
+            else {
+                return true;
+            };
+            let Some(insn) = e.fields.iter().find(|f| f.name == "insn") else {
+                out.push_str("<CANT FIND FIELD insn>");
+                return true;
+            };
+            let _ = write!(out, "{csbase:x}:{rip:x}: ");
+            let bytes = ctx.data.get(insn.offset..).unwrap_or_default();
+            for (i, b) in bytes.iter().take((len as usize).min(15)).enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                let _ = write!(out, "{b:02x}");
+            }
+            if failed != 0 {
+                out.push_str(" FAIL");
+            }
+            false
+        }
+        Handler::TlbFlush => {
+            out.push_str("pages=");
+            match own(e, "pages").filter(|f| matches!(f.size, 1 | 2 | 4 | 8)) {
+                Some(f) => {
+                    let _ = write!(out, "{}", ctx.read(f.offset, f.size) as i64);
+                }
+                None => out.push_str("CAN'T FIND FIELD \"pages\""),
+            }
+            let Some(reason) = val(ctx, out, e, "reason", true) else {
+                out.push('!');
+                return true;
+            };
+            out.push_str(" reason=");
+            out.push_str(match reason {
+                0 => "flush on task switch",
+                1 => "remote shootdown",
+                2 => "local shootdown",
+                3 => "local mm shootdown",
+                _ => "unknown",
+            });
+            let _ = write!(out, " ({})", reason as i64);
             false
         }
         Handler::FuncgraphEntry => {
