@@ -40,6 +40,18 @@ const CORE: &[&str] = &[
 struct Tally {
     same: usize,
     differ: usize,
+    /// Raw lines where libtraceevent printed an array field past the end of the record
+    /// (bytes of the next event in the page); ours stops at the record's end. See
+    /// docs/DECODING.md, "Differences from trace-cmd report".
+    past_end: usize,
+}
+
+/// Whether `ours` is `oracle` with an `ARRAY[...]` cut at the record's end.
+fn array_cut_at_record_end(ours: &str, oracle: &str) -> bool {
+    let Some(head) = ours.strip_suffix(']') else {
+        return false;
+    };
+    oracle.len() > ours.len() && oracle.starts_with(head) && oracle[head.len()..].starts_with(", ")
 }
 
 /// Whether an oracle line starts a record (`comm-pid [cpu]`), not a continuation line.
@@ -71,8 +83,22 @@ fn oracle(path: &Path) -> Option<Vec<Vec<String>>> {
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut dropped = false;
     for (i, line) in text.lines().enumerate() {
         if i == 0 && line.starts_with("cpus=") {
+            continue;
+        }
+        if line.ends_with("EVENTS DROPPED]") {
+            // Belongs to the record that follows.
+            groups.push(vec![line.to_string()]);
+            dropped = true;
+            continue;
+        }
+        if dropped {
+            dropped = false;
+            if let Some(g) = groups.last_mut() {
+                g.push(line.to_string());
+            }
             continue;
         }
         if starts_record(line) || groups.is_empty() {
@@ -106,6 +132,11 @@ fn run_file(dat: &Path, show: usize) -> Option<FileResult> {
     };
     let meta = file.meta();
     let mut printers = [Printer::new(meta), Printer::new(meta)];
+    if let Some(b) = file.default_buffer() {
+        for p in &mut printers {
+            p.set_instance(&b.name);
+        }
+    }
     let oracles = [raw_oracle, report_oracle];
     let mut shown = [0usize; 2];
     let Ok(mut stream) = file.records() else {
@@ -133,6 +164,10 @@ fn run_file(dat: &Path, show: usize) -> Option<FileResult> {
                         let (a, b) = (ours.get(i).copied(), exp.get(i).map(String::as_str));
                         if a == b {
                             tally.same += 1;
+                        } else if mode == 0
+                            && a.zip(b).is_some_and(|(a, b)| array_cut_at_record_end(a, b))
+                        {
+                            tally.past_end += 1;
                         } else {
                             tally.differ += 1;
                             if shown[mode] < show {
@@ -168,9 +203,15 @@ fn printer_matches_trace_cmd_on_wild_corpus() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let only = std::env::var("RTWHY_PRINT_ONLY").ok();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
+    let recorded = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/recorded");
+    let mut files: Vec<PathBuf> = [dir, recorded.as_path()]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
     files.retain(|p| p.extension().is_some_and(|e| e == "dat"));
     files.retain(|p| {
         only.as_ref()
@@ -185,6 +226,9 @@ fn printer_matches_trace_cmd_on_wild_corpus() {
         "file", "records", "oracle", "raw same/differ", "report same/differ"
     );
     for dat in &files {
+        // The recorded fixtures use events whose trace-cmd plugins (futex) are not
+        // implemented yet: reported, not asserted.
+        let asserted = dat.starts_with(dir);
         let Some(r) = run_file(dat, show) else {
             continue;
         };
@@ -206,15 +250,23 @@ fn printer_matches_trace_cmd_on_wild_corpus() {
         for (event, t) in &r.per_event[1] {
             if t.differ > 0 {
                 println!("    report {event}: {} same, {} differ", t.same, t.differ);
-                if CORE.contains(&event.as_str()) {
+                if asserted && CORE.contains(&event.as_str()) {
                     core_bad.push(format!("{} {event}", r.name));
                 }
             }
         }
         for (event, t) in &r.per_event[0] {
+            if t.past_end > 0 {
+                println!(
+                    "    raw    {event}: {} lines with an array cut at the record end",
+                    t.past_end
+                );
+            }
             if t.differ > 0 {
                 println!("    raw    {event}: {} same, {} differ", t.same, t.differ);
-                raw_bad.push(format!("{} {event}", r.name));
+                if asserted {
+                    raw_bad.push(format!("{} {event}", r.name));
+                }
             }
         }
         if r.records != r.oracle_records[1] {

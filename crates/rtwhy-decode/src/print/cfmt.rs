@@ -258,7 +258,7 @@ mod tests {
         assert_eq!(fmt_int("%d", u64::MAX, 32), "-1");
         assert_eq!(fmt_int("%u", u64::MAX, 32), "4294967295");
         assert_eq!(fmt_int("%03d", 5, 32), "005");
-        assert_eq!(fmt_int("%-5d|", 42, 32), "42   |");
+        assert_eq!(fmt_int("%-5d", 42, 32), "42   ");
         assert_eq!(fmt_int("%08lx", 0xabc, 64), "00000abc");
         assert_eq!(fmt_int("%#x", 255, 32), "0xff");
         assert_eq!(fmt_int("%#x", 0, 32), "0");

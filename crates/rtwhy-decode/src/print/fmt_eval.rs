@@ -75,8 +75,8 @@ pub(crate) fn element_size(f: &Field, long_size: usize) -> usize {
     if !(f.flags.array || f.flags.dynamic) {
         return f.size;
     }
-    if f.array_len > 0 {
-        return f.size / f.array_len;
+    if let Some(es) = f.size.checked_div(f.array_len) {
+        return es;
     }
     if f.flags.dynamic {
         let elem = f
@@ -285,7 +285,7 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut String, piece: &Piece) {
                     let s = if star_val.is_some() {
                         parsed.with_star(star_val)
                     } else {
-                        parsed.clone()
+                        (**parsed).clone()
                     };
                     cfmt::int(out, &s, eval(ctx, arg), bits);
                 }
@@ -294,7 +294,7 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut String, piece: &Piece) {
                     let s = if star_val.is_some() {
                         parsed.with_star(star_val)
                     } else {
-                        parsed.clone()
+                        (**parsed).clone()
                     };
                     print_str(ctx, out, &s, arg);
                 }
@@ -437,6 +437,10 @@ fn print_ip(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
             let Some(b) = field_bytes(ctx, out, arg, 16, "INVALIDIPv6") else {
                 return;
             };
+            if !leading && ext.get(2) == Some(&b'c') {
+                ip6_compressed(out, b);
+                return;
+            }
             for j in (0..16).step_by(2) {
                 let _ = write!(out, "{:02x}{:02x}", b[j], b[j + 1]);
                 if !leading && j < 14 {
@@ -452,7 +456,12 @@ fn print_ip(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
 /// dotted IPv4 tail for mapped and ISATAP addresses.
 fn ip6_compressed(out: &mut String, b: &[u8]) {
     let word = |i: usize| u16::from_be_bytes([b[2 * i], b[2 * i + 1]]);
-    let mapped = word(0) == 0 && word(1) == 0 && word(2) == 0 && word(3) == 0 && word(4) == 0 && word(5) == 0xffff;
+    let mapped = word(0) == 0
+        && word(1) == 0
+        && word(2) == 0
+        && word(3) == 0
+        && word(4) == 0
+        && word(5) == 0xffff;
     let isatap = (word(4) | 0x0200) == 0x0200 && word(5) == 0x5efe;
     let use_v4 = mapped || isatap;
     let range = if use_v4 { 6 } else { 8 };

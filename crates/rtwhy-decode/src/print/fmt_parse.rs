@@ -88,7 +88,7 @@ pub(crate) enum Piece {
     /// A conversion with its argument and optional `*` argument.
     Conv {
         spec: String,
-        parsed: Spec,
+        parsed: Box<Spec>,
         kind: ConvKind,
         arg: Arg,
         star: Option<Arg>,
@@ -139,8 +139,7 @@ fn tokenize(text: &str) -> Vec<(Tok, String)> {
             let mut ok = false;
             loop {
                 let mut last = 0u8;
-                loop {
-                    let Some(&ch) = b.get(j) else { break };
+                while let Some(&ch) = b.get(j) {
                     j += 1;
                     if ch == c && last != b'\\' {
                         ok = true;
@@ -288,7 +287,9 @@ impl Parser<'_> {
 
     /// The binding strength of the operator at the cursor, if it continues an expression.
     fn peek_bind(&self) -> PResult<Option<(String, u32)>> {
-        let Some((Tok::Op, op)) = self.peek() else { return Ok(None) };
+        let Some((Tok::Op, op)) = self.peek() else {
+            return Ok(None);
+        };
         if matches!(op, ":" | "]" | "}" | "{") {
             return Ok(None);
         }
@@ -297,8 +298,7 @@ impl Parser<'_> {
     }
 
     fn expr_rest(&mut self, mut left: Arg, min_bind: u32) -> PResult<Arg> {
-        loop {
-            let Some((op, bind)) = self.peek_bind()? else { break };
+        while let Some((op, bind)) = self.peek_bind()? {
             if bind < min_bind {
                 break;
             }
@@ -503,7 +503,7 @@ impl Parser<'_> {
     }
 
     fn sizeof(&mut self) -> PResult<Arg> {
-        let mut tok = self.expect_item().or_else(|_| Err(()))?;
+        let mut tok = self.expect_item()?;
         let mut consumed_close = false;
         if tok == "unsigned" {
             match self.peek() {
@@ -572,7 +572,9 @@ impl Parser<'_> {
 /// tree when that operand is a parenthesised (or unary) expression whose operator has a
 /// lower priority than `op`: `a & (b | c)` becomes `(a & b) | c`. Output depends on it.
 fn combine(op: String, left: Arg, right: Arg) -> Arg {
-    let Some(p) = op_prio(&op) else { return Arg::Op(op, Box::new(left), Box::new(right)) };
+    let Some(p) = op_prio(&op) else {
+        return Arg::Op(op, Box::new(left), Box::new(right));
+    };
     match right {
         Arg::Op(rop, rl, rr) if op_prio(&rop).is_some_and(|rp| p < rp) => {
             Arg::Op(rop, Box::new(Arg::Op(op, Box::new(left), rl)), rr)
@@ -745,7 +747,7 @@ pub(crate) fn split_format(fmt: &str, args: Vec<Arg>) -> ParsedFmt {
                         let ext = pointer_ext_len(&b[i + 1..]);
                         i += ext;
                         let spec = fmt.get(start..=i).unwrap_or("%p").to_string();
-                        let parsed = Spec::parse(&spec);
+                        let parsed = Box::new(Spec::parse(&spec));
                         pieces.push(Piece::Conv {
                             spec,
                             parsed,
@@ -766,7 +768,7 @@ pub(crate) fn split_format(fmt: &str, args: Vec<Arg>) -> ParsedFmt {
                         } else {
                             ConvKind::Digit(ls)
                         };
-                        let parsed = Spec::parse(&spec);
+                        let parsed = Box::new(Spec::parse(&spec));
                         pieces.push(Piece::Conv {
                             spec,
                             parsed,
@@ -896,7 +898,13 @@ mod tests {
     #[test]
     fn parenthesised_lower_priority_operand_rotates() {
         let p = parse_event(&event("\"%d\", REC->a & (1 | 2)"), 8);
-        let Piece::Conv { arg: Arg::Op(op, l, _), .. } = &p.pieces[0] else { panic!("conv") };
+        let Piece::Conv {
+            arg: Arg::Op(op, l, _),
+            ..
+        } = &p.pieces[0]
+        else {
+            panic!("conv")
+        };
         assert_eq!(op, "|");
         assert!(matches!(&**l, Arg::Op(o, _, _) if o == "&"));
     }
@@ -922,4 +930,3 @@ mod tests {
         assert!(parse_event(&event("garbage"), 8).failed);
     }
 }
-

@@ -38,7 +38,8 @@ struct EventState {
     bprint: bool,
 }
 
-/// Prints records as trace-cmd does. Keeps per-event caches and the state trace-cmd's
+/// Prints records as trace-cmd does (a record the kernel dropped events before is
+/// preceded by trace-cmd's `CPU:n [EVENTS DROPPED]` line). Keeps per-event caches and the state trace-cmd's
 /// plugins keep (task names learned from sched events, function call chains), so use
 /// one printer per pass over a trace.
 pub struct Printer<'m> {
@@ -47,6 +48,7 @@ pub struct Printer<'m> {
     events: HashMap<u32, EventState>,
     plugins: PluginState,
     counter_clock: bool,
+    instance: Option<String>,
     info: String,
 }
 
@@ -64,8 +66,19 @@ impl<'m> Printer<'m> {
             events: HashMap::new(),
             plugins: PluginState::default(),
             counter_clock,
+            instance: None,
             info: String::new(),
         }
+    }
+
+    /// Names the buffer the records come from. trace-cmd starts every line of an
+    /// instance buffer with `name: `; the top-level buffer (empty name) has no prefix.
+    pub fn set_instance(&mut self, name: &str) {
+        self.instance = if name.is_empty() {
+            None
+        } else {
+            Some(format!("{name}: "))
+        };
     }
 
     /// Appends the whole line(s) for one record as `trace-cmd report -R` prints them, no
@@ -81,6 +94,19 @@ impl<'m> Printer<'m> {
     }
 
     fn write(&mut self, rec: &Record<'_>, out: &mut String, raw: bool) {
+        if let Some(missed) = rec.missed_before {
+            if let Some(i) = &self.instance {
+                out.push_str(i);
+            }
+            if missed == 0 {
+                let _ = writeln!(out, "CPU:{} [EVENTS DROPPED]", rec.cpu);
+            } else {
+                let _ = writeln!(out, "CPU:{} [{missed} EVENTS DROPPED]", rec.cpu);
+            }
+        } else if let Some(i) = &self.instance {
+            // After a dropped-events line trace-cmd does not repeat the instance name.
+            out.push_str(i);
+        }
         let Some(event) = rec.format else {
             out.push_str("[UNKNOWN EVENT]");
             return;

@@ -352,9 +352,13 @@ pub(crate) fn run(
         }
         Handler::KvmEmulateInsn => {
             let mut get = |n: &str| val(ctx, out, e, n, true);
-            let (Some(rip), Some(csbase), Some(len), Some(_flags), Some(failed)) =
-                (get("rip"), get("csbase"), get("len"), get("flags"), get("failed"))
-            else {
+            let (Some(rip), Some(csbase), Some(len), Some(_flags), Some(failed)) = (
+                get("rip"),
+                get("csbase"),
+                get("len"),
+                get("flags"),
+                get("failed"),
+            ) else {
                 return true;
             };
             let Some(insn) = e.fields.iter().find(|f| f.name == "insn") else {
@@ -404,7 +408,7 @@ pub(crate) fn run(
             let depth = own(e, "depth")
                 .map(|f| ctx.read(f.offset, f.size) as i32)
                 .unwrap_or(0);
-            out.push_str("              |  ");
+            out.push_str("             |  ");
             for _ in 0..depth.max(0) * 2 {
                 out.push(' ');
             }
@@ -421,7 +425,6 @@ pub(crate) fn run(
             let get = |n: &str| own(e, n).map(|f| ctx.read(f.offset, f.size)).unwrap_or(0);
             let duration = get("rettime").wrapping_sub(get("calltime"));
             let depth = get("depth") as i32;
-            out.push(' ');
             out.push_str(match duration {
                 d if d > 1_000_000_000 => "$ ",
                 d if d > 100_000_000 => "@ ",

@@ -25,7 +25,7 @@ pub(crate) fn write_fields(
         out.push('=');
         let cleared_here = cleared.get(i).copied().unwrap_or(false);
         if let (Some(pieces), Some(start)) = (pieces, cursor) {
-            if !f.flags.array && !(f.flags.string && !cleared_here) {
+            if !f.flags.array && (!f.flags.string || cleared_here) {
                 if let Some(next) = print_with_format(ctx, out, f, pieces, start) {
                     cursor = next;
                     continue;
@@ -56,7 +56,7 @@ fn print_with_format(
         match pieces.get(i)? {
             Piece::Text(t) => has_0x = t.len() > 1 && t.ends_with("0x"),
             piece @ Piece::Conv { arg, .. } => {
-                let mut a = arg;
+                let mut a: &Arg = arg;
                 while let Arg::Cast(_, item) = a {
                     a = item;
                 }
