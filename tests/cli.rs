@@ -11,14 +11,21 @@ fn info_describes_a_v7_zstd_trace() {
         .arg(wild_corpus().join("lanhaocoder-x86-v7-zstd.dat"))
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["version"], 7);
     assert_eq!(v["compression"], "zstd 1.4.8");
     assert_eq!(v["clock"], "perf");
     assert_eq!(v["cpus"], 4);
     assert_eq!(v["events"]["total"], 41400);
-    assert!(v["kernel"].as_str().unwrap_or_default().contains("5.15.0-50-generic"));
+    assert!(v["kernel"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("5.15.0-50-generic"));
 }
 
 #[test]
@@ -27,15 +34,25 @@ fn bad_input_gives_one_line_and_exit_2() {
     let junk = dir.path().join("junk.dat");
     std::fs::write(&junk, b"\x00\x01\x02 this is not a trace at all").expect("write");
     for args in [vec!["dump"], vec!["info"], vec!["dump", "--raw"]] {
-        let out = Command::new(rtwhy()).args(&args).arg(&junk).output().expect("runs");
+        let out = Command::new(rtwhy())
+            .args(&args)
+            .arg(&junk)
+            .output()
+            .expect("runs");
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains("junk.dat"), "{err}");
     }
-    let missing = Command::new(rtwhy()).args(["info", "/nonexistent/trace.dat"]).output().expect("runs");
+    let missing = Command::new(rtwhy())
+        .args(["info", "/nonexistent/trace.dat"])
+        .output()
+        .expect("runs");
     assert_eq!(missing.status.code(), Some(2));
-    let usage = Command::new(rtwhy()).args(["dump", "--no-such-flag"]).output().expect("runs");
+    let usage = Command::new(rtwhy())
+        .args(["dump", "--no-such-flag"])
+        .output()
+        .expect("runs");
     assert_eq!(usage.status.code(), Some(2));
 }
 
@@ -63,6 +80,15 @@ fn closed_pipe_is_not_an_error() {
         .expect("runs");
     drop(child.stdout.take());
     let out = child.wait_with_output().expect("waits");
-    assert!(out.status.success(), "{:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

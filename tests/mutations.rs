@@ -49,18 +49,38 @@ fn truncations_and_byte_flips_never_panic() {
     let mut cases = 0;
     let mut errors = 0;
     for path in all_traces() {
-        let Ok(orig) = std::fs::read(&path) else { continue };
+        let Ok(orig) = std::fs::read(&path) else {
+            continue;
+        };
         let len = orig.len();
         // Metadata lives at the start: damage it densely there, sparsely in the data.
         let mut mutants: Vec<Vec<u8>> = Vec::new();
-        for cut in [0, 1, 9, 10, 12, 16, 64, 200, 1000, 4096, len / 3, len / 2, len - 1] {
+        for cut in [
+            0,
+            1,
+            9,
+            10,
+            12,
+            16,
+            64,
+            200,
+            1000,
+            4096,
+            len / 3,
+            len / 2,
+            len - 1,
+        ] {
             if cut < len {
                 mutants.push(orig[..cut].to_vec());
             }
         }
         for i in 0..60 {
             let mut m = orig.clone();
-            let at = if i % 2 == 0 { (rng.next() as usize) % len.min(8192) } else { (rng.next() as usize) % len };
+            let at = if i % 2 == 0 {
+                (rng.next() as usize) % len.min(8192)
+            } else {
+                (rng.next() as usize) % len
+            };
             let flips = 1 + (rng.next() % 4) as usize;
             for k in 0..flips {
                 let pos = (at + k * 7) % len;
@@ -85,7 +105,10 @@ fn truncations_and_byte_flips_never_panic() {
 
 #[test]
 fn errors_name_the_file_offset() {
-    let path = all_traces().into_iter().find(|p| p.to_string_lossy().contains("bengo")).expect("corpus file");
+    let path = all_traces()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("bengo"))
+        .expect("corpus file");
     let orig = std::fs::read(&path).expect("read");
     let e = read_all(orig[..100].to_vec()).expect_err("truncated header");
     assert!(e.contains("offset 0x"), "{e}");

@@ -1,4 +1,5 @@
 //! End-to-end tests of rtwhy: decoding against trace-cmd on real traces, round trips
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! through the writer, damaged input, and the command line.
 
 mod cli;

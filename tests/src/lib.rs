@@ -8,7 +8,10 @@ use std::sync::OnceLock;
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// `../shared/corpus/wild`: real trace.dat files from other people's machines.
@@ -19,7 +22,11 @@ pub fn wild_corpus() -> PathBuf {
 /// Every `.dat` under `dir`, sorted.
 pub fn dat_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "dat")).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "dat"))
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -57,7 +64,9 @@ pub fn rtwhy() -> PathBuf {
             .current_dir(workspace())
             .status();
         assert!(status.is_ok_and(|s| s.success()), "building rtwhy failed");
-        let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| workspace().join("target"));
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| workspace().join("target"));
         target.join("debug/rtwhy")
     })
     .clone()
@@ -65,12 +74,16 @@ pub fn rtwhy() -> PathBuf {
 
 /// Whether a command exists on PATH.
 pub fn have(cmd: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {cmd}")]).output().is_ok_and(|o| o.status.success())
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Under CI (or `RTWHY_LIVE_TESTS=1`) a missing capability fails a test instead of skipping it.
 pub fn must_have_everything() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") || std::env::var("RTWHY_LIVE_TESTS").is_ok_and(|v| v == "1")
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+        || std::env::var("RTWHY_LIVE_TESTS").is_ok_and(|v| v == "1")
 }
 
 /// Skips (returns false) or fails when `cmd` is missing, per [`must_have_everything`].
@@ -78,7 +91,10 @@ pub fn require(cmd: &str) -> bool {
     if have(cmd) {
         return true;
     }
-    assert!(!must_have_everything(), "{cmd} is required under CI=true; install it (the README's test command does)");
+    assert!(
+        !must_have_everything(),
+        "{cmd} is required under CI=true; install it (the README's test command does)"
+    );
     eprintln!("skipping: {cmd} not installed");
     false
 }

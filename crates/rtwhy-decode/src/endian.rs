@@ -23,8 +23,12 @@ impl Endian {
             (2, Endian::Big) => u64::from(u16::from_be_bytes([b[0], b[1]])),
             (4, Endian::Little) => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
             (4, Endian::Big) => u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
-            (8, Endian::Little) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-            (8, Endian::Big) => u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+            (8, Endian::Little) => {
+                u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+            }
+            (8, Endian::Big) => {
+                u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+            }
             _ => return None,
         })
     }
@@ -73,7 +77,12 @@ pub struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// A cursor over `data`, whose first byte is at file offset `base`.
     pub fn new(data: &'a [u8], base: u64, endian: Endian) -> Cursor<'a> {
-        Cursor { data, pos: 0, base, endian }
+        Cursor {
+            data,
+            pos: 0,
+            base,
+            endian,
+        }
     }
 
     /// The file offset of the next byte.

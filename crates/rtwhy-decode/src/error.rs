@@ -20,7 +20,9 @@ pub enum Error {
         what: String,
     },
     /// The data ended before a structure did.
-    #[error("at file offset {offset:#x}: truncated: {what} needs {needed} bytes, {available} left")]
+    #[error(
+        "at file offset {offset:#x}: truncated: {what} needs {needed} bytes, {available} left"
+    )]
     Truncated {
         /// Where the structure starts.
         offset: u64,
@@ -61,7 +63,10 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn corrupt(offset: u64, what: impl Into<String>) -> Error {
-        Error::Corrupt { offset, what: what.into() }
+        Error::Corrupt {
+            offset,
+            what: what.into(),
+        }
     }
 }
 

@@ -46,11 +46,7 @@ pub struct Field {
 impl Field {
     /// Element size of an array field.
     pub fn element_size(&self) -> usize {
-        if self.array_len > 0 {
-            self.size / self.array_len
-        } else {
-            self.size
-        }
+        self.size.checked_div(self.array_len).unwrap_or(self.size)
     }
 }
 
@@ -74,7 +70,10 @@ pub struct EventFormat {
 impl EventFormat {
     /// A field by name, own fields first, then common fields.
     pub fn field(&self, name: &str) -> Option<&Field> {
-        self.fields.iter().chain(self.common_fields.iter()).find(|f| f.name == name)
+        self.fields
+            .iter()
+            .chain(self.common_fields.iter())
+            .find(|f| f.name == name)
     }
 
     /// Parses one event format file. `system` is the directory it came from.
@@ -126,7 +125,14 @@ impl EventFormat {
         }
         let name = name.ok_or_else(|| err(1, "no `name:` line".into(), &None))?;
         let id = id.ok_or_else(|| err(1, "no `ID:` line".into(), &Some(name.clone())))?;
-        Ok(EventFormat { id, system: system.to_string(), name, common_fields, fields, print_fmt })
+        Ok(EventFormat {
+            id,
+            system: system.to_string(),
+            name,
+            common_fields,
+            fields,
+            print_fmt,
+        })
     }
 }
 
@@ -141,12 +147,23 @@ fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
         if part.is_empty() {
             continue;
         }
-        if let Some(rest) = part.strip_prefix("field special:").or_else(|| part.strip_prefix("field:")) {
+        if let Some(rest) = part
+            .strip_prefix("field special:")
+            .or_else(|| part.strip_prefix("field:"))
+        {
             decl = Some(rest.trim().to_string());
         } else if let Some(rest) = part.strip_prefix("offset:") {
-            offset = Some(rest.trim().parse::<usize>().map_err(|_| format!("bad offset in {part:?}"))?);
+            offset = Some(
+                rest.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("bad offset in {part:?}"))?,
+            );
         } else if let Some(rest) = part.strip_prefix("size:") {
-            size = Some(rest.trim().parse::<usize>().map_err(|_| format!("bad size in {part:?}"))?);
+            size = Some(
+                rest.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("bad size in {part:?}"))?,
+            );
         } else if let Some(rest) = part.strip_prefix("signed:") {
             signed = Some(rest.trim() == "1");
         }
@@ -172,7 +189,14 @@ fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
         None => type_is_signed(&type_name),
     };
     let array_len = if flags.dynamic { 0 } else { array_len };
-    Ok(Field { name, type_name, offset, size, array_len, flags })
+    Ok(Field {
+        name,
+        type_name,
+        offset,
+        size,
+        array_len,
+        flags,
+    })
 }
 
 /// Splits `unsigned char prev_comm[16]` into (`unsigned char`, `prev_comm`, 16, true).
@@ -226,7 +250,12 @@ pub struct HeaderPage {
 impl HeaderPage {
     /// The layout every kernel has used, for a given kernel long size.
     pub fn default_for_long(long_size: usize) -> HeaderPage {
-        HeaderPage { commit_offset: 8, commit_size: long_size, data_offset: 8 + long_size, data_size: None }
+        HeaderPage {
+            commit_offset: 8,
+            commit_size: long_size,
+            data_offset: 8 + long_size,
+            data_size: None,
+        }
     }
 
     /// Parses the `header_page` text.
@@ -261,7 +290,9 @@ impl HeaderPage {
         Ok(HeaderPage {
             commit_offset: commit.offset,
             commit_size,
-            data_offset: data.map(|d| d.offset).unwrap_or(commit.offset + commit_size),
+            data_offset: data
+                .map(|d| d.offset)
+                .unwrap_or(commit.offset + commit_size),
             data_size: data.map(|d| d.size),
         })
     }
@@ -309,7 +340,10 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
         assert_eq!(name.type_name, "__data_loc char[]");
         let func = f.field("fn").expect("fn");
         assert!(func.flags.pointer);
-        assert_eq!(f.print_fmt, "\"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid");
+        assert_eq!(
+            f.print_fmt,
+            "\"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid"
+        );
     }
 
     #[test]
@@ -325,7 +359,10 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
     fn header_page_of_64_and_32_bit_kernels() {
         let h64 = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
         let p = HeaderPage::parse(h64).expect("parses");
-        assert_eq!((p.commit_size, p.data_offset, p.data_size), (8, 16, Some(4080)));
+        assert_eq!(
+            (p.commit_size, p.data_offset, p.data_size),
+            (8, 16, Some(4080))
+        );
         let h32 = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:4;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:12;\tsize:4084;\tsigned:1;\n";
         let p = HeaderPage::parse(h32).expect("parses");
         assert_eq!((p.commit_size, p.data_offset), (4, 12));
@@ -335,7 +372,9 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
     fn garbage_is_an_error_not_a_panic() {
         assert!(EventFormat::parse("s", "").is_err());
         assert!(EventFormat::parse("s", "name: x\nID: nope\n").is_err());
-        assert!(EventFormat::parse("s", "name: x\nID: 1\n\tfield:int;\toffset:0;\tsize:4;\n").is_err());
+        assert!(
+            EventFormat::parse("s", "name: x\nID: 1\n\tfield:int;\toffset:0;\tsize:4;\n").is_err()
+        );
         assert!(HeaderPage::parse("garbage").is_err());
     }
 }

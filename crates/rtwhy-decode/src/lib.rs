@@ -4,6 +4,8 @@
 //! Untrusted input is the normal case: every read is bounds-checked and every error
 //! names the file offset.
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod endian;
 mod error;
 pub mod format;

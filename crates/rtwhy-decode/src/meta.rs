@@ -60,7 +60,9 @@ pub struct HostSync {
 
 impl HostSync {
     fn correct(&self, ts: u64, cpu: u32) -> u64 {
-        let Some(samples) = self.cpus.get(cpu as usize) else { return ts };
+        let Some(samples) = self.cpus.get(cpu as usize) else {
+            return ts;
+        };
         let n = samples.len();
         let (min, max) = match n {
             0 => return ts,
@@ -73,14 +75,19 @@ impl HostSync {
                 } else if t >= samples[n - 1].time {
                     (&samples[n - 2], &samples[n - 1])
                 } else {
-                    let i = samples.partition_point(|s| s.time <= t).saturating_sub(1).min(n - 2);
+                    let i = samples
+                        .partition_point(|s| s.time <= t)
+                        .saturating_sub(1)
+                        .min(n - 2);
                     (&samples[i], &samples[i + 1])
                 }
             }
         };
         let cor = if self.interpolate {
             let delta = max.time.wrapping_sub(min.time);
-            let off = (ts as i64).wrapping_sub(min.time).wrapping_mul(max.offset.wrapping_sub(min.offset));
+            let off = (ts as i64)
+                .wrapping_sub(min.time)
+                .wrapping_mul(max.offset.wrapping_sub(min.offset));
             if delta == 0 {
                 min.offset
             } else {
@@ -89,7 +96,11 @@ impl HostSync {
         } else {
             min.offset
         };
-        let scaled = if min.fraction < 64 { ts.wrapping_mul(min.scaling as u64) >> min.fraction } else { ts };
+        let scaled = if min.fraction < 64 {
+            ts.wrapping_mul(min.scaling as u64) >> min.fraction
+        } else {
+            ts
+        };
         scaled.wrapping_add(cor as u64)
     }
 }
@@ -175,7 +186,9 @@ impl TraceMeta {
 
     /// A format by system and name.
     pub fn format_named(&self, system: &str, name: &str) -> Option<&EventFormat> {
-        self.formats.values().find(|f| f.name == name && (system.is_empty() || f.system == system))
+        self.formats
+            .values()
+            .find(|f| f.name == name && (system.is_empty() || f.system == system))
     }
 
     /// Converts a raw ring-buffer timestamp of `cpu` to the file's reporting time, in the
@@ -199,7 +212,12 @@ impl TraceMeta {
         }
         match self.clock.as_deref() {
             None => true,
-            Some(c) => matches!(c, "local" | "global" | "uptime" | "perf" | "tsc2nsec" | "tai") || c.starts_with("mono"),
+            Some(c) => {
+                matches!(
+                    c,
+                    "local" | "global" | "uptime" | "perf" | "tsc2nsec" | "tai"
+                ) || c.starts_with("mono")
+            }
         }
     }
 }

@@ -69,16 +69,25 @@ pub struct PageCursor {
 impl PageCursor {
     /// Reads the header of `page`. Fails when the header itself is unreadable.
     pub fn new(page: &[u8], layout: &HeaderPage, endian: Endian) -> Result<PageCursor, PageError> {
-        let base_ts = endian.u64(page, 0).ok_or(PageError { offset: 0, what: "page shorter than its header" })?;
+        let base_ts = endian.u64(page, 0).ok_or(PageError {
+            offset: 0,
+            what: "page shorter than its header",
+        })?;
         let commit = endian
             .read_uint(page, layout.commit_offset, layout.commit_size)
-            .ok_or(PageError { offset: layout.commit_offset, what: "page shorter than its header" })?;
+            .ok_or(PageError {
+                offset: layout.commit_offset,
+                what: "page shorter than its header",
+            })?;
         let data_len = (commit & COMMIT_MASK) as usize;
         let start = layout.data_offset;
-        let end = start.checked_add(data_len).filter(|e| *e <= page.len()).ok_or(PageError {
-            offset: layout.commit_offset,
-            what: "page commit size larger than the page",
-        })?;
+        let end = start
+            .checked_add(data_len)
+            .filter(|e| *e <= page.len())
+            .ok_or(PageError {
+                offset: layout.commit_offset,
+                what: "page commit size larger than the page",
+            })?;
         let missed = if commit & MISSED_EVENTS != 0 {
             if commit & MISSED_STORED != 0 {
                 Some(endian.read_uint(page, end, layout.commit_size).unwrap_or(0))
@@ -88,7 +97,17 @@ impl PageCursor {
         } else {
             None
         };
-        Ok(PageCursor { pos: start, end, ts: base_ts, failed: false, header: PageHeader { base_ts, data_len, missed } })
+        Ok(PageCursor {
+            pos: start,
+            end,
+            ts: base_ts,
+            failed: false,
+            header: PageHeader {
+                base_ts,
+                data_len,
+                missed,
+            },
+        })
     }
 
     /// The page's header.
@@ -98,7 +117,11 @@ impl PageCursor {
 
     /// The next data event of `page` (the same bytes given to [`PageCursor::new`]),
     /// `Ok(None)` at the end. After an error the cursor is exhausted.
-    pub fn next_event(&mut self, page: &[u8], endian: Endian) -> Result<Option<PageEvent>, PageError> {
+    pub fn next_event(
+        &mut self,
+        page: &[u8],
+        endian: Endian,
+    ) -> Result<Option<PageEvent>, PageError> {
         if self.failed {
             return Ok(None);
         }
@@ -111,9 +134,15 @@ impl PageCursor {
 
     fn word(&self, page: &[u8], endian: Endian, at: usize) -> Result<u32, PageError> {
         if at + 4 > self.end {
-            return Err(PageError { offset: at, what: "event runs past the page's data" });
+            return Err(PageError {
+                offset: at,
+                what: "event runs past the page's data",
+            });
         }
-        endian.u32(page, at).ok_or(PageError { offset: at, what: "event runs past the page" })
+        endian.u32(page, at).ok_or(PageError {
+            offset: at,
+            what: "event runs past the page",
+        })
     }
 
     fn step(&mut self, page: &[u8], endian: Endian) -> Result<Option<PageEvent>, PageError> {
@@ -152,19 +181,30 @@ impl PageCursor {
                 0 => {
                     let len = self.word(page, endian, at + 4)? as usize;
                     if len < 4 {
-                        return Err(PageError { offset: at, what: "event length word smaller than itself" });
+                        return Err(PageError {
+                            offset: at,
+                            what: "event length word smaller than itself",
+                        });
                     }
                     let next = advance(at, len.checked_add(4), self.end)?;
                     self.ts = self.ts.wrapping_add(u64::from(delta));
                     self.pos = next;
-                    return Ok(Some(PageEvent { ts: self.ts, start: at + 8, end: next }));
+                    return Ok(Some(PageEvent {
+                        ts: self.ts,
+                        start: at + 8,
+                        end: next,
+                    }));
                 }
                 n => {
                     let len = n as usize * 4;
                     let next = advance(at, Some(len + 4), self.end)?;
                     self.ts = self.ts.wrapping_add(u64::from(delta));
                     self.pos = next;
-                    return Ok(Some(PageEvent { ts: self.ts, start: at + 4, end: next }));
+                    return Ok(Some(PageEvent {
+                        ts: self.ts,
+                        start: at + 4,
+                        end: next,
+                    }));
                 }
             }
         }
@@ -181,8 +221,16 @@ pub struct PageReader<'a> {
 
 impl<'a> PageReader<'a> {
     /// Starts reading `page`. Fails when the header itself is unreadable.
-    pub fn new(page: &'a [u8], layout: &HeaderPage, endian: Endian) -> Result<PageReader<'a>, PageError> {
-        Ok(PageReader { page, endian, cursor: PageCursor::new(page, layout, endian)? })
+    pub fn new(
+        page: &'a [u8],
+        layout: &HeaderPage,
+        endian: Endian,
+    ) -> Result<PageReader<'a>, PageError> {
+        Ok(PageReader {
+            page,
+            endian,
+            cursor: PageCursor::new(page, layout, endian)?,
+        })
     }
 
     /// The page's header.
@@ -205,7 +253,10 @@ impl<'a> PageReader<'a> {
 fn advance(at: usize, len: Option<usize>, end: usize) -> Result<usize, PageError> {
     at.checked_add(len.unwrap_or(usize::MAX))
         .filter(|n| *n <= end)
-        .ok_or(PageError { offset: at, what: "event length runs past the page's data" })
+        .ok_or(PageError {
+            offset: at,
+            what: "event length runs past the page's data",
+        })
 }
 
 /// Builds pages in the kernel's format; used by the trace.dat writer and by tests.
@@ -222,7 +273,14 @@ pub struct PageWriter {
 impl PageWriter {
     /// A writer of pages of `page_size` bytes.
     pub fn new(endian: Endian, layout: HeaderPage, page_size: usize) -> PageWriter {
-        PageWriter { endian, layout, page_size, buf: Vec::new(), base_ts: None, last_ts: 0 }
+        PageWriter {
+            endian,
+            layout,
+            page_size,
+            buf: Vec::new(),
+            base_ts: None,
+            last_ts: 0,
+        }
     }
 
     fn data_room(&self) -> usize {
@@ -271,7 +329,8 @@ impl PageWriter {
             self.put32((padded + 4) as u32);
         }
         self.buf.extend_from_slice(payload);
-        self.buf.resize(self.buf.len() + (padded - payload.len()), 0);
+        self.buf
+            .resize(self.buf.len() + (padded - payload.len()), 0);
         self.last_ts = ts.max(self.last_ts);
         Ok(finished)
     }
@@ -290,9 +349,11 @@ impl PageWriter {
     /// Closes the current page (if any event is in it) and returns it, zero-padded to the page size.
     pub fn finish_page(&mut self) -> Vec<u8> {
         let mut page = Vec::with_capacity(self.page_size);
-        self.endian.put_uint(&mut page, self.base_ts.unwrap_or(0), 8);
+        self.endian
+            .put_uint(&mut page, self.base_ts.unwrap_or(0), 8);
         page.resize(self.layout.commit_offset, 0);
-        self.endian.put_uint(&mut page, self.buf.len() as u64, self.layout.commit_size);
+        self.endian
+            .put_uint(&mut page, self.buf.len() as u64, self.layout.commit_size);
         page.resize(self.layout.data_offset, 0);
         page.extend_from_slice(&self.buf);
         page.resize(self.page_size, 0);
@@ -327,7 +388,10 @@ mod tests {
             assert!(w.push(1_000, &[1, 2, 3, 4]).expect("fits").is_none());
             assert!(w.push(1_010, &big).expect("fits").is_none());
             // More than 2^27 ns later: needs a time extend.
-            assert!(w.push(1_010 + (1 << 28) + 5, &[9; 8]).expect("fits").is_none());
+            assert!(w
+                .push(1_010 + (1 << 28) + 5, &[9; 8])
+                .expect("fits")
+                .is_none());
             let page = w.finish_page();
             let got = events(&page, endian);
             assert_eq!(got.len(), 3);
@@ -348,7 +412,10 @@ mod tests {
             }
         }
         pages.push(w.finish_page());
-        let all: Vec<_> = pages.iter().flat_map(|p| events(p, Endian::Little)).collect();
+        let all: Vec<_> = pages
+            .iter()
+            .flat_map(|p| events(p, Endian::Little))
+            .collect();
         assert_eq!(all.len(), 40);
         assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
         assert!(w.push(0, &[0; 300]).is_err());
@@ -380,7 +447,13 @@ mod tests {
         page.resize(4096, 0);
         let got = events(&page, e);
         let abs = (5u64 << 27) | 3;
-        assert_eq!(got, vec![(abs + 2, vec![0xcd, 0xab, 0, 0]), (abs + 4, vec![0x34, 0x12, 0, 0])]);
+        assert_eq!(
+            got,
+            vec![
+                (abs + 2, vec![0xcd, 0xab, 0, 0]),
+                (abs + 4, vec![0x34, 0x12, 0, 0])
+            ]
+        );
     }
 
     #[test]

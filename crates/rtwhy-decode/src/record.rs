@@ -35,8 +35,15 @@ impl<'a> Record<'a> {
 
     /// `common_pid`: the task current on the CPU (from the format, else offset 4).
     pub fn pid(&self) -> i32 {
-        let at = self.format.and_then(|f| f.field("common_pid")).map(|f| (f.offset, f.size)).unwrap_or((4, 4));
-        self.endian.read_uint(self.data, at.0, at.1).map(|v| v as i32).unwrap_or(-1)
+        let at = self
+            .format
+            .and_then(|f| f.field("common_pid"))
+            .map(|f| (f.offset, f.size))
+            .unwrap_or((4, 4));
+        self.endian
+            .read_uint(self.data, at.0, at.1)
+            .map(|v| v as i32)
+            .unwrap_or(-1)
     }
 
     /// A field's raw value, zero-extended, or `None` if the record is too short.
@@ -49,7 +56,11 @@ impl<'a> Record<'a> {
     #[inline]
     pub fn int(&self, field: &Field) -> Option<i64> {
         let v = self.uint(field)?;
-        Some(if field.flags.signed { sign_extend(v, field.size) } else { v as i64 })
+        Some(if field.flags.signed {
+            sign_extend(v, field.size)
+        } else {
+            v as i64
+        })
     }
 
     /// The bytes of an array field; for `__data_loc`/`__rel_loc` fields, the dynamic data.
@@ -65,8 +76,12 @@ impl<'a> Record<'a> {
                 off += field.offset + field.size;
             }
             self.data.get(off..off.checked_add(len)?)
+        } else if field.size == 0 {
+            // A flexible array (`char buf[]`, as in ftrace:print) runs to the end of the record.
+            self.data.get(field.offset..)
         } else {
-            self.data.get(field.offset..field.offset.checked_add(field.size)?)
+            self.data
+                .get(field.offset..field.offset.checked_add(field.size)?)
         }
     }
 
@@ -97,7 +112,9 @@ impl<'a> Record<'a> {
 
     /// A field by name, as a string (lossy UTF-8).
     pub fn str_named(&self, name: &str) -> Option<std::borrow::Cow<'a, str>> {
-        Some(String::from_utf8_lossy(self.str_bytes(self.format?.field(name)?)?))
+        Some(String::from_utf8_lossy(
+            self.str_bytes(self.format?.field(name)?)?,
+        ))
     }
 }
 

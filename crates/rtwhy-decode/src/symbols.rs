@@ -16,11 +16,16 @@ impl Kallsyms {
         let mut entries = Vec::new();
         for line in text.lines() {
             let mut parts = line.split_whitespace();
-            let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+            let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
+            else {
                 continue;
             };
-            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
-            let module = parts.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
+            let module = parts
+                .next()
+                .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
             let kind = kind.chars().next().unwrap_or('?');
             entries.push((addr, name.to_string(), module, kind));
         }
@@ -53,7 +58,9 @@ impl Kallsyms {
 
     /// The symbol whose address is exactly `addr`.
     pub fn exact(&self, addr: u64) -> Option<&str> {
-        self.lookup(addr).filter(|(start, _, _)| *start == addr).map(|(_, n, _)| n)
+        self.lookup(addr)
+            .filter(|(start, _, _)| *start == addr)
+            .map(|(_, n, _)| n)
     }
 }
 
@@ -68,9 +75,13 @@ impl PrintkFormats {
     pub fn parse(text: &str) -> PrintkFormats {
         let mut map = HashMap::new();
         for line in text.lines() {
-            let Some((addr, fmt)) = line.split_once(':') else { continue };
+            let Some((addr, fmt)) = line.split_once(':') else {
+                continue;
+            };
             let addr = addr.trim().trim_start_matches("0x");
-            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
             let fmt = fmt.trim();
             let fmt = fmt.strip_prefix('"').unwrap_or(fmt);
             let fmt = fmt.strip_suffix('"').unwrap_or(fmt);
@@ -107,8 +118,12 @@ impl Cmdlines {
         let mut map = HashMap::new();
         for line in text.lines() {
             let line = line.trim_start();
-            let Some((pid, comm)) = line.split_once(' ') else { continue };
-            let Ok(pid) = pid.parse::<i32>() else { continue };
+            let Some((pid, comm)) = line.split_once(' ') else {
+                continue;
+            };
+            let Ok(pid) = pid.parse::<i32>() else {
+                continue;
+            };
             map.insert(pid, comm.to_string());
         }
         Cmdlines { map }

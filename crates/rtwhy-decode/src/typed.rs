@@ -6,7 +6,9 @@
 
 use std::collections::HashMap;
 
-use rtwhy_model::{Comm, Event, EventKind, FieldValue, GenericEvent, Nanos, SyscallKind, TaskState};
+use rtwhy_model::{
+    Comm, Event, EventKind, FieldValue, GenericEvent, Nanos, SyscallKind, TaskState,
+};
 
 use crate::format::{EventFormat, Field};
 use crate::meta::TraceMeta;
@@ -67,23 +69,40 @@ enum PowerKind {
 }
 
 fn fields<const N: usize>(f: &EventFormat, names: [&str; N]) -> Option<[Field; N]> {
-    let found: Vec<Field> = names.iter().map(|n| f.field(n).cloned()).collect::<Option<_>>()?;
+    let found: Vec<Field> = names
+        .iter()
+        .map(|n| f.field(n).cloned())
+        .collect::<Option<_>>()?;
     found.try_into().ok()
 }
 
 fn plan(f: &EventFormat) -> Plan {
     let p = match f.name.as_str() {
-        "sched_switch" => fields(f, ["prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid", "next_prio"])
-            .map(Plan::Switch),
+        "sched_switch" => fields(
+            f,
+            [
+                "prev_comm",
+                "prev_pid",
+                "prev_prio",
+                "prev_state",
+                "next_comm",
+                "next_pid",
+                "next_prio",
+            ],
+        )
+        .map(Plan::Switch),
         "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => {
             let kind = match f.name.as_str() {
                 "sched_waking" => WakeKind::Waking,
                 "sched_wakeup" => WakeKind::Wakeup,
                 _ => WakeKind::WakeupNew,
             };
-            fields(f, ["comm", "pid", "prio"]).map(|fs| Plan::Wake(kind, fs, f.field("target_cpu").cloned()))
+            fields(f, ["comm", "pid", "prio"])
+                .map(|fs| Plan::Wake(kind, fs, f.field("target_cpu").cloned()))
         }
-        "sched_migrate_task" => fields(f, ["comm", "pid", "prio", "orig_cpu", "dest_cpu"]).map(Plan::Migrate),
+        "sched_migrate_task" => {
+            fields(f, ["comm", "pid", "prio", "orig_cpu", "dest_cpu"]).map(Plan::Migrate)
+        }
         "sched_pi_setprio" => fields(f, ["comm", "pid", "oldprio", "newprio"]).map(Plan::PiSetprio),
         "irq_handler_entry" => fields(f, ["irq", "name"]).map(|[a, b]| Plan::IrqEntry(a, b)),
         "irq_handler_exit" => fields(f, ["irq", "ret"]).map(|[a, b]| Plan::IrqExit(a, b)),
@@ -92,20 +111,41 @@ fn plan(f: &EventFormat) -> Plan {
         "softirq_raise" => fields(f, ["vec"]).map(|[v]| Plan::Softirq(SoftirqKind::Raise, v)),
         "hrtimer_start" => fields(f, ["hrtimer", "function", "expires", "softexpires"])
             .map(|fs| Plan::HrtimerStart(fs, f.field("mode").cloned())),
-        "hrtimer_expire_entry" => fields(f, ["hrtimer", "now", "function"]).map(Plan::HrtimerExpireEntry),
-        "hrtimer_expire_exit" => fields(f, ["hrtimer"]).map(|[h]| Plan::Hrtimer(HrtimerKind::ExpireExit, h)),
-        "hrtimer_cancel" => fields(f, ["hrtimer"]).map(|[h]| Plan::Hrtimer(HrtimerKind::Cancel, h)),
-        "cpu_idle" => fields(f, ["state", "cpu_id"]).map(|[a, b]| Plan::Power(PowerKind::Idle, a, b)),
-        "cpu_frequency" => fields(f, ["state", "cpu_id"]).map(|[a, b]| Plan::Power(PowerKind::Frequency, a, b)),
-        n if f.system == "ipi" || n.starts_with("ipi_") => {
-            Some(Plan::Ipi(f.field("cpu").or_else(|| f.field("target_cpu")).cloned()))
+        "hrtimer_expire_entry" => {
+            fields(f, ["hrtimer", "now", "function"]).map(Plan::HrtimerExpireEntry)
         }
-        "workqueue_execute_start" => fields(f, ["work", "function"]).map(|[a, b]| Plan::WorkStart(a, b)),
+        "hrtimer_expire_exit" => {
+            fields(f, ["hrtimer"]).map(|[h]| Plan::Hrtimer(HrtimerKind::ExpireExit, h))
+        }
+        "hrtimer_cancel" => fields(f, ["hrtimer"]).map(|[h]| Plan::Hrtimer(HrtimerKind::Cancel, h)),
+        "cpu_idle" => {
+            fields(f, ["state", "cpu_id"]).map(|[a, b]| Plan::Power(PowerKind::Idle, a, b))
+        }
+        "cpu_frequency" => {
+            fields(f, ["state", "cpu_id"]).map(|[a, b]| Plan::Power(PowerKind::Frequency, a, b))
+        }
+        n if f.system == "ipi" || n.starts_with("ipi_") => Some(Plan::Ipi(
+            f.field("cpu").or_else(|| f.field("target_cpu")).cloned(),
+        )),
+        "workqueue_execute_start" => {
+            fields(f, ["work", "function"]).map(|[a, b]| Plan::WorkStart(a, b))
+        }
         "workqueue_execute_end" => fields(f, ["work"]).map(|[a]| Plan::WorkEnd(a)),
-        "print" | "bputs" if f.system == "ftrace" => f.field("buf").or_else(|| f.field("str")).cloned().map(Plan::Print),
+        "print" | "bputs" if f.system == "ftrace" => f
+            .field("buf")
+            .or_else(|| f.field("str"))
+            .cloned()
+            .map(Plan::Print),
         n => syscall(n).and_then(|(enter, call)| {
             if enter {
-                Some(Plan::SysEnter(call, f.fields.iter().filter(|x| x.name != "__syscall_nr").cloned().collect()))
+                Some(Plan::SysEnter(
+                    call,
+                    f.fields
+                        .iter()
+                        .filter(|x| x.name != "__syscall_nr")
+                        .cloned()
+                        .collect(),
+                ))
             } else {
                 f.field("ret").cloned().map(|r| Plan::SysExit(call, r))
             }
@@ -161,7 +201,12 @@ impl EventDecoder {
                 fields: Vec::new(),
             }),
         };
-        Event { ts: Nanos(r.ts), cpu: r.cpu, pid: r.pid(), kind }
+        Event {
+            ts: Nanos(r.ts),
+            cpu: r.cpu,
+            pid: r.pid(),
+            kind,
+        }
     }
 }
 
@@ -180,9 +225,24 @@ fn kind_of(plan: &Plan, f: &EventFormat, r: &Record<'_>, meta: &TraceMeta) -> Ev
             let (comm, pid, prio) = (comm(r, c), i32_of(r, p), i32_of(r, pr));
             let target_cpu = t.as_ref().map(|t| i32_of(r, t)).unwrap_or(r.cpu as i32);
             match k {
-                WakeKind::Waking => EventKind::SchedWaking { comm, pid, prio, target_cpu },
-                WakeKind::Wakeup => EventKind::SchedWakeup { comm, pid, prio, target_cpu },
-                WakeKind::WakeupNew => EventKind::SchedWakeupNew { comm, pid, prio, target_cpu },
+                WakeKind::Waking => EventKind::SchedWaking {
+                    comm,
+                    pid,
+                    prio,
+                    target_cpu,
+                },
+                WakeKind::Wakeup => EventKind::SchedWakeup {
+                    comm,
+                    pid,
+                    prio,
+                    target_cpu,
+                },
+                WakeKind::WakeupNew => EventKind::SchedWakeupNew {
+                    comm,
+                    pid,
+                    prio,
+                    target_cpu,
+                },
             }
         }
         Plan::Migrate([c, p, pr, o, d]) => EventKind::SchedMigrateTask {
@@ -202,7 +262,10 @@ fn kind_of(plan: &Plan, f: &EventFormat, r: &Record<'_>, meta: &TraceMeta) -> Ev
             irq: i32_of(r, irq),
             name: String::from_utf8_lossy(r.str_bytes(name).unwrap_or_default()).into_owned(),
         },
-        Plan::IrqExit(irq, ret) => EventKind::IrqHandlerExit { irq: i32_of(r, irq), ret: i32_of(r, ret) },
+        Plan::IrqExit(irq, ret) => EventKind::IrqHandlerExit {
+            irq: i32_of(r, irq),
+            ret: i32_of(r, ret),
+        },
         Plan::Softirq(k, v) => {
             let vec = u64_of(r, v) as u32;
             match k {
@@ -218,12 +281,18 @@ fn kind_of(plan: &Plan, f: &EventFormat, r: &Record<'_>, meta: &TraceMeta) -> Ev
             softexpires: r.int(s).unwrap_or(0),
             mode: mode.as_ref().map(|m| u64_of(r, m) as u32),
         },
-        Plan::HrtimerExpireEntry([h, now, func]) => {
-            EventKind::HrtimerExpireEntry { hrtimer: u64_of(r, h), now: r.int(now).unwrap_or(0), function: u64_of(r, func) }
-        }
+        Plan::HrtimerExpireEntry([h, now, func]) => EventKind::HrtimerExpireEntry {
+            hrtimer: u64_of(r, h),
+            now: r.int(now).unwrap_or(0),
+            function: u64_of(r, func),
+        },
         Plan::Hrtimer(k, h) => match k {
-            HrtimerKind::ExpireExit => EventKind::HrtimerExpireExit { hrtimer: u64_of(r, h) },
-            HrtimerKind::Cancel => EventKind::HrtimerCancel { hrtimer: u64_of(r, h) },
+            HrtimerKind::ExpireExit => EventKind::HrtimerExpireExit {
+                hrtimer: u64_of(r, h),
+            },
+            HrtimerKind::Cancel => EventKind::HrtimerCancel {
+                hrtimer: u64_of(r, h),
+            },
         },
         Plan::Power(k, state, cpu) => {
             let (state, cpu_id) = (u64_of(r, state) as u32, u64_of(r, cpu) as u32);
@@ -232,14 +301,28 @@ fn kind_of(plan: &Plan, f: &EventFormat, r: &Record<'_>, meta: &TraceMeta) -> Ev
                 PowerKind::Frequency => EventKind::CpuFrequency { state, cpu_id },
             }
         }
-        Plan::Ipi(cpu) => EventKind::Ipi { name: f.name.clone(), target_cpu: cpu.as_ref().map(|c| u64_of(r, c) as u32) },
-        Plan::WorkStart(w, func) => EventKind::WorkqueueExecuteStart { work: u64_of(r, w), function: u64_of(r, func) },
+        Plan::Ipi(cpu) => EventKind::Ipi {
+            name: f.name.clone(),
+            target_cpu: cpu.as_ref().map(|c| u64_of(r, c) as u32),
+        },
+        Plan::WorkStart(w, func) => EventKind::WorkqueueExecuteStart {
+            work: u64_of(r, w),
+            function: u64_of(r, func),
+        },
         Plan::WorkEnd(w) => EventKind::WorkqueueExecuteEnd { work: u64_of(r, w) },
-        Plan::SysEnter(call, args) => EventKind::SyscallEnter { call: *call, args: args.iter().map(|a| u64_of(r, a)).collect() },
-        Plan::SysExit(call, ret) => EventKind::SyscallExit { call: *call, ret: r.int(ret).unwrap_or(0) },
+        Plan::SysEnter(call, args) => EventKind::SyscallEnter {
+            call: *call,
+            args: args.iter().map(|a| u64_of(r, a)).collect(),
+        },
+        Plan::SysExit(call, ret) => EventKind::SyscallExit {
+            call: *call,
+            ret: r.int(ret).unwrap_or(0),
+        },
         Plan::Print(buf) => {
             let text = String::from_utf8_lossy(r.str_bytes(buf).unwrap_or_default());
-            EventKind::Print { text: text.trim_end_matches('\n').to_string() }
+            EventKind::Print {
+                text: text.trim_end_matches('\n').to_string(),
+            }
         }
         Plan::Generic => generic(f, r, meta),
     }
@@ -266,5 +349,9 @@ fn generic(f: &EventFormat, r: &Record<'_>, _meta: &TraceMeta) -> EventKind {
             (field.name.clone(), value)
         })
         .collect();
-    EventKind::Generic(GenericEvent { system: f.system.clone(), name: f.name.clone(), fields })
+    EventKind::Generic(GenericEvent {
+        system: f.system.clone(),
+        name: f.name.clone(),
+        fields,
+    })
 }

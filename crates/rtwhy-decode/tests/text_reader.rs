@@ -414,20 +414,12 @@ fn formatted_and_raw_output_agree_on_typed_events() {
     }
 }
 
-/// Where the binary decoder (`typed.rs`) is known to lose what the text has: it returns
-/// an empty text for `ftrace:print`, whose `buf` is a `char buf[]` flexible array.
-/// Counted and reported, not failed, until the decoder reads it.
-fn known_dat_gap(text: &Event, bin: &Event) -> bool {
-    matches!((&text.kind, &bin.kind), (EventKind::Print { text: t }, EventKind::Print { text: b }) if b.is_empty() && !t.is_empty())
-}
-
 /// The text reader and the binary decoder agree on the same trace, event for event, for
 /// every file the binary reader opens (raw and formatted oracle text).
 #[test]
 fn text_matches_the_binary_decoder() {
     let mut compared = HashMap::new();
     let mut mismatches = std::collections::BTreeMap::new();
-    let mut dat_gaps = std::collections::BTreeMap::new();
     for dir in [PathBuf::from(WILD), recorded_dir()] {
         for report in texts(&dir, "report") {
             let name = report.to_string_lossy().replace(".report.txt.zst", "");
@@ -452,16 +444,6 @@ fn text_matches_the_binary_decoder() {
                     continue;
                 }
                 for (t, b) in text.iter().zip(&bin) {
-                    if known_dat_gap(t, b) {
-                        *dat_gaps
-                            .entry(
-                                Path::new(&name)
-                                    .file_name()
-                                    .map(|f| f.to_string_lossy().into_owned()),
-                            )
-                            .or_insert(0usize) += 1;
-                        continue;
-                    }
                     if !same_event(t, b, raw_clock) {
                         let file = Path::new(&name)
                             .file_name()
@@ -485,7 +467,6 @@ fn text_matches_the_binary_decoder() {
         "{} kinds of mismatch",
         mismatches.len()
     );
-    eprintln!("known gaps of the binary decoder (print text empty): {dat_gaps:?}");
     let checked: usize = compared.values().flatten().count();
     eprintln!("compared {checked} texts with their .dat: {compared:#?}");
     assert!(

@@ -45,7 +45,10 @@ impl Comm {
         let len = raw.len().min(Self::CAPACITY);
         let mut bytes = [0u8; Self::CAPACITY];
         bytes[..len].copy_from_slice(&raw[..len]);
-        Comm { len: len as u8, bytes }
+        Comm {
+            len: len as u8,
+            bytes,
+        }
     }
 
     /// The name's bytes.

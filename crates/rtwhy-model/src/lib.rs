@@ -21,6 +21,8 @@
 //! assert_eq!(rtwhy_model::rt_priority_from_kernel_prio(19), Some(80));
 //! ```
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 mod event;
 mod prio;
 mod time;

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// Traces recorded with a counter clock (`x86-tsc`, `counter`) carry raw counts
 /// here; the decoder says which clock a file used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Nanos(pub u64);
 
@@ -30,6 +32,11 @@ impl Nanos {
 impl fmt::Display for Nanos {
     /// `seconds.microseconds`, the way `trace-cmd report` prints a timestamp.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:06}", self.0 / 1_000_000_000, (self.0 % 1_000_000_000) / 1_000)
+        write!(
+            f,
+            "{}.{:06}",
+            self.0 / 1_000_000_000,
+            (self.0 % 1_000_000_000) / 1_000
+        )
     }
 }

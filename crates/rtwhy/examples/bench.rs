@@ -3,6 +3,8 @@
 //!
 //! Run with `scripts/bench.sh` (builds release binaries, installs GNU time and trace-cmd).
 
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -33,7 +35,10 @@ fn measure(cmd: &[&str]) -> Option<Run> {
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err.lines().last()?;
     let mut it = last.split_whitespace();
-    Some(Run { secs: it.next()?.parse().ok()?, peak_kib: it.next()?.parse().ok()? })
+    Some(Run {
+        secs: it.next()?.parse().ok()?,
+        peak_kib: it.next()?.parse().ok()?,
+    })
 }
 
 fn best_of(n: usize, cmd: &[&str]) -> Option<Run> {
@@ -63,7 +68,12 @@ fn synthesize(seed: &Path, mib: u64, out: &Path) -> u64 {
     let file = TraceFile::open(seed).expect("seed opens");
     let meta = file.meta();
     let buffer = file.default_buffer().expect("buffer");
-    let ncpus = buffer.cpus.iter().map(|c| c.cpu as usize + 1).max().unwrap_or(1);
+    let ncpus = buffer
+        .cpus
+        .iter()
+        .map(|c| c.cpu as usize + 1)
+        .max()
+        .unwrap_or(1);
     let mut events: Vec<(u64, u32, Vec<u8>)> = Vec::new();
     let mut s = file.records().expect("stream");
     while let Some(r) = s.next_record().expect("record") {
@@ -71,13 +81,19 @@ fn synthesize(seed: &Path, mib: u64, out: &Path) -> u64 {
     }
     let first = events.first().map(|e| e.0).unwrap_or(0);
     let span = events.last().map(|e| e.0).unwrap_or(0) - first + 1_000;
-    let mut w = TraceDatWriter::new(meta.endian, meta.long_size as u8, buffer.page_size as u32, meta.sources.clone());
+    let mut w = TraceDatWriter::new(
+        meta.endian,
+        meta.long_size as u8,
+        buffer.page_size as u32,
+        meta.sources.clone(),
+    );
     if let Some(c) = &meta.clock {
         w.set_clock(c);
     }
     w.set_cpu_count(ncpus);
-    let mut pagers: Vec<PageWriter> =
-        (0..ncpus).map(|_| PageWriter::new(meta.endian, meta.header_page, buffer.page_size)).collect();
+    let mut pagers: Vec<PageWriter> = (0..ncpus)
+        .map(|_| PageWriter::new(meta.endian, meta.header_page, buffer.page_size))
+        .collect();
     let target = mib << 20;
     let mut written = 0u64;
     let mut count = 0u64;
@@ -123,8 +139,15 @@ fn main() {
     ];
     let synthetic = std::env::temp_dir().join("rtwhy-bench-synthetic.dat");
     let t = Instant::now();
-    let made = synthesize(&root.join("fixtures/recorded/vm-net-v7-zstd.dat"), mib, &synthetic);
-    eprintln!("synthetic trace: {made} events in {:.1}s", t.elapsed().as_secs_f64());
+    let made = synthesize(
+        &root.join("fixtures/recorded/vm-net-v7-zstd.dat"),
+        mib,
+        &synthetic,
+    );
+    eprintln!(
+        "synthetic trace: {made} events in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
     files.push(synthetic.clone());
 
     let mut rows = Vec::new();
@@ -134,15 +157,26 @@ fn main() {
         let p = f.to_string_lossy().to_string();
         let runs = if size > 100 << 20 { 1 } else { 3 };
         let peer = best_of(runs, &["trace-cmd", "report", "-R", "-i", &p]);
-        let raw = best_of(runs, &[rtwhy.to_str().unwrap_or_default(), "dump", "--raw", &p]);
+        let raw = best_of(
+            runs,
+            &[rtwhy.to_str().unwrap_or_default(), "dump", "--raw", &p],
+        );
         let rep = best_of(runs, &[rtwhy.to_str().unwrap_or_default(), "dump", &p]);
         let info = best_of(runs, &[rtwhy.to_str().unwrap_or_default(), "info", &p]);
-        let name = f.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         eprintln!("{name}: done");
         rows.push((name, size, events, peer, raw, rep, info));
     }
     let rate = |events: u64, r: &Option<Run>| match r {
-        Some(r) if r.secs > 0.0 => format!("{:.2} M/s ({:.2}s, {} MiB)", events as f64 / r.secs / 1e6, r.secs, r.peak_kib / 1024),
+        Some(r) if r.secs > 0.0 => format!(
+            "{:.2} M/s ({:.2}s, {} MiB)",
+            events as f64 / r.secs / 1e6,
+            r.secs,
+            r.peak_kib / 1024
+        ),
         Some(r) => format!("too fast to time ({} MiB)", r.peak_kib / 1024),
         None => "failed".into(),
     };
@@ -153,7 +187,13 @@ fn main() {
     let mut md = String::new();
     md.push_str("# Performance\n\nDecoding throughput of rtwhy beside trace-cmd, measured in the same run on the same files\n(wall time, best of 3 for small files, 1 run for the synthetic one; peak RSS from GNU time).\nEvents per second = events in the file / wall time of the whole command, output to /dev/null.\n\n");
     md.push_str("Reproduce: `scripts/bench.sh` (writes this file).\n\n");
-    md.push_str(&format!("Machine: {} ({} CPUs).\n\n", uname(), std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)));
+    md.push_str(&format!(
+        "Machine: {} ({} CPUs).\n\n",
+        uname(),
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    ));
     md.push_str("| file | size | events | `trace-cmd report -R` | `rtwhy dump --raw` | speed-up | `rtwhy dump` | `rtwhy info` (decode + count) |\n|---|---|---|---|---|---|---|---|\n");
     for (name, size, events, peer, raw, rep, info) in &rows {
         md.push_str(&format!(
@@ -174,5 +214,9 @@ fn main() {
 }
 
 fn uname() -> String {
-    Command::new("uname").arg("-srm").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+    Command::new("uname")
+        .arg("-srm")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
 }

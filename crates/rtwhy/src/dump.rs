@@ -24,20 +24,14 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
     let mut printer = Printer::new(meta);
     let mut records = file.records()?;
     let mut line = String::with_capacity(512);
+    let mut current_buffer = "";
     while records.advance()? {
         let Some(rec) = records.current() else { break };
         line.clear();
-        // trace-cmd starts every record of a named instance with the instance's name, once,
-        // before the dropped-events notice if there is one.
         let name = records.buffer_name();
-        if !name.is_empty() {
-            line.push_str(name);
-            line.push_str(": ");
-        }
-        match rec.missed_before {
-            None => {}
-            Some(0) => line.push_str(&format!("CPU:{} [EVENTS DROPPED]\n", rec.cpu)),
-            Some(n) => line.push_str(&format!("CPU:{} [{n} EVENTS DROPPED]\n", rec.cpu)),
+        if name != current_buffer {
+            printer.set_instance(name);
+            current_buffer = name;
         }
         if args.raw {
             printer.write_raw(&rec, &mut line);

@@ -112,7 +112,8 @@ fn trace_dat(file: &TraceFile) -> Result<Value> {
 }
 
 fn text(args: &InfoArgs) -> Result<Value> {
-    let f = std::fs::File::open(&args.file).with_context(|| format!("cannot open {}", args.file.display()))?;
+    let f = std::fs::File::open(&args.file)
+        .with_context(|| format!("cannot open {}", args.file.display()))?;
     let mut reader = TextReader::new(BufReader::new(f));
     let mut counts = Counts::default();
     while let Some(ev) = reader.next_event() {
@@ -159,8 +160,17 @@ fn print_text(r: &Value) {
     if r["kind"] == "trace.dat" {
         println!("version:       {}", s("version"));
         println!("file size:     {} bytes", s("file_size"));
-        println!("compression:   {}", r["compression"].as_str().unwrap_or("none"));
-        println!("machine:       {} endian, {}-byte long, kernel long {}, page size {}", s("endian"), s("long_size"), s("kernel_long_size"), s("page_size"));
+        println!(
+            "compression:   {}",
+            r["compression"].as_str().unwrap_or("none")
+        );
+        println!(
+            "machine:       {} endian, {}-byte long, kernel long {}, page size {}",
+            s("endian"),
+            s("long_size"),
+            s("kernel_long_size"),
+            s("page_size")
+        );
         println!("clock:         {} ({})", s("clock"), s("timestamps"));
         println!("kernel:        {}", s("kernel"));
         println!("recorded by:   trace-cmd {}", s("tracer_version"));
@@ -172,7 +182,10 @@ fn print_text(r: &Value) {
             s("saved_cmdlines")
         );
         for b in r["buffers"].as_array().into_iter().flatten() {
-            let name = b["name"].as_str().filter(|n| !n.is_empty()).unwrap_or("(top level)");
+            let name = b["name"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .unwrap_or("(top level)");
             let cpus: Vec<String> = b["cpus"]
                 .as_array()
                 .into_iter()
@@ -191,7 +204,9 @@ fn print_text(r: &Value) {
         secs(&ev["last_ts"]),
         secs(&ev["span_ns"])
     );
-    if ev["missed_events"].as_u64().unwrap_or(0) > 0 || ev["pages_with_missed_events"].as_u64().unwrap_or(0) > 0 {
+    if ev["missed_events"].as_u64().unwrap_or(0) > 0
+        || ev["pages_with_missed_events"].as_u64().unwrap_or(0) > 0
+    {
         println!(
             "lost events:   {} (on {} pages; 0 means the kernel did not count them)",
             ev["missed_events"], ev["pages_with_missed_events"]
@@ -202,7 +217,10 @@ fn print_text(r: &Value) {
         println!("per CPU:       {}", per.join(" "));
     }
     if let Some(by) = ev["by_event"].as_object() {
-        let mut rows: Vec<(&String, u64)> = by.iter().map(|(k, v)| (k, v.as_u64().unwrap_or(0))).collect();
+        let mut rows: Vec<(&String, u64)> = by
+            .iter()
+            .map(|(k, v)| (k, v.as_u64().unwrap_or(0)))
+            .collect();
         rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         println!("by event:");
         for (name, n) in rows {

@@ -9,7 +9,7 @@ use rtwhy_decode::tracedat::TraceFile;
 /// What kind of trace a file holds.
 pub enum Input {
     /// A trace-cmd trace.dat.
-    TraceDat(TraceFile),
+    TraceDat(Box<TraceFile>),
     /// `trace-cmd report` (or kernel `trace`) text.
     Text,
 }
@@ -18,16 +18,21 @@ pub enum Input {
 pub fn open(path: &Path) -> Result<Input> {
     let mut head = [0u8; 4096];
     let n = {
-        let mut f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let mut f =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            bail!("{} is a directory; give a trace.dat or report text file", path.display());
+            bail!(
+                "{} is a directory; give a trace.dat or report text file",
+                path.display()
+            );
         }
         read_head(&mut f, &mut head).with_context(|| format!("cannot read {}", path.display()))?
     };
     let head = &head[..n];
     if TraceFile::is_trace_dat(head) {
-        let file = TraceFile::open(path).with_context(|| format!("{} is not a readable trace.dat", path.display()))?;
-        return Ok(Input::TraceDat(file));
+        let file = TraceFile::open(path)
+            .with_context(|| format!("{} is not a readable trace.dat", path.display()))?;
+        return Ok(Input::TraceDat(Box::new(file)));
     }
     if rtwhy_decode::text::looks_like_report_text(head) {
         return Ok(Input::Text);

@@ -82,6 +82,8 @@ pub(crate) enum ConvKind {
 
 /// A piece of a format string.
 #[derive(Debug, Clone)]
+// Pieces are built once per event format and kept; their size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Piece {
     /// Literal text, escapes already processed.
     Text(String),

@@ -36,12 +36,22 @@ impl Codec {
     /// Decompresses `data` (at file offset `offset`) that must expand to exactly `expected` bytes.
     pub fn decompress(self, data: &[u8], expected: u64, offset: u64) -> Result<Vec<u8>> {
         if expected > MAX_UNCOMPRESSED {
-            return Err(Error::corrupt(offset, format!("compressed block claims {expected} bytes uncompressed")));
+            return Err(Error::corrupt(
+                offset,
+                format!("compressed block claims {expected} bytes uncompressed"),
+            ));
         }
         let out = match self {
             Codec::None => data.to_vec(),
-            Codec::Zlib => miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(data, expected as usize)
-                .map_err(|e| Error::corrupt(offset, format!("zlib data does not inflate: {:?}", e.status)))?,
+            Codec::Zlib => {
+                miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(data, expected as usize)
+                    .map_err(|e| {
+                        Error::corrupt(
+                            offset,
+                            format!("zlib data does not inflate: {:?}", e.status),
+                        )
+                    })?
+            }
             Codec::Zstd => {
                 let mut dec = ruzstd::decoding::StreamingDecoder::new(data)
                     .map_err(|e| Error::corrupt(offset, format!("zstd frame header: {e}")))?;
@@ -49,14 +59,19 @@ impl Codec {
                 (&mut dec)
                     .take(expected + 1)
                     .read_to_end(&mut out)
-                    .map_err(|e| Error::corrupt(offset, format!("zstd data does not decompress: {e}")))?;
+                    .map_err(|e| {
+                        Error::corrupt(offset, format!("zstd data does not decompress: {e}"))
+                    })?;
                 out
             }
         };
         if out.len() as u64 != expected {
             return Err(Error::corrupt(
                 offset,
-                format!("block decompressed to {} bytes, its header says {expected}", out.len()),
+                format!(
+                    "block decompressed to {} bytes, its header says {expected}",
+                    out.len()
+                ),
             ));
         }
         Ok(out)

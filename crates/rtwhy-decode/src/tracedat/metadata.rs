@@ -77,7 +77,10 @@ impl Seq<'_> {
                 self.pos += n as u64 + 1;
                 Ok(String::from_utf8_lossy(&chunk[..n]).into_owned())
             }
-            None => Err(Error::corrupt(start, format!("{what}: no string terminator within 4096 bytes"))),
+            None => Err(Error::corrupt(
+                start,
+                format!("{what}: no string terminator within 4096 bytes"),
+            )),
         }
     }
 
@@ -88,7 +91,11 @@ impl Seq<'_> {
         if got != tag {
             return Err(Error::corrupt(
                 at,
-                format!("expected {:?}, found {:?}", String::from_utf8_lossy(tag), String::from_utf8_lossy(&got)),
+                format!(
+                    "expected {:?}, found {:?}",
+                    String::from_utf8_lossy(tag),
+                    String::from_utf8_lossy(&got)
+                ),
             ));
         }
         Ok(())
@@ -103,31 +110,53 @@ pub(super) fn read(bytes: &Bytes) -> Result<Parsed> {
             "not a trace.dat file (no trace-cmd magic); if this is `trace-cmd report` text, it is read as text",
         ));
     }
-    let mut seq = Seq { bytes, pos: MAGIC.len() as u64, endian: Endian::Little };
+    let mut seq = Seq {
+        bytes,
+        pos: MAGIC.len() as u64,
+        endian: Endian::Little,
+    };
     let version_text = seq.cstr("file version")?;
-    let version: u32 = version_text
-        .parse()
-        .map_err(|_| Error::corrupt(MAGIC.len() as u64, format!("file version {version_text:?} is not a number")))?;
+    let version: u32 = version_text.parse().map_err(|_| {
+        Error::corrupt(
+            MAGIC.len() as u64,
+            format!("file version {version_text:?} is not a number"),
+        )
+    })?;
     let endian_at = seq.pos;
     let endian = match seq.take(1, "endianness")?[0] {
         0 => Endian::Little,
         1 => Endian::Big,
-        other => return Err(Error::corrupt(endian_at, format!("endianness byte {other} is neither 0 nor 1"))),
+        other => {
+            return Err(Error::corrupt(
+                endian_at,
+                format!("endianness byte {other} is neither 0 nor 1"),
+            ))
+        }
     };
     seq.endian = endian;
     let long_at = seq.pos;
     let long_size = seq.take(1, "long size")?[0] as usize;
     if long_size != 4 && long_size != 8 {
-        return Err(Error::corrupt(long_at, format!("long size {long_size} is neither 4 nor 8")));
+        return Err(Error::corrupt(
+            long_at,
+            format!("long size {long_size} is neither 4 nor 8"),
+        ));
     }
     let page_at = seq.pos;
     let page_size = seq.u32("page size")? as usize;
     if !(64..=(1 << 24)).contains(&page_size) {
-        return Err(Error::corrupt(page_at, format!("page size {page_size} is implausible")));
+        return Err(Error::corrupt(
+            page_at,
+            format!("page size {page_size} is implausible"),
+        ));
     }
     let mut p = Parsed {
         meta: TraceMeta::new(endian, long_size, page_size),
-        info: FileInfo { version, file_len: bytes.len(), ..FileInfo::default() },
+        info: FileInfo {
+            version,
+            file_len: bytes.len(),
+            ..FileInfo::default()
+        },
         buffers: Vec::new(),
         warnings: Vec::new(),
     };
@@ -189,7 +218,10 @@ fn read_v6(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
 
     let cpus = seq.u32("CPU count")?;
     if cpus > 1 << 16 {
-        return Err(Error::corrupt(seq.pos - 4, format!("CPU count {cpus} is implausible")));
+        return Err(Error::corrupt(
+            seq.pos - 4,
+            format!("CPU count {cpus} is implausible"),
+        ));
     }
     p.info.cpus = cpus;
     let mut tag_at = seq.pos;
@@ -230,7 +262,10 @@ fn read_v6(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
     if tag != b"flyrecord\0" {
         return Err(Error::corrupt(
             tag_at,
-            format!("expected \"flyrecord\" or \"latency\", found {:?}", String::from_utf8_lossy(&tag)),
+            format!(
+                "expected \"flyrecord\" or \"latency\", found {:?}",
+                String::from_utf8_lossy(&tag)
+            ),
         ));
     }
     let top = v6_cpu_table(seq, cpus, p.meta.clock.clone(), "", p.meta.page_size)?;
@@ -247,27 +282,48 @@ fn read_v6(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
         }
     }
     for (name, offset) in v6_buffers {
-        let mut s = Seq { bytes: seq.bytes, pos: offset, endian: seq.endian };
-        if s.take(10, "buffer tag").map(|t| t == b"flyrecord\0").unwrap_or(false) {
+        let mut s = Seq {
+            bytes: seq.bytes,
+            pos: offset,
+            endian: seq.endian,
+        };
+        if s.take(10, "buffer tag")
+            .map(|t| t == b"flyrecord\0")
+            .unwrap_or(false)
+        {
             match v6_cpu_table(&mut s, cpus, p.meta.clock.clone(), &name, p.meta.page_size) {
                 Ok(b) => p.buffers.push(b),
                 Err(e) => p.warnings.push(format!("buffer {name:?}: {e}")),
             }
         } else {
-            p.warnings.push(format!("buffer {name:?}: no flyrecord data at file offset {offset:#x}"));
+            p.warnings.push(format!(
+                "buffer {name:?}: no flyrecord data at file offset {offset:#x}"
+            ));
         }
     }
     Ok(())
 }
 
-fn v6_cpu_table(seq: &mut Seq<'_>, cpus: u32, clock: Option<String>, name: &str, page_size: usize) -> Result<Buffer> {
+fn v6_cpu_table(
+    seq: &mut Seq<'_>,
+    cpus: u32,
+    clock: Option<String>,
+    name: &str,
+    page_size: usize,
+) -> Result<Buffer> {
     let mut table = Vec::new();
     for cpu in 0..cpus {
         let offset = seq.u64("CPU data offset")?;
         let size = seq.u64("CPU data size")?;
         table.push(CpuData { cpu, offset, size });
     }
-    Ok(Buffer { name: name.to_string(), clock, cpus: table, compressed: false, page_size })
+    Ok(Buffer {
+        name: name.to_string(),
+        clock,
+        cpus: table,
+        compressed: false,
+        page_size,
+    })
 }
 
 fn set_kallsyms(text: &[u8], p: &mut Parsed) {
@@ -290,16 +346,26 @@ fn set_cmdlines(text: &[u8], p: &mut Parsed) {
 
 fn check_count(count: u32, at: u64) -> Result<()> {
     if count > MAX_FORMATS {
-        return Err(Error::corrupt(at - 4, format!("count {count} is implausible")));
+        return Err(Error::corrupt(
+            at - 4,
+            format!("count {count} is implausible"),
+        ));
     }
     Ok(())
 }
 
 fn header_page(text: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
     p.meta.sources.header_page = String::from_utf8_lossy(text).into_owned();
-    let hp = HeaderPage::parse(&String::from_utf8_lossy(text)).map_err(|e| Error::corrupt(at, e.to_string()))?;
+    let hp = HeaderPage::parse(&String::from_utf8_lossy(text))
+        .map_err(|e| Error::corrupt(at, e.to_string()))?;
     if hp.data_offset >= p.meta.page_size {
-        return Err(Error::corrupt(at, format!("header_page data offset {} beyond page size", hp.data_offset)));
+        return Err(Error::corrupt(
+            at,
+            format!(
+                "header_page data offset {} beyond page size",
+                hp.data_offset
+            ),
+        ));
     }
     p.meta.kernel_long_size = hp.commit_size;
     p.meta.header_page = hp;
@@ -314,14 +380,18 @@ fn add_format(system: &str, text: &[u8], at: u64, p: &mut Parsed) {
     } else {
         match sources.event_formats.iter_mut().find(|(s, _)| s == system) {
             Some((_, v)) => v.push(text.clone()),
-            None => sources.event_formats.push((system.to_string(), vec![text.clone()])),
+            None => sources
+                .event_formats
+                .push((system.to_string(), vec![text.clone()])),
         }
     }
     match EventFormat::parse(system, &text) {
         Ok(f) => {
             p.meta.formats.insert(f.id, f);
         }
-        Err(e) => p.warnings.push(format!("at file offset {at:#x}: {e}; events of this kind print as unknown")),
+        Err(e) => p.warnings.push(format!(
+            "at file offset {at:#x}: {e}; events of this kind print as unknown"
+        )),
     }
 }
 
@@ -329,7 +399,10 @@ fn add_format(system: &str, text: &[u8], at: u64, p: &mut Parsed) {
 fn chosen_clock(text: &str) -> Option<String> {
     text.split_whitespace()
         .find(|w| w.starts_with('['))
-        .map(|w| w.trim_matches(|c: char| c == '[' || c == ']' || c.is_whitespace() || c == '\0').to_string())
+        .map(|w| {
+            w.trim_matches(|c: char| c == '[' || c == ']' || c.is_whitespace() || c == '\0')
+                .to_string()
+        })
 }
 
 fn cstr_at(data: &[u8]) -> String {
@@ -341,12 +414,8 @@ fn cstr_at(data: &[u8]) -> String {
 fn option(id: u16, data: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
     match id {
         OPT_DATE => p.info.date = Some(cstr_at(data)),
-        OPT_TRACECLOCK => {
-            // The option holds the whole trace_clock file: `local [global] counter`.
-            if p.meta.clock.is_none() {
-                p.meta.clock = chosen_clock(&cstr_at(data));
-            }
-        }
+        // The option holds the whole trace_clock file: `local [global] counter`.
+        OPT_TRACECLOCK if p.meta.clock.is_none() => p.meta.clock = chosen_clock(&cstr_at(data)),
         OPT_UNAME => p.info.uname = Some(cstr_at(data)),
         OPT_VERSION => p.info.tracer_version = Some(cstr_at(data)),
         OPT_OFFSET => {
@@ -401,7 +470,9 @@ fn time_shift(data: &[u8], endian: Endian) -> Option<HostSync> {
             return None;
         }
         let read = |c: &mut Cursor<'_>| -> Option<Vec<i64>> {
-            (0..n).map(|_| c.u64("sample").ok().map(|v| v as i64)).collect()
+            (0..n)
+                .map(|_| c.u64("sample").ok().map(|v| v as i64))
+                .collect()
         };
         let times = read(&mut c)?;
         let offsets = read(&mut c)?;
@@ -411,13 +482,25 @@ fn time_shift(data: &[u8], endian: Endian) -> Option<HostSync> {
                 .into_iter()
                 .zip(offsets)
                 .zip(scalings)
-                .map(|((time, offset), scaling)| crate::meta::ClockSample { time, offset, scaling, fraction: 0 })
+                .map(|((time, offset), scaling)| crate::meta::ClockSample {
+                    time,
+                    offset,
+                    scaling,
+                    fraction: 0,
+                })
                 .collect::<Vec<_>>(),
         );
     }
     // Fraction bits were added later; older files end here and mean "no fraction".
-    let fractions: Option<Vec<Vec<u32>>> =
-        all.iter().map(|samples| samples.iter().map(|_| c.u64("fraction").ok().map(|f| f as u32)).collect()).collect();
+    let fractions: Option<Vec<Vec<u32>>> = all
+        .iter()
+        .map(|samples| {
+            samples
+                .iter()
+                .map(|_| c.u64("fraction").ok().map(|f| f as u32))
+                .collect()
+        })
+        .collect();
     if let Some(fractions) = fractions {
         for (samples, fr) in all.iter_mut().zip(fractions) {
             for (s, f) in samples.iter_mut().zip(fr) {
@@ -425,7 +508,10 @@ fn time_shift(data: &[u8], endian: Endian) -> Option<HostSync> {
             }
         }
     }
-    Some(HostSync { interpolate: flags & 1 != 0, cpus: all })
+    Some(HostSync {
+        interpolate: flags & 1 != 0,
+        cpus: all,
+    })
 }
 
 /// A v7 section: its header, then its (possibly compressed) content.
@@ -435,7 +521,10 @@ fn section(bytes: &Bytes, offset: u64, want: u16, codec: Codec, endian: Endian) 
     let flags = endian.u16(&head, 2).unwrap_or_default();
     let size = endian.u64(&head, 8).unwrap_or_default();
     if id != want {
-        return Err(Error::corrupt(offset, format!("expected section id {want}, found {id}")));
+        return Err(Error::corrupt(
+            offset,
+            format!("expected section id {want}, found {id}"),
+        ));
     }
     if flags & 1 == 0 {
         return bytes.read_exact(offset + 16, size, "section content");
@@ -480,9 +569,11 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
                     next = endian.u64(body, 0).unwrap_or(0);
                     break;
                 }
-                OPT_HEADER_INFO | OPT_FTRACE_EVENTS | OPT_EVENT_FORMATS | OPT_KALLSYMS | OPT_PRINTK
-                | OPT_CMDLINES => {
-                    let off = endian.u64(body, 0).ok_or_else(|| Error::corrupt(at, "section pointer option too short"))?;
+                OPT_HEADER_INFO | OPT_FTRACE_EVENTS | OPT_EVENT_FORMATS | OPT_KALLSYMS
+                | OPT_PRINTK | OPT_CMDLINES => {
+                    let off = endian
+                        .u64(body, 0)
+                        .ok_or_else(|| Error::corrupt(at, "section pointer option too short"))?;
                     pointers.push((id, off));
                 }
                 OPT_BUFFER | OPT_BUFFER_TEXT => buffer_opts.push((body.to_vec(), at)),
@@ -503,16 +594,22 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
             OPT_HEADER_INFO => v7_header_info(&mut c, off, p),
             OPT_FTRACE_EVENTS => v7_formats(&mut c, p, Some("ftrace")),
             OPT_EVENT_FORMATS => v7_formats(&mut c, p, None),
-            OPT_KALLSYMS => {
-                c.u32("kallsyms size").and_then(|n| c.bytes(n as usize, "kallsyms")).map(|t| set_kallsyms(t, p))
-            }
-            OPT_PRINTK => {
-                c.u32("printk size").and_then(|n| c.bytes(n as usize, "printk formats")).map(|t| set_printk(t, p))
-            }
-            _ => c.u64("cmdlines size").and_then(|n| c.bytes_u64(n, "saved cmdlines")).map(|t| set_cmdlines(t, p)),
+            OPT_KALLSYMS => c
+                .u32("kallsyms size")
+                .and_then(|n| c.bytes(n as usize, "kallsyms"))
+                .map(|t| set_kallsyms(t, p)),
+            OPT_PRINTK => c
+                .u32("printk size")
+                .and_then(|n| c.bytes(n as usize, "printk formats"))
+                .map(|t| set_printk(t, p)),
+            _ => c
+                .u64("cmdlines size")
+                .and_then(|n| c.bytes_u64(n, "saved cmdlines"))
+                .map(|t| set_cmdlines(t, p)),
         };
         if let Err(e) = r {
-            p.warnings.push(format!("{e}; the rest of that section is skipped"));
+            p.warnings
+                .push(format!("{e}; the rest of that section is skipped"));
         }
     }
     for (body, at) in buffer_opts {
@@ -526,11 +623,17 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
         }
         let page_size = c.u32("buffer page size")? as usize;
         if !(64..=(1 << 24)).contains(&page_size) {
-            return Err(Error::corrupt(c.offset() - 4, format!("buffer page size {page_size} is implausible")));
+            return Err(Error::corrupt(
+                c.offset() - 4,
+                format!("buffer page size {page_size} is implausible"),
+            ));
         }
         let count = c.u32("buffer CPU count")?;
         if count > 1 << 16 {
-            return Err(Error::corrupt(c.offset() - 4, format!("buffer CPU count {count} is implausible")));
+            return Err(Error::corrupt(
+                c.offset() - 4,
+                format!("buffer CPU count {count} is implausible"),
+            ));
         }
         let mut cpus = Vec::new();
         for _ in 0..count {
@@ -540,13 +643,23 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
             cpus.push(CpuData { cpu, offset, size });
         }
         cpus.sort_by_key(|d| d.cpu);
-        let clock = if clock.is_empty() { p.meta.clock.clone() } else { Some(clock) };
+        let clock = if clock.is_empty() {
+            p.meta.clock.clone()
+        } else {
+            Some(clock)
+        };
         if name.is_empty() || p.meta.clock.is_none() {
             if let Some(c) = &clock {
                 p.meta.clock = Some(c.clone());
             }
         }
-        p.buffers.push(Buffer { name, clock, cpus, compressed: codec != Codec::None, page_size });
+        p.buffers.push(Buffer {
+            name,
+            clock,
+            cpus,
+            compressed: codec != Codec::None,
+            page_size,
+        });
     }
     Ok(())
 }
@@ -554,7 +667,10 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
 fn v7_header_info(c: &mut Cursor<'_>, off: u64, p: &mut Parsed) -> Result<()> {
     let tag = c.bytes(12, "header_page tag")?;
     if tag != b"header_page\0" {
-        return Err(Error::corrupt(off, "HEADER_INFO section does not start with header_page"));
+        return Err(Error::corrupt(
+            off,
+            "HEADER_INFO section does not start with header_page",
+        ));
     }
     let n = c.u64("header_page size")?;
     let at = c.offset();
@@ -562,7 +678,8 @@ fn v7_header_info(c: &mut Cursor<'_>, off: u64, p: &mut Parsed) -> Result<()> {
     header_page(text, at, p)?;
     if c.remaining() >= 13 && c.bytes(13, "header_event tag")? == b"header_event\0" {
         let n = c.u64("header_event size")?;
-        p.meta.sources.header_event = String::from_utf8_lossy(c.bytes_u64(n, "header_event")?).into_owned();
+        p.meta.sources.header_event =
+            String::from_utf8_lossy(c.bytes_u64(n, "header_event")?).into_owned();
     }
     Ok(())
 }

@@ -99,11 +99,17 @@ pub struct TraceFile {
 impl TraceFile {
     /// Opens and reads the metadata of the file at `path`.
     pub fn open(path: &Path) -> Result<TraceFile> {
-        let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let file = std::fs::File::open(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
             return Err(Error::Io {
                 path: path.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory, not a trace file"),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "is a directory, not a trace file",
+                ),
             });
         }
         let mut t = TraceFile::from_source(Arc::new(file))?;
@@ -168,7 +174,10 @@ impl TraceFile {
 
     /// The buffer `trace-cmd report` shows by default: the top-level one, else the first.
     pub fn default_buffer(&self) -> Option<&Buffer> {
-        self.buffers.iter().find(|b| b.name.is_empty()).or_else(|| self.buffers.first())
+        self.buffers
+            .iter()
+            .find(|b| b.name.is_empty())
+            .or_else(|| self.buffers.first())
     }
 
     /// Records of every buffer (the top level and instances), merged over CPUs in

@@ -11,6 +11,10 @@ use crate::{Error, Result};
 pub trait Source: Send + Sync {
     /// Total length.
     fn len(&self) -> u64;
+    /// Whether there are no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Reads as many bytes as are available at `offset` into `buf`, returning how many.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize>;
 }
@@ -40,7 +44,9 @@ impl Source for Vec<u8> {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.as_slice().len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.as_slice().len());
         let n = buf.len().min(self.as_slice().len() - start);
         buf[..n].copy_from_slice(&self[start..start + n]);
         Ok(n)
@@ -82,7 +88,12 @@ impl Bytes {
     pub fn read_exact(&self, offset: u64, len: u64, what: &'static str) -> Result<Vec<u8>> {
         let available = self.len.saturating_sub(offset);
         if len > available {
-            return Err(Error::Truncated { offset, what, needed: len, available });
+            return Err(Error::Truncated {
+                offset,
+                what,
+                needed: len,
+                available,
+            });
         }
         let mut buf = vec![0u8; len as usize];
         self.fill(offset, &mut buf, what)?;
@@ -96,7 +107,12 @@ impl Bytes {
             .read_at(offset, buf)
             .map_err(|e| Error::corrupt(offset, format!("reading {what}: {e}")))?;
         if n < buf.len() {
-            return Err(Error::Truncated { offset, what, needed: buf.len() as u64, available: n as u64 });
+            return Err(Error::Truncated {
+                offset,
+                what,
+                needed: buf.len() as u64,
+                available: n as u64,
+            });
         }
         Ok(())
     }

@@ -36,7 +36,13 @@ struct CpuReader {
 }
 
 impl CpuReader {
-    fn new(file: &TraceFile, data: &CpuData, buffer: &Buffer, index: usize, warnings: &mut Vec<String>) -> CpuReader {
+    fn new(
+        file: &TraceFile,
+        data: &CpuData,
+        buffer: &Buffer,
+        index: usize,
+        warnings: &mut Vec<String>,
+    ) -> CpuReader {
         let compressed = buffer.compressed;
         let len = file.bytes().len();
         let end = data.offset.saturating_add(data.size).min(len);
@@ -44,7 +50,10 @@ impl CpuReader {
             cpu: data.cpu,
             buffer: index,
             page_size: buffer.page_size,
-            layout: Layout::Plain { next: data.offset, end },
+            layout: Layout::Plain {
+                next: data.offset,
+                end,
+            },
             buf: Vec::new(),
             page_start: 0,
             cursor: None,
@@ -64,7 +73,11 @@ impl CpuReader {
                         ));
                         r.done = true;
                     }
-                    r.layout = Layout::Chunked { next: data.offset + 4, end, left };
+                    r.layout = Layout::Chunked {
+                        next: data.offset + 4,
+                        end,
+                        left,
+                    };
                 }
                 Err(e) => {
                     warnings.push(format!("CPU {}: {e}", data.cpu));
@@ -117,7 +130,10 @@ impl CpuReader {
                 true
             }
             Err(e) => {
-                warnings.push(format!("CPU {}: {e}; the rest of this CPU's events are not read", self.cpu));
+                warnings.push(format!(
+                    "CPU {}: {e}; the rest of this CPU's events are not read",
+                    self.cpu
+                ));
                 false
             }
         }
@@ -203,19 +219,39 @@ impl<'f> RecordStream<'f> {
     }
 
     pub(super) fn new(file: &'f TraceFile, buffers: &'f [Buffer]) -> Result<RecordStream<'f>> {
-        let codec = if buffers.iter().any(|b| b.compressed) { file.codec()? } else { Codec::None };
+        let codec = if buffers.iter().any(|b| b.compressed) {
+            file.codec()?
+        } else {
+            Codec::None
+        };
         let mut warnings = Vec::new();
         let mut readers = Vec::new();
         for (i, b) in buffers.iter().enumerate() {
-            readers.extend(b.cpus.iter().map(|d| CpuReader::new(file, d, b, i, &mut warnings)));
+            readers.extend(
+                b.cpus
+                    .iter()
+                    .map(|d| CpuReader::new(file, d, b, i, &mut warnings)),
+            );
         }
         let names = buffers.iter().map(|b| b.name.as_str()).collect();
-        Ok(RecordStream { file, names, codec, readers, heap: BinaryHeap::new(), last: None, warnings, started: false, current_ts: 0 })
+        Ok(RecordStream {
+            file,
+            names,
+            codec,
+            readers,
+            heap: BinaryHeap::new(),
+            last: None,
+            warnings,
+            started: false,
+            current_ts: 0,
+        })
     }
 
     /// The name of the buffer the last record came from (empty for the top-level buffer).
     pub fn buffer_name(&self) -> &'f str {
-        self.last.and_then(|i| self.names.get(self.readers[i].buffer).copied()).unwrap_or("")
+        self.last
+            .and_then(|i| self.names.get(self.readers[i].buffer).copied())
+            .unwrap_or("")
     }
 
     /// Whether records come from more than one buffer.
@@ -268,10 +304,19 @@ impl<'f> RecordStream<'f> {
         let r = &self.readers[self.last?];
         let ev = r.current?;
         let meta = self.file.meta();
-        let data = r.buf.get(r.page_start + ev.start..r.page_start + ev.end).unwrap_or_default();
+        let data = r
+            .buf
+            .get(r.page_start + ev.start..r.page_start + ev.end)
+            .unwrap_or_default();
         let page_end = (r.page_start + r.page_size).min(r.buf.len());
-        let following = r.buf.get(r.page_start + ev.end..page_end).unwrap_or_default();
-        let format = meta.endian.u16(data, 0).and_then(|id| meta.format(u32::from(id)));
+        let following = r
+            .buf
+            .get(r.page_start + ev.end..page_end)
+            .unwrap_or_default();
+        let format = meta
+            .endian
+            .u16(data, 0)
+            .and_then(|id| meta.format(u32::from(id)));
         Some(Record {
             ts: self.current_ts,
             cpu: r.cpu,

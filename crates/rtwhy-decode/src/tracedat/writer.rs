@@ -31,7 +31,12 @@ pub struct TraceDatWriter {
 impl TraceDatWriter {
     /// A writer for a machine of the given byte order, user-space long size and page size,
     /// with the metadata texts read from its tracefs (or from another trace).
-    pub fn new(endian: Endian, long_size: u8, page_size: u32, sources: MetaSources) -> TraceDatWriter {
+    pub fn new(
+        endian: Endian,
+        long_size: u8,
+        page_size: u32,
+        sources: MetaSources,
+    ) -> TraceDatWriter {
         TraceDatWriter {
             endian,
             long_size,
