@@ -3,57 +3,61 @@
 
 use std::collections::HashMap;
 
+type Symbol = (u64, String, Option<String>, char);
+
 /// Kernel symbols from `/proc/kallsyms`, for turning addresses into `function+0x10`.
+///
+/// A kallsyms table holds a few hundred thousand lines; it is parsed the first time a
+/// symbol is looked up, so reading a trace that never needs one does not pay for it.
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
+    text: std::sync::Arc<str>,
     /// Sorted by address; symbols sharing an address keep their file order.
-    entries: Vec<(u64, String, Option<String>, char)>,
+    entries: std::sync::OnceLock<Vec<Symbol>>,
 }
 
 impl Kallsyms {
-    /// Parses kallsyms text (`ffffffff81000000 T _stext [module]`); bad lines are skipped.
+    /// Keeps kallsyms text (`ffffffff81000000 T _stext [module]`) to be parsed on first
+    /// use; bad lines are skipped then.
     pub fn parse(text: &str) -> Kallsyms {
-        let mut entries = Vec::new();
-        for line in text.lines() {
-            let mut parts = line.split_whitespace();
-            let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
-            else {
-                continue;
-            };
-            let Ok(addr) = u64::from_str_radix(addr, 16) else {
-                continue;
-            };
-            let module = parts
-                .next()
-                .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
-            let kind = kind.chars().next().unwrap_or('?');
-            entries.push((addr, name.to_string(), module, kind));
+        Kallsyms {
+            text: text.into(),
+            entries: std::sync::OnceLock::new(),
         }
-        entries.sort_by_key(|e| e.0);
-        Kallsyms { entries }
+    }
+
+    /// Lines of the kallsyms text: the number of symbols, without parsing them.
+    pub fn line_count(&self) -> usize {
+        self.text.lines().filter(|l| !l.trim().is_empty()).count()
+    }
+
+    fn entries(&self) -> &Vec<Symbol> {
+        self.entries.get_or_init(|| parse_entries(&self.text))
     }
 
     /// Number of symbols.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries().len()
     }
 
     /// Whether there are no symbols.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries().is_empty()
     }
 
     /// The symbol at or below `addr`: (start address, name, module).
     pub fn lookup(&self, addr: u64) -> Option<(u64, &str, Option<&str>)> {
-        let idx = self.entries.partition_point(|e| e.0 <= addr);
-        let (start, name, module, _) = self.entries.get(idx.checked_sub(1)?)?;
+        let idx = self.entries().partition_point(|e| e.0 <= addr);
+        let (start, name, module, _) = self.entries().get(idx.checked_sub(1)?)?;
         Some((*start, name.as_str(), module.as_deref()))
     }
 
     /// All symbols as (address, name, kallsyms type letter), sorted by address, symbols
     /// sharing an address in file order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &str, char)> {
-        self.entries.iter().map(|(a, n, _, k)| (*a, n.as_str(), *k))
+        self.entries()
+            .iter()
+            .map(|(a, n, _, k)| (*a, n.as_str(), *k))
     }
 
     /// The symbol whose address is exactly `addr`.
@@ -62,6 +66,27 @@ impl Kallsyms {
             .filter(|(start, _, _)| *start == addr)
             .map(|(_, n, _)| n)
     }
+}
+
+fn parse_entries(text: &str) -> Vec<Symbol> {
+    let mut entries = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            continue;
+        };
+        let module = parts
+            .next()
+            .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
+        let kind = kind.chars().next().unwrap_or('?');
+        entries.push((addr, name.to_string(), module, kind));
+    }
+    entries.sort_by_key(|e| e.0);
+    entries
 }
 
 /// `trace_printk` format strings by address (`printk_formats`).

@@ -102,7 +102,7 @@ fn trace_dat(file: &TraceFile) -> Result<Value> {
         "tracer_version": info.tracer_version,
         "has_options": info.has_options,
         "event_formats": meta.formats.len(),
-        "kallsyms": meta.kallsyms.len(),
+        "kallsyms": meta.kallsyms.line_count(),
         "printk_formats": meta.printk.len(),
         "saved_cmdlines": meta.cmdlines.len(),
         "buffers": buffers,
