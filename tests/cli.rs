@@ -92,3 +92,37 @@ fn closed_pipe_is_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn info_reads_report_text_pasted_into_a_bug() {
+    let text = rtwhy_tests::oracle(&wild_corpus().join("hebel23-wega-armv7-irq.dat"), "report")
+        .expect("oracle text");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pasted.txt");
+    std::fs::write(&path, text).expect("write");
+    let out = Command::new(rtwhy())
+        .args(["info", "--format", "json"])
+        .arg(&path)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["kind"], "report text");
+    assert_eq!(v["cpus"], 1);
+    assert_eq!(v["events"]["total"], 997);
+    assert_eq!(v["events"]["by_event"]["sched_switch"], 251);
+    let dump = Command::new(rtwhy())
+        .arg("dump")
+        .arg(&path)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        dump.status.code(),
+        Some(2),
+        "dump explains that it prints trace.dat files"
+    );
+}
