@@ -2,10 +2,8 @@
 //! the C library (flags, width, precision, `*` arguments), so numbers and strings come
 //! out padded exactly as `trace-cmd report` prints them.
 
-use std::fmt::Write;
-
 /// One parsed conversion such as `%-08.3lx`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Spec {
     pub left: bool,
     pub zero: bool,
@@ -66,7 +64,7 @@ impl Spec {
     /// Applies a `*` argument the way C does: to the width if the width was `*`,
     /// else to the precision; a negative width means left-justified.
     pub fn with_star(&self, star: Option<i64>) -> Spec {
-        let mut s = self.clone();
+        let mut s = *self;
         if let Some(v) = star {
             if s.star_width {
                 if v < 0 {
@@ -103,11 +101,7 @@ fn digits(b: &[u8]) -> (usize, usize) {
     (n, used)
 }
 
-fn pad(out: &mut String, n: usize, c: char) {
-    for _ in 0..n {
-        out.push(c);
-    }
-}
+use super::num::{self, pad};
 
 /// Prints an integer conversion (`d i u x X o c`) of `val`, already cut to the width of
 /// the C type it was passed as (`bits`: 8, 16, 32 or 64).
@@ -141,34 +135,23 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
         }
         _ => (false, v),
     };
-    let mut body = String::new();
-    match spec.conv {
-        b'x' => {
-            let _ = write!(body, "{mag:x}");
-        }
-        b'X' => {
-            let _ = write!(body, "{mag:X}");
-        }
-        b'o' => {
-            let _ = write!(body, "{mag:o}");
-        }
-        _ => {
-            let _ = write!(body, "{mag}");
-        }
-    }
-    if spec.prec == Some(0) && mag == 0 {
-        body.clear();
-    }
-    if let Some(p) = spec.prec {
-        if body.len() < p {
-            let mut z = String::new();
-            pad(&mut z, p - body.len(), '0');
-            body.insert_str(0, &z);
-        }
-    }
-    if spec.alt && spec.conv == b'o' && !body.starts_with('0') {
-        body.insert(0, '0');
-    }
+    let mut buf = [0u8; 24];
+    let start = match spec.conv {
+        b'x' => num::digits(&mut buf, mag, 16, false),
+        b'X' => num::digits(&mut buf, mag, 16, true),
+        b'o' => num::digits(&mut buf, mag, 8, false),
+        _ => num::digits(&mut buf, mag, 10, false),
+    };
+    let digits = if spec.prec == Some(0) && mag == 0 {
+        ""
+    } else {
+        num::as_str(&buf, start)
+    };
+    // Leading zeros from the precision, then `#o`'s extra zero when the body does not
+    // start with one already.
+    let prec_zeros = spec.prec.map_or(0, |p| p.saturating_sub(digits.len()));
+    let alt_zero = spec.alt && spec.conv == b'o' && prec_zeros == 0 && !digits.starts_with('0');
+    let body_len = prec_zeros + usize::from(alt_zero) + digits.len();
     let prefix = match spec.conv {
         b'd' | b'i' if neg => "-",
         b'd' | b'i' if spec.plus => "+",
@@ -177,23 +160,27 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
         b'X' if spec.alt && mag != 0 => "0X",
         _ => "",
     };
-    let len = prefix.len() + body.len();
+    let body = |out: &mut String| {
+        pad(out, prec_zeros + usize::from(alt_zero), '0');
+        out.push_str(digits);
+    };
+    let len = prefix.len() + body_len;
     let w = spec.width.unwrap_or(0);
     if len >= w {
         out.push_str(prefix);
-        out.push_str(&body);
+        body(out);
     } else if spec.left {
         out.push_str(prefix);
-        out.push_str(&body);
+        body(out);
         pad(out, w - len, ' ');
     } else if spec.zero && spec.prec.is_none() {
         out.push_str(prefix);
         pad(out, w - len, '0');
-        out.push_str(&body);
+        body(out);
     } else {
         pad(out, w - len, ' ');
         out.push_str(prefix);
-        out.push_str(&body);
+        body(out);
     }
 }
 
@@ -228,9 +215,15 @@ pub(crate) fn string(out: &mut String, spec: &Spec, s: &[u8]) {
 
 /// Appends bytes as text; invalid UTF-8 becomes U+FFFD, as a terminal would show it.
 pub(crate) fn push_bytes(out: &mut String, s: &[u8]) {
-    match std::str::from_utf8(s) {
-        Ok(t) => out.push_str(t),
-        Err(_) => out.push_str(&String::from_utf8_lossy(s)),
+    if s.is_ascii() {
+        out.push_str(std::str::from_utf8(s).unwrap_or_default());
+        return;
+    }
+    for chunk in s.utf8_chunks() {
+        out.push_str(chunk.valid());
+        if !chunk.invalid().is_empty() {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
     }
 }
 
@@ -239,7 +232,7 @@ pub(crate) fn pointer(out: &mut String, v: u64) {
     if v == 0 {
         out.push_str("(nil)");
     } else {
-        let _ = write!(out, "0x{v:x}");
+        num::hex0x(out, v);
     }
 }
 

@@ -285,7 +285,7 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut String, piece: &Piece) {
                     let s = if star_val.is_some() {
                         parsed.with_star(star_val)
                     } else {
-                        (**parsed).clone()
+                        **parsed
                     };
                     cfmt::int(out, &s, eval(ctx, arg), bits);
                 }
@@ -294,7 +294,7 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut String, piece: &Piece) {
                     let s = if star_val.is_some() {
                         parsed.with_star(star_val)
                     } else {
-                        (**parsed).clone()
+                        **parsed
                     };
                     print_str(ctx, out, &s, arg);
                 }

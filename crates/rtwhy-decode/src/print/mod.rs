@@ -10,12 +10,12 @@ mod cfmt;
 mod fmt_eval;
 mod fmt_parse;
 mod ftrace;
+mod num;
 mod plugins;
 mod raw;
 mod symbols;
 
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use fmt_eval::{print_piece, Ctx};
 use fmt_parse::{split_format, ParsedFmt};
@@ -36,7 +36,76 @@ struct EventState {
     /// Per field: an array that proved not to be a printable string.
     cleared: Vec<bool>,
     bprint: bool,
+    /// Offset and size of `common_pid` (as [`Record::pid`] finds it).
+    pid_at: (usize, usize),
+    /// `: name:` padded as trace-cmd pads it, with the following space.
+    name_part: String,
+    /// Raw mode's per-field choices; rebuilt when `cleared` changes.
+    raw_plan: Option<Vec<raw::FieldStep>>,
 }
+
+impl EventState {
+    fn pid(&self, rec: &Record<'_>) -> i32 {
+        rec.endian
+            .read_uint(rec.data, self.pid_at.0, self.pid_at.1)
+            .map(|v| v as i32)
+            .unwrap_or(-1)
+    }
+}
+
+/// Event states by id: a table for the ids records can carry (`common_type` is 16
+/// bits), a map for anything larger.
+#[derive(Debug, Default)]
+struct EventTable {
+    small: Vec<Option<Box<EventState>>>,
+    large: HashMap<u32, EventState>,
+}
+
+impl EventTable {
+    fn get(&mut self, event: &EventFormat, long_size: usize) -> &mut EventState {
+        let id = event.id as usize;
+        if id < 1 << 16 {
+            if self.small.len() <= id {
+                self.small.resize_with(id + 1, || None);
+            }
+            if let Some(slot) = self.small.get_mut(id) {
+                return slot.get_or_insert_with(|| Box::new(new_state(event, long_size)));
+            }
+        }
+        self.large
+            .entry(event.id)
+            .or_insert_with(|| new_state(event, long_size))
+    }
+}
+
+/// The `comm-pid` part of a line for a pid, when it can be kept: names from saved
+/// cmdlines never change, names learned from sched events can.
+#[derive(Debug)]
+enum CommCache {
+    Fixed(Box<str>),
+    Dynamic,
+}
+
+/// Hashes pids by multiplication; the keys are small integers from the trace.
+#[derive(Debug, Default, Clone, Copy)]
+struct PidHasher(u64);
+
+impl std::hash::Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from(*b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.0 = u64::from(v as u32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type PidMap<V> = HashMap<i32, V, std::hash::BuildHasherDefault<PidHasher>>;
 
 /// Prints records as trace-cmd does (a record the kernel dropped events before is
 /// preceded by trace-cmd's `CPU:n [EVENTS DROPPED]` line). Keeps per-event caches and the state trace-cmd's
@@ -45,11 +114,11 @@ struct EventState {
 pub struct Printer<'m> {
     meta: &'m TraceMeta,
     funcs: FuncMap,
-    events: HashMap<u32, EventState>,
+    events: EventTable,
     plugins: PluginState,
     counter_clock: bool,
     instance: Option<String>,
-    info: String,
+    comms: PidMap<CommCache>,
 }
 
 impl<'m> Printer<'m> {
@@ -63,11 +132,11 @@ impl<'m> Printer<'m> {
         Printer {
             meta,
             funcs: FuncMap::new(&meta.kallsyms),
-            events: HashMap::new(),
+            events: EventTable::default(),
             plugins: PluginState::default(),
             counter_clock,
             instance: None,
-            info: String::new(),
+            comms: PidMap::default(),
         }
     }
 
@@ -98,10 +167,14 @@ impl<'m> Printer<'m> {
             if let Some(i) = &self.instance {
                 out.push_str(i);
             }
+            out.push_str("CPU:");
+            num::dec(out, u64::from(rec.cpu));
             if missed == 0 {
-                let _ = writeln!(out, "CPU:{} [EVENTS DROPPED]", rec.cpu);
+                out.push_str(" [EVENTS DROPPED]\n");
             } else {
-                let _ = writeln!(out, "CPU:{} [{missed} EVENTS DROPPED]", rec.cpu);
+                out.push_str(" [");
+                num::dec(out, missed);
+                out.push_str(" EVENTS DROPPED]\n");
             }
         } else if let Some(i) = &self.instance {
             // After a dropped-events line trace-cmd does not repeat the instance name.
@@ -111,88 +184,58 @@ impl<'m> Printer<'m> {
             out.push_str("[UNKNOWN EVENT]");
             return;
         };
-        self.prefix(rec, event, out);
-        let mut info = std::mem::take(&mut self.info);
-        info.clear();
-        if raw {
-            self.raw_info(rec, event, &mut info);
-        } else {
-            self.report_info(rec, event, &mut info);
-        }
-        let body = info.strip_suffix('\n').unwrap_or(&info);
-        out.push_str(body);
-        self.info = info;
-    }
-
-    fn state(&mut self, event: &EventFormat) -> &mut EventState {
-        let long_size = self.meta.kernel_long_size;
-        self.events
-            .entry(event.id)
-            .or_insert_with(|| new_state(event, long_size))
-    }
-
-    fn prefix(&self, rec: &Record<'_>, event: &EventFormat, out: &mut String) {
-        let pid = rec.pid();
-        let comm = if pid == 0 {
-            "<idle>"
-        } else {
-            self.meta
-                .cmdlines
-                .get(pid)
-                .or_else(|| self.plugins.comms.get(&pid).map(String::as_str))
-                .unwrap_or("<...>")
-        };
-        for _ in comm.len()..16 {
-            out.push(' ');
-        }
-        out.push_str(comm);
-        let pid_text = pid.to_string();
-        out.push('-');
-        out.push_str(&pid_text);
-        for _ in pid_text.len()..5 {
-            out.push(' ');
-        }
-        let _ = write!(out, " [{:03}]", rec.cpu);
+        let st = self.events.get(event, self.meta.kernel_long_size);
+        let pid = st.pid(rec);
+        write_comm_pid(&mut self.comms, self.meta, &self.plugins, pid, out);
+        out.push_str(" [");
+        num::dec_width(out, u64::from(rec.cpu), 3, true);
+        out.push(']');
         if self.counter_clock {
-            let _ = write!(out, "{:12}", rec.ts);
+            num::dec_width(out, rec.ts, 12, false);
         } else {
             let us = rec.ts / 1000 + u64::from(rec.ts % 1000 >= 500);
-            let _ = write!(out, " {:5}.{:06}", us / 1_000_000, us % 1_000_000);
-        }
-        out.push_str(": ");
-        out.push_str(&event.name);
-        out.push(':');
-        for _ in event.name.len()..20 {
             out.push(' ');
+            num::dec_width(out, us / 1_000_000, 5, false);
+            out.push('.');
+            num::dec_width(out, us % 1_000_000, 6, true);
         }
-        out.push(' ');
+        out.push_str(&st.name_part);
+        // The info part is written in place; trace-cmd drops one trailing newline.
+        let start = out.len();
+        if raw {
+            self.raw_info(rec, event, out);
+        } else {
+            self.report_info(rec, event, out);
+        }
+        if out.len() > start && out.ends_with('\n') {
+            out.pop();
+        }
     }
 
     fn raw_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
         let meta = self.meta;
-        let funcs = &self.funcs;
         let ctx = Ctx {
             data: rec.data,
             endian: rec.endian,
             long_size: meta.kernel_long_size,
-            funcs,
+            funcs: &self.funcs,
             printk: &meta.printk,
         };
-        let long_size = meta.kernel_long_size;
-        let st = self
-            .events
-            .entry(event.id)
-            .or_insert_with(|| new_state(event, long_size));
-        let pieces = if st.failed || st.bprint {
-            None
+        let st = self.events.get(event, meta.kernel_long_size);
+        let pieces: &[fmt_parse::Piece] = if st.failed || st.bprint {
+            &[]
         } else {
-            Some(st.parsed.pieces.as_slice())
+            &st.parsed.pieces
         };
-        raw::write_fields(&ctx, info, event, pieces, &mut st.cleared);
+        let plan = st
+            .raw_plan
+            .get_or_insert_with(|| raw::plan(event, Some(pieces), &st.cleared));
+        if raw::write_planned(&ctx, info, event, pieces, plan, &mut st.cleared) {
+            st.raw_plan = None;
+        }
     }
 
     fn report_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
-        self.state(event);
         let meta = self.meta;
         let long_size = meta.kernel_long_size;
         let ctx = Ctx {
@@ -202,9 +245,7 @@ impl<'m> Printer<'m> {
             funcs: &self.funcs,
             printk: &meta.printk,
         };
-        let Some(st) = self.events.get_mut(&event.id) else {
-            return;
-        };
+        let st = self.events.get(event, long_size);
         if !plugins::run(st.handler, &ctx, info, &mut self.plugins, event, rec.cpu) {
             return;
         }
@@ -247,11 +288,72 @@ fn new_state(event: &EventFormat, long_size: usize) -> EventState {
     } else {
         fmt_parse::parse_event(event, long_size)
     };
+    let pid_at = event
+        .field("common_pid")
+        .map(|f| (f.offset, f.size))
+        .unwrap_or((4, 4));
+    let mut name_part = format!(": {}:", event.name);
+    num::pad(
+        &mut name_part,
+        20usize.saturating_sub(event.name.len()),
+        ' ',
+    );
+    name_part.push(' ');
     EventState {
         failed: parsed.failed,
         parsed,
         handler: Handler::for_event(event),
         cleared: vec![false; event.fields.len()],
         bprint,
+        pid_at,
+        name_part,
+        raw_plan: None,
     }
+}
+
+/// `comm-pid` as trace-cmd prints it: the name right-aligned in 16 columns, the pid
+/// left-aligned in 5.
+fn write_comm_pid(
+    cache: &mut PidMap<CommCache>,
+    meta: &TraceMeta,
+    plugins: &PluginState,
+    pid: i32,
+    out: &mut String,
+) {
+    let entry = cache.entry(pid).or_insert_with(|| {
+        let fixed = if pid == 0 {
+            Some("<idle>")
+        } else {
+            meta.cmdlines.get(pid)
+        };
+        match fixed {
+            Some(comm) => {
+                let mut s = String::new();
+                format_comm_pid(&mut s, comm, pid);
+                CommCache::Fixed(s.into_boxed_str())
+            }
+            None => CommCache::Dynamic,
+        }
+    });
+    match entry {
+        CommCache::Fixed(s) => out.push_str(s),
+        CommCache::Dynamic => {
+            let comm = plugins
+                .comms
+                .get(&pid)
+                .map(String::as_str)
+                .unwrap_or("<...>");
+            format_comm_pid(out, comm, pid);
+        }
+    }
+}
+
+fn format_comm_pid(out: &mut String, comm: &str, pid: i32) {
+    num::pad(out, 16usize.saturating_sub(comm.len()), ' ');
+    out.push_str(comm);
+    out.push('-');
+    let start = out.len();
+    num::signed(out, i64::from(pid));
+    let len = out.len() - start;
+    num::pad(out, 5usize.saturating_sub(len), ' ');
 }

@@ -1,11 +1,80 @@
 //! ` name=value` field lists, as `trace-cmd report -R` prints them (and as the
 //! `[FAILED TO PARSE]` fallback does).
 
-use std::fmt::Write;
-
 use super::fmt_eval::{print_piece, Ctx};
 use super::fmt_parse::{Arg, Piece};
+use super::num;
 use crate::format::{EventFormat, Field};
+
+/// How one field is printed in raw mode, decided once per event (the choice depends
+/// only on the format and on which arrays were found not to be strings).
+#[derive(Debug)]
+pub(crate) struct FieldStep {
+    /// ` name=`.
+    label: String,
+    /// The print-format piece that prints the field, and whether `0x` goes before it.
+    conv: Option<(usize, bool)>,
+}
+
+/// Decides, field by field, what [`write_fields`] would do.
+pub(crate) fn plan(
+    event: &EventFormat,
+    pieces: Option<&[Piece]>,
+    cleared: &[bool],
+) -> Vec<FieldStep> {
+    let pieces = pieces.filter(|p| !p.is_empty());
+    let mut cursor = pieces.map(|_| 0usize);
+    let mut steps = Vec::with_capacity(event.fields.len());
+    for (i, f) in event.fields.iter().enumerate() {
+        let label = format!(" {}=", f.name);
+        let cleared_here = cleared.get(i).copied().unwrap_or(false);
+        let mut conv = None;
+        if let (Some(pieces), Some(start)) = (pieces, cursor) {
+            if !f.flags.array && (!f.flags.string || cleared_here) {
+                if let Some((at, has_0x, next)) = find_conv(f, pieces, start) {
+                    conv = Some((at, has_0x));
+                    cursor = next;
+                }
+            }
+        }
+        steps.push(FieldStep { label, conv });
+    }
+    steps
+}
+
+/// Prints every non-common field following `plan` (made by [`plan`] for the same
+/// `pieces`). Returns true when an array turned out not to be a printable string, which
+/// changes the plan for the next records.
+pub(crate) fn write_planned(
+    ctx: &Ctx<'_>,
+    out: &mut String,
+    event: &EventFormat,
+    pieces: &[Piece],
+    plan: &[FieldStep],
+    cleared: &mut [bool],
+) -> bool {
+    let mut changed = false;
+    for (i, (f, step)) in event.fields.iter().zip(plan).enumerate() {
+        out.push_str(&step.label);
+        if let Some((at, has_0x)) = step.conv {
+            if let Some(piece) = pieces.get(at) {
+                if has_0x {
+                    out.push_str("0x");
+                }
+                print_piece(ctx, out, piece);
+                continue;
+            }
+        }
+        let cleared_here = cleared.get(i).copied().unwrap_or(false);
+        if print_field_raw(ctx, out, f, cleared_here) && !cleared_here {
+            if let Some(c) = cleared.get_mut(i) {
+                *c = true;
+                changed = true;
+            }
+        }
+    }
+    changed
+}
 
 /// Prints every non-common field. With `pieces`, a field passed as exactly `REC->field`
 /// to a conversion of the print format is printed with that conversion (libtraceevent
@@ -18,55 +87,27 @@ pub(crate) fn write_fields(
     pieces: Option<&[Piece]>,
     cleared: &mut [bool],
 ) {
-    let mut cursor = pieces.filter(|p| !p.is_empty()).map(|_| 0usize);
-    for (i, f) in event.fields.iter().enumerate() {
-        out.push(' ');
-        out.push_str(&f.name);
-        out.push('=');
-        let cleared_here = cleared.get(i).copied().unwrap_or(false);
-        if let (Some(pieces), Some(start)) = (pieces, cursor) {
-            if !f.flags.array && (!f.flags.string || cleared_here) {
-                if let Some(next) = print_with_format(ctx, out, f, pieces, start) {
-                    cursor = next;
-                    continue;
-                }
-            }
-        }
-        if print_field_raw(ctx, out, f, cleared_here) {
-            if let Some(c) = cleared.get_mut(i) {
-                *c = true;
-            }
-        }
-    }
+    let steps = plan(event, pieces, cleared);
+    write_planned(ctx, out, event, pieces.unwrap_or_default(), &steps, cleared);
 }
 
 /// Looks for the field's conversion, starting at `start` and wrapping around. Returns
-/// the new cursor when printed.
-fn print_with_format(
-    ctx: &Ctx<'_>,
-    out: &mut String,
-    f: &Field,
-    pieces: &[Piece],
-    start: usize,
-) -> Option<Option<usize>> {
+/// the piece, whether the text before it ends in `0x`, and the new cursor.
+fn find_conv(f: &Field, pieces: &[Piece], start: usize) -> Option<(usize, bool, Option<usize>)> {
     let n = pieces.len();
     let mut has_0x = false;
     let mut i = start;
     loop {
         match pieces.get(i)? {
             Piece::Text(t) => has_0x = t.len() > 1 && t.ends_with("0x"),
-            piece @ Piece::Conv { arg, .. } => {
+            Piece::Conv { arg, .. } => {
                 let mut a: &Arg = arg;
                 while let Arg::Cast(_, item) = a {
                     a = item;
                 }
                 match a {
                     Arg::Field(name, Some(ff)) if *name == f.name && ff.offset == f.offset => {
-                        if has_0x {
-                            out.push_str("0x");
-                        }
-                        print_piece(ctx, out, piece);
-                        return Some(if i + 1 < n { Some(i + 1) } else { None });
+                        return Some((i, has_0x, if i + 1 < n { Some(i + 1) } else { None }));
                     }
                     _ => has_0x = false,
                 }
@@ -105,36 +146,26 @@ pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut String, f: &Field, cleare
             if i > 0 {
                 out.push_str(", ");
             }
-            let _ = write!(out, "{b:02x}");
+            num::hex2(out, *b, false);
         }
         out.push(']');
         return f.flags.string;
     }
     let val = ctx.read(f.offset, f.size);
     if f.flags.pointer {
-        let _ = write!(out, "0x{val:x}");
+        num::hex0x(out, val);
     } else if f.flags.signed {
         match f.size {
-            4 if f.flags.long => {
-                let _ = write!(out, "0x{:x}", val as u32);
-            }
-            4 => {
-                let _ = write!(out, "{}", val as u32 as i32);
-            }
-            2 => {
-                let _ = write!(out, "{:2}", val as u16 as i16);
-            }
-            1 => {
-                let _ = write!(out, "{}", val as u8 as i8);
-            }
-            _ => {
-                let _ = write!(out, "{}", val as i64);
-            }
+            4 if f.flags.long => num::hex0x(out, u64::from(val as u32)),
+            4 => num::signed(out, i64::from(val as u32 as i32)),
+            2 => num::signed_width(out, i64::from(val as u16 as i16), 2),
+            1 => num::signed(out, i64::from(val as u8 as i8)),
+            _ => num::signed(out, val as i64),
         }
     } else if f.flags.long {
-        let _ = write!(out, "0x{val:x}");
+        num::hex0x(out, val);
     } else {
-        let _ = write!(out, "{val}");
+        num::dec(out, val);
     }
     false
 }

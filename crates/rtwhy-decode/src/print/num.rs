@@ -1,0 +1,180 @@
+//! Integer and padding writers for the hot printing paths: digits are produced into a
+//! stack buffer and appended in one `push_str`, without going through `core::fmt`.
+
+const SPACES: &str = "                                                                ";
+const ZEROS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Appends `n` copies of `fill` (`' '` and `'0'` are fast; anything else goes one by one).
+#[inline]
+pub(crate) fn pad(out: &mut String, mut n: usize, fill: char) {
+    let chunk = match fill {
+        ' ' => SPACES,
+        '0' => ZEROS,
+        _ => {
+            for _ in 0..n {
+                out.push(fill);
+            }
+            return;
+        }
+    };
+    while n > chunk.len() {
+        out.push_str(chunk);
+        n -= chunk.len();
+    }
+    out.push_str(chunk.get(..n).unwrap_or_default());
+}
+
+/// Appends spaces to bring a piece of `len` characters up to `width`.
+#[inline]
+pub(crate) fn spaces_to(out: &mut String, len: usize, width: usize) {
+    if len < width {
+        pad(out, width - len, ' ');
+    }
+}
+
+/// Digits of `v` in `radix` (8, 10 or 16) at the end of `buf`; returns where they start.
+#[inline]
+pub(crate) fn digits(buf: &mut [u8; 24], mut v: u64, radix: u64, upper: bool) -> usize {
+    let table: &[u8; 16] = if upper {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
+    let mut i = buf.len();
+    match radix {
+        16 => loop {
+            i -= 1;
+            buf[i] = table[(v & 15) as usize];
+            v >>= 4;
+            if v == 0 {
+                break;
+            }
+        },
+        8 => loop {
+            i -= 1;
+            buf[i] = table[(v & 7) as usize];
+            v >>= 3;
+            if v == 0 {
+                break;
+            }
+        },
+        _ => loop {
+            i -= 1;
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        },
+    }
+    i
+}
+
+/// The ASCII digits `digits` left in `buf` from `start` on.
+#[inline]
+pub(crate) fn as_str(buf: &[u8], start: usize) -> &str {
+    std::str::from_utf8(buf.get(start..).unwrap_or_default()).unwrap_or_default()
+}
+
+/// `%llu`.
+#[inline]
+pub(crate) fn dec(out: &mut String, v: u64) {
+    let mut buf = [0u8; 24];
+    let i = digits(&mut buf, v, 10, false);
+    out.push_str(as_str(&buf, i));
+}
+
+/// `%lld`.
+#[inline]
+pub(crate) fn signed(out: &mut String, v: i64) {
+    if v < 0 {
+        out.push('-');
+    }
+    dec(out, v.unsigned_abs());
+}
+
+/// `%*llu` (right-aligned in `width`, space-filled) or with `zero`, `%0*llu`.
+#[inline]
+pub(crate) fn dec_width(out: &mut String, v: u64, width: usize, zero: bool) {
+    let mut buf = [0u8; 24];
+    let i = digits(&mut buf, v, 10, false);
+    let len = buf.len() - i;
+    if len < width {
+        pad(out, width - len, if zero { '0' } else { ' ' });
+    }
+    out.push_str(as_str(&buf, i));
+}
+
+/// `%*lld`: right-aligned in `width`, space-filled.
+#[inline]
+pub(crate) fn signed_width(out: &mut String, v: i64, width: usize) {
+    let mut buf = [0u8; 24];
+    let i = digits(&mut buf, v.unsigned_abs(), 10, false);
+    let len = buf.len() - i + usize::from(v < 0);
+    spaces_to(out, len, width);
+    if v < 0 {
+        out.push('-');
+    }
+    out.push_str(as_str(&buf, i));
+}
+
+/// `%llx`.
+#[inline]
+pub(crate) fn hex(out: &mut String, v: u64) {
+    let mut buf = [0u8; 24];
+    let i = digits(&mut buf, v, 16, false);
+    out.push_str(as_str(&buf, i));
+}
+
+/// `0x%llx`.
+#[inline]
+pub(crate) fn hex0x(out: &mut String, v: u64) {
+    out.push_str("0x");
+    hex(out, v);
+}
+
+/// `%02x` of a byte.
+#[inline]
+pub(crate) fn hex2(out: &mut String, b: u8, upper: bool) {
+    let table: &[u8; 16] = if upper {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
+    out.push(char::from(table[usize::from(b >> 4)]));
+    out.push(char::from(table[usize::from(b & 15)]));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_core_fmt() {
+        let vals = [0u64, 1, 9, 10, 99, 100, 12345, u32::MAX as u64, u64::MAX];
+        for v in vals {
+            let mut s = String::new();
+            dec(&mut s, v);
+            hex(&mut s, v);
+            hex0x(&mut s, v);
+            dec_width(&mut s, v, 7, false);
+            dec_width(&mut s, v, 7, true);
+            signed(&mut s, v as i64);
+            signed_width(&mut s, v as i64, 5);
+            assert_eq!(
+                s,
+                format!("{v}{v:x}0x{v:x}{v:7}{v:07}{}{:5}", v as i64, v as i64)
+            );
+        }
+        let mut s = String::new();
+        pad(&mut s, 70, ' ');
+        pad(&mut s, 3, '0');
+        pad(&mut s, 2, 'x');
+        hex2(&mut s, 0xa5, false);
+        hex2(&mut s, 0x0f, true);
+        assert_eq!(s, format!("{:70}000xxa50F", ""));
+        let mut b = [0u8; 24];
+        let i = digits(&mut b, 0o1777, 8, false);
+        assert_eq!(as_str(&b, i), "1777");
+    }
+}
