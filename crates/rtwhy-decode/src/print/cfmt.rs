@@ -142,15 +142,16 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
         b'o' => num::digits(&mut buf, mag, 8, false),
         _ => num::digits(&mut buf, mag, 10, false),
     };
-    let digits = if spec.prec == Some(0) && mag == 0 {
-        ""
+    let digits: &[u8] = if spec.prec == Some(0) && mag == 0 {
+        &[]
     } else {
-        num::as_str(&buf, start)
+        buf.get(start..).unwrap_or_default()
     };
     // Leading zeros from the precision, then `#o`'s extra zero when the body does not
     // start with one already.
     let prec_zeros = spec.prec.map_or(0, |p| p.saturating_sub(digits.len()));
-    let alt_zero = spec.alt && spec.conv == b'o' && prec_zeros == 0 && !digits.starts_with('0');
+    let alt_zero =
+        spec.alt && spec.conv == b'o' && prec_zeros == 0 && digits.first() != Some(&b'0');
     let body_len = prec_zeros + usize::from(alt_zero) + digits.len();
     let prefix = match spec.conv {
         b'd' | b'i' if neg => "-",
@@ -162,7 +163,7 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
     };
     let body = |out: &mut String| {
         pad(out, prec_zeros + usize::from(alt_zero), '0');
-        out.push_str(digits);
+        num::push_digits(out, digits, 0);
     };
     let len = prefix.len() + body_len;
     let w = spec.width.unwrap_or(0);

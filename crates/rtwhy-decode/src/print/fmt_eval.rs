@@ -17,7 +17,7 @@ pub(crate) struct Ctx<'a> {
     pub endian: Endian,
     /// The traced kernel's `long` size.
     pub long_size: usize,
-    pub funcs: &'a FuncMap,
+    pub funcs: &'a FuncMap<'a>,
     pub printk: &'a PrintkFormats,
 }
 

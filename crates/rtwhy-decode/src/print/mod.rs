@@ -113,7 +113,7 @@ type PidMap<V> = HashMap<i32, V, std::hash::BuildHasherDefault<PidHasher>>;
 /// one printer per pass over a trace.
 pub struct Printer<'m> {
     meta: &'m TraceMeta,
-    funcs: FuncMap,
+    funcs: FuncMap<'m>,
     events: EventTable,
     plugins: PluginState,
     counter_clock: bool,

@@ -70,10 +70,15 @@ pub(crate) fn digits(buf: &mut [u8; 24], mut v: u64, radix: u64, upper: bool) ->
     i
 }
 
-/// The ASCII digits `digits` left in `buf` from `start` on.
+/// Appends the ASCII digits `digits` left in `buf` from `start` on (cheaper than
+/// validating them as UTF-8 for the few bytes a number has).
 #[inline]
-pub(crate) fn as_str(buf: &[u8], start: usize) -> &str {
-    std::str::from_utf8(buf.get(start..).unwrap_or_default()).unwrap_or_default()
+pub(crate) fn push_digits(out: &mut String, buf: &[u8], start: usize) {
+    let d = buf.get(start..).unwrap_or_default();
+    out.reserve(d.len());
+    for b in d {
+        out.push(char::from(*b));
+    }
 }
 
 /// `%llu`.
@@ -81,7 +86,7 @@ pub(crate) fn as_str(buf: &[u8], start: usize) -> &str {
 pub(crate) fn dec(out: &mut String, v: u64) {
     let mut buf = [0u8; 24];
     let i = digits(&mut buf, v, 10, false);
-    out.push_str(as_str(&buf, i));
+    push_digits(out, &buf, i);
 }
 
 /// `%lld`.
@@ -102,7 +107,7 @@ pub(crate) fn dec_width(out: &mut String, v: u64, width: usize, zero: bool) {
     if len < width {
         pad(out, width - len, if zero { '0' } else { ' ' });
     }
-    out.push_str(as_str(&buf, i));
+    push_digits(out, &buf, i);
 }
 
 /// `%*lld`: right-aligned in `width`, space-filled.
@@ -115,7 +120,7 @@ pub(crate) fn signed_width(out: &mut String, v: i64, width: usize) {
     if v < 0 {
         out.push('-');
     }
-    out.push_str(as_str(&buf, i));
+    push_digits(out, &buf, i);
 }
 
 /// `%llx`.
@@ -123,7 +128,7 @@ pub(crate) fn signed_width(out: &mut String, v: i64, width: usize) {
 pub(crate) fn hex(out: &mut String, v: u64) {
     let mut buf = [0u8; 24];
     let i = digits(&mut buf, v, 16, false);
-    out.push_str(as_str(&buf, i));
+    push_digits(out, &buf, i);
 }
 
 /// `0x%llx`.
@@ -175,6 +180,8 @@ mod tests {
         assert_eq!(s, format!("{:70}000xxa50F", ""));
         let mut b = [0u8; 24];
         let i = digits(&mut b, 0o1777, 8, false);
-        assert_eq!(as_str(&b, i), "1777");
+        let mut s = String::new();
+        push_digits(&mut s, &b, i);
+        assert_eq!(s, "1777");
     }
 }

@@ -7,51 +7,60 @@ use std::sync::OnceLock;
 
 use crate::symbols::Kallsyms;
 
-/// Functions sorted by address, in the order libtraceevent's table ends up in.
-#[derive(Debug, Default)]
-pub(crate) struct FuncMap {
-    addrs: Vec<u64>,
-    names: Vec<String>,
+/// Functions sorted by address, in the order libtraceevent's table ends up in. Built
+/// on the first lookup, so printing a trace that never symbolizes does not pay for it.
+#[derive(Debug)]
+pub(crate) struct FuncMap<'k> {
+    kallsyms: &'k Kallsyms,
+    table: OnceLock<Table>,
     by_name: OnceLock<HashMap<String, u64>>,
 }
 
-impl FuncMap {
-    /// Builds the table from kallsyms, dropping absolute (`A`/`a`) and `$` symbols as
+/// Addresses, and the names concatenated (`ends[i]` is where name `i` ends).
+#[derive(Debug, Default)]
+struct Table {
+    addrs: Vec<u64>,
+    names: String,
+    ends: Vec<usize>,
+}
+
+impl Table {
+    fn name(&self, i: usize) -> &str {
+        let start = match i.checked_sub(1) {
+            Some(p) => self.ends.get(p).copied().unwrap_or(0),
+            None => 0,
+        };
+        let end = self.ends.get(i).copied().unwrap_or(start);
+        self.names.get(start..end).unwrap_or_default()
+    }
+}
+
+impl<'k> FuncMap<'k> {
+    /// A table over kallsyms, dropping absolute (`A`/`a`) and `$` symbols as
     /// libtraceevent does.
-    pub fn new(k: &Kallsyms) -> FuncMap {
-        let mut rows: Vec<(u64, &str)> = k
-            .iter()
-            .filter(|(_, n, t)| !n.starts_with('$') && *t != 'A' && *t != 'a')
-            .map(|(a, n, _)| (a, n))
-            .collect();
-        // libtraceevent registers symbols by prepending to a list, then sorts stably by
-        // address: aliases end up in reverse file order.
-        let mut i = 0;
-        while i < rows.len() {
-            let mut j = i + 1;
-            while j < rows.len() && rows[j].0 == rows[i].0 {
-                j += 1;
-            }
-            rows[i..j].reverse();
-            i = j;
-        }
+    pub fn new(k: &'k Kallsyms) -> FuncMap<'k> {
         FuncMap {
-            addrs: rows.iter().map(|r| r.0).collect(),
-            names: rows.iter().map(|r| r.1.to_string()).collect(),
+            kallsyms: k,
+            table: OnceLock::new(),
             by_name: OnceLock::new(),
         }
     }
 
+    fn table(&self) -> &Table {
+        self.table.get_or_init(|| build(self.kallsyms))
+    }
+
     /// The function containing `addr`: (start address, name).
     pub fn find(&self, addr: u64) -> Option<(u64, &str)> {
-        let n = self.addrs.len();
+        let t = self.table();
+        let n = t.addrs.len();
         let (mut lo, mut hi) = (0usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let start = self.addrs[mid];
-            let next = if mid + 1 < n { self.addrs[mid + 1] } else { 0 };
+            let start = t.addrs.get(mid).copied().unwrap_or(0);
+            let next = t.addrs.get(mid + 1).copied().unwrap_or(0);
             if addr == start || (addr > start && addr < next) {
-                return Some((start, self.names[mid].as_str()));
+                return Some((start, t.name(mid)));
             }
             if addr < start {
                 hi = mid;
@@ -66,14 +75,45 @@ impl FuncMap {
     /// as values in print formats.
     pub fn address_of(&self, name: &str) -> Option<u64> {
         let map = self.by_name.get_or_init(|| {
+            let t = self.table();
             let mut m = HashMap::new();
-            for (a, n) in self.addrs.iter().zip(self.names.iter()) {
-                m.entry(n.clone()).or_insert(*a);
+            for (i, a) in t.addrs.iter().enumerate() {
+                m.entry(t.name(i).to_string()).or_insert(*a);
             }
             m
         });
         map.get(name).copied()
     }
+}
+
+fn build(k: &Kallsyms) -> Table {
+    let mut rows: Vec<(u64, &str)> = k
+        .iter()
+        .filter(|(_, n, t)| !n.starts_with('$') && *t != 'A' && *t != 'a')
+        .map(|(a, n, _)| (a, n))
+        .collect();
+    // libtraceevent registers symbols by prepending to a list, then sorts stably by
+    // address: aliases end up in reverse file order.
+    let mut i = 0;
+    while i < rows.len() {
+        let mut j = i + 1;
+        while j < rows.len() && rows[j].0 == rows[i].0 {
+            j += 1;
+        }
+        rows[i..j].reverse();
+        i = j;
+    }
+    let mut t = Table {
+        addrs: Vec::with_capacity(rows.len()),
+        names: String::with_capacity(rows.iter().map(|r| r.1.len()).sum()),
+        ends: Vec::with_capacity(rows.len()),
+    };
+    for (a, n) in rows {
+        t.addrs.push(a);
+        t.names.push_str(n);
+        t.ends.push(t.names.len());
+    }
+    t
 }
 
 #[cfg(test)]
