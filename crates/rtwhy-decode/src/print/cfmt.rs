@@ -112,6 +112,24 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
         (1u64 << bits) - 1
     };
     let v = val & mask;
+    let plain = spec.width.is_none()
+        && spec.prec.is_none()
+        && !(spec.left || spec.zero || spec.plus || spec.space || spec.alt);
+    if plain {
+        match spec.conv {
+            b'u' => return num::dec(out, v),
+            b'x' => return num::hex(out, v),
+            b'd' | b'i' => {
+                let sv = if bits >= 64 {
+                    v as i64
+                } else {
+                    ((v << (64 - bits)) as i64) >> (64 - bits)
+                };
+                return num::signed(out, sv);
+            }
+            _ => {}
+        }
+    }
     if spec.conv == b'c' {
         let body = char::from(v as u8);
         let w = spec.width.unwrap_or(0).saturating_sub(1);

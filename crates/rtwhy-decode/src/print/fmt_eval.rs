@@ -266,11 +266,24 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut String, piece: &Piece) {
     match piece {
         Piece::Text(t) => out.push_str(t),
         Piece::Conv {
+            fast: Some(fi),
+            parsed,
+            ..
+        } => {
+            let v = if fi.offset.saturating_add(fi.size) > ctx.data.len() {
+                0
+            } else {
+                ctx.read(fi.offset, fi.size)
+            };
+            cfmt::int(out, parsed, v & fi.mask, fi.bits);
+        }
+        Piece::Conv {
             spec,
             parsed,
             kind,
             arg,
             star,
+            ..
         } => {
             let star_val = star.as_ref().map(|a| i64::from(eval(ctx, a) as i32));
             match kind {

@@ -94,7 +94,56 @@ pub(crate) enum Piece {
         kind: ConvKind,
         arg: Arg,
         star: Option<Arg>,
+        /// For an integer conversion of a plain (possibly cast) field: how to print it
+        /// without walking `arg`.
+        fast: Option<FastInt>,
     },
+}
+
+/// An integer conversion whose argument is a field, possibly cast: its value is the
+/// field's number (0 past the end of the record) masked by the casts.
+#[derive(Debug, Clone)]
+pub(crate) struct FastInt {
+    pub offset: usize,
+    pub size: usize,
+    pub mask: u64,
+    /// Width of the C type the value is passed as.
+    pub bits: u32,
+}
+
+impl FastInt {
+    /// The fast form of a conversion, when there is one.
+    fn new(kind: ConvKind, arg: &Arg, star: Option<&Arg>) -> Option<FastInt> {
+        let ConvKind::Digit(ls) = kind else {
+            return None;
+        };
+        if star.is_some() {
+            return None;
+        }
+        let bits = match ls {
+            i32::MIN..=-2 => 8,
+            -1 => 16,
+            0 => 32,
+            1 | 2 => 64,
+            _ => return None,
+        };
+        let mut mask = u64::MAX;
+        let mut a = arg;
+        // libtraceevent's casts only mask, so a chain of them is one mask.
+        while let Arg::Cast(ty, item) = a {
+            mask &= super::fmt_eval::cast(u64::MAX, ty);
+            a = item;
+        }
+        let Arg::Field(_, Some(f)) = a else {
+            return None;
+        };
+        Some(FastInt {
+            offset: f.offset,
+            size: f.size,
+            mask,
+            bits,
+        })
+    }
 }
 
 /// A parsed print format: the pieces to print, or the fact that libtraceevent would not
@@ -756,6 +805,7 @@ pub(crate) fn split_format(fmt: &str, args: Vec<Arg>) -> ParsedFmt {
                             kind: ConvKind::Pointer,
                             arg,
                             star: star.take(),
+                            fast: None,
                         });
                         done = true;
                     }
@@ -771,12 +821,15 @@ pub(crate) fn split_format(fmt: &str, args: Vec<Arg>) -> ParsedFmt {
                             ConvKind::Digit(ls)
                         };
                         let parsed = Box::new(Spec::parse(&spec));
+                        let star = star.take();
+                        let fast = FastInt::new(kind, &arg, star.as_ref());
                         pieces.push(Piece::Conv {
                             spec,
                             parsed,
                             kind,
                             arg,
-                            star: star.take(),
+                            star,
+                            fast,
                         });
                         done = true;
                     }
