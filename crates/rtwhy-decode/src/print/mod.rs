@@ -119,6 +119,8 @@ pub struct Printer<'m> {
     counter_clock: bool,
     instance: Option<String>,
     comms: PidMap<CommCache>,
+    /// The seconds of the last timestamp and their text (` %5llu.`).
+    secs: (u64, String),
 }
 
 impl<'m> Printer<'m> {
@@ -137,6 +139,7 @@ impl<'m> Printer<'m> {
             counter_clock,
             instance: None,
             comms: PidMap::default(),
+            secs: (0, String::new()),
         }
     }
 
@@ -188,16 +191,23 @@ impl<'m> Printer<'m> {
         let pid = st.pid(rec);
         write_comm_pid(&mut self.comms, self.meta, &self.plugins, pid, out);
         out.push_str(" [");
-        num::dec_width(out, u64::from(rec.cpu), 3, true);
+        num::dec3(out, rec.cpu);
         out.push(']');
         if self.counter_clock {
             num::dec_width(out, rec.ts, 12, false);
         } else {
             let us = rec.ts / 1000 + u64::from(rec.ts % 1000 >= 500);
-            out.push(' ');
-            num::dec_width(out, us / 1_000_000, 5, false);
-            out.push('.');
-            num::dec_width(out, us % 1_000_000, 6, true);
+            let secs = us / 1_000_000;
+            // Consecutive records mostly fall in the same second.
+            if self.secs.0 != secs || self.secs.1.is_empty() {
+                self.secs.0 = secs;
+                self.secs.1.clear();
+                self.secs.1.push(' ');
+                num::dec_width(&mut self.secs.1, secs, 5, false);
+                self.secs.1.push('.');
+            }
+            out.push_str(&self.secs.1);
+            num::dec6(out, (us % 1_000_000) as u32);
         }
         out.push_str(&st.name_part);
         // The info part is written in place; trace-cmd drops one trailing newline.

@@ -32,6 +32,14 @@ pub(crate) fn spaces_to(out: &mut String, len: usize, width: usize) {
     }
 }
 
+/// "00" to "99".
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
 /// Digits of `v` in `radix` (8, 10 or 16) at the end of `buf`; returns where they start.
 #[inline]
 pub(crate) fn digits(buf: &mut [u8; 24], mut v: u64, radix: u64, upper: bool) -> usize {
@@ -58,14 +66,24 @@ pub(crate) fn digits(buf: &mut [u8; 24], mut v: u64, radix: u64, upper: bool) ->
                 break;
             }
         },
-        _ => loop {
-            i -= 1;
-            buf[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
+        _ => {
+            while v >= 100 {
+                let d = (v % 100) as usize * 2;
+                v /= 100;
+                i -= 2;
+                buf[i] = PAIRS[d];
+                buf[i + 1] = PAIRS[d + 1];
             }
-        },
+            if v >= 10 {
+                let d = v as usize * 2;
+                i -= 2;
+                buf[i] = PAIRS[d];
+                buf[i + 1] = PAIRS[d + 1];
+            } else {
+                i -= 1;
+                buf[i] = b'0' + v as u8;
+            }
+        }
     }
     i
 }
@@ -150,13 +168,58 @@ pub(crate) fn hex2(out: &mut String, b: u8, upper: bool) {
     out.push(char::from(table[usize::from(b & 15)]));
 }
 
+/// `%03u` of a small number, as the CPU column prints it.
+#[inline]
+pub(crate) fn dec3(out: &mut String, v: u32) {
+    if v >= 1000 {
+        return dec(out, u64::from(v));
+    }
+    out.push(char::from(b'0' + (v / 100) as u8));
+    out.push(char::from(b'0' + (v / 10 % 10) as u8));
+    out.push(char::from(b'0' + (v % 10) as u8));
+}
+
+/// `%06u` of a number below a million (the microseconds of a timestamp).
+#[inline]
+pub(crate) fn dec6(out: &mut String, v: u32) {
+    if v >= 1_000_000 {
+        return dec_width(out, u64::from(v), 6, true);
+    }
+    let (a, b, c) = (
+        (v / 10000) as usize * 2,
+        (v / 100 % 100) as usize * 2,
+        (v % 100) as usize * 2,
+    );
+    for d in [a, b, c] {
+        out.push(char::from(PAIRS[d]));
+        out.push(char::from(PAIRS[d + 1]));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn matches_core_fmt() {
-        let vals = [0u64, 1, 9, 10, 99, 100, 12345, u32::MAX as u64, u64::MAX];
+        let vals = [
+            0u64,
+            1,
+            9,
+            10,
+            11,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            12345,
+            123456,
+            999_999,
+            1_000_000,
+            u32::MAX as u64,
+            u64::MAX,
+        ];
         for v in vals {
             let mut s = String::new();
             dec(&mut s, v);
