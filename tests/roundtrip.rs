@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use rtwhy_decode::page::PageWriter;
-use rtwhy_decode::tracedat::{TraceDatWriter, TraceFile};
+use rtwhy_decode::tracedat::{TraceBuilder, TraceDatWriter, TraceFile};
 use rtwhy_tests::{all_traces, require};
 
 /// (ts, cpu, payload without trailing zero padding) of every record.
@@ -21,42 +21,22 @@ fn records(file: &TraceFile) -> Vec<(u64, u32, Vec<u8>)> {
 
 /// Re-encodes every record of `file` into fresh pages and writes a v6 file.
 fn rewrite(file: &TraceFile, out: &Path) {
-    let meta = file.meta();
     let buffer = file.default_buffer().expect("buffer");
-    let mut w = TraceDatWriter::new(
-        meta.endian,
-        meta.long_size as u8,
-        buffer.page_size as u32,
-        meta.sources.clone(),
-    );
-    if let Some(c) = &meta.clock {
-        w.set_clock(c);
-    }
-    let ncpus = buffer
-        .cpus
+    let mut b = TraceBuilder::like(file.meta(), buffer.page_size);
+    let ncpus = file
+        .buffers()
         .iter()
+        .flat_map(|b| &b.cpus)
         .map(|c| c.cpu as usize + 1)
         .max()
         .unwrap_or(1);
-    w.set_cpu_count(ncpus);
-    let mut pagers: Vec<PageWriter> = (0..ncpus)
-        .map(|_| PageWriter::new(meta.endian, meta.header_page, buffer.page_size))
-        .collect();
+    b.writer_mut().set_cpu_count(ncpus);
     let mut s = file.records().expect("stream");
     while let Some(r) = s.next_record().expect("record") {
-        let cpu = r.cpu as usize;
-        if let Some(page) = pagers[cpu].push(r.ts, r.data).expect("fits in a page") {
-            w.add_pages(cpu, &page);
-        }
+        b.push(r.cpu, r.ts, r.data).expect("fits in a page");
     }
-    for (cpu, p) in pagers.iter_mut().enumerate() {
-        if !p.is_empty() {
-            let page = p.finish_page();
-            w.add_pages(cpu, &page);
-        }
-    }
-    let mut f = std::fs::File::create(out).expect("create");
-    w.write(&mut f).expect("write");
+    b.finish(&mut std::fs::File::create(out).expect("create"))
+        .expect("write");
 }
 
 #[test]

@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use rtwhy_decode::page::PageWriter;
-use rtwhy_decode::tracedat::{TraceDatWriter, TraceFile};
+use rtwhy_decode::tracedat::{TraceBuilder, TraceFile};
 
 struct Run {
     secs: f64,
@@ -81,42 +80,24 @@ fn synthesize(seed: &Path, mib: u64, out: &Path) -> u64 {
     }
     let first = events.first().map(|e| e.0).unwrap_or(0);
     let span = events.last().map(|e| e.0).unwrap_or(0) - first + 1_000;
-    let mut w = TraceDatWriter::new(
-        meta.endian,
-        meta.long_size as u8,
-        buffer.page_size as u32,
-        meta.sources.clone(),
-    );
-    if let Some(c) = &meta.clock {
-        w.set_clock(c);
-    }
-    w.set_cpu_count(ncpus);
-    let mut pagers: Vec<PageWriter> = (0..ncpus)
-        .map(|_| PageWriter::new(meta.endian, meta.header_page, buffer.page_size))
-        .collect();
+    let mut b = TraceBuilder::like(meta, buffer.page_size);
+    b.writer_mut().set_cpu_count(ncpus);
     let target = mib << 20;
-    let mut written = 0u64;
+    let per_round: u64 = events
+        .iter()
+        .map(|e| e.2.len() as u64 + 8)
+        .sum::<u64>()
+        .max(1);
+    let rounds = target.div_ceil(per_round);
     let mut count = 0u64;
-    let mut round = 0u64;
-    while written < target {
+    for round in 0..rounds {
         for (ts, cpu, data) in &events {
-            let ts = ts - first + round * span;
-            if let Some(page) = pagers[*cpu as usize].push(ts, data).expect("fits") {
-                written += page.len() as u64;
-                w.add_pages(*cpu as usize, &page);
-            }
+            b.push(*cpu, ts - first + round * span, data).expect("fits");
             count += 1;
-        }
-        round += 1;
-    }
-    for (cpu, p) in pagers.iter_mut().enumerate() {
-        if !p.is_empty() {
-            let page = p.finish_page();
-            w.add_pages(cpu, &page);
         }
     }
     let mut f = BufWriter::new(File::create(out).expect("create"));
-    w.write(&mut f).expect("write");
+    b.finish(&mut f).expect("write");
     count
 }
 

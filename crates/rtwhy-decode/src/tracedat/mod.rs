@@ -28,7 +28,7 @@ use std::sync::Arc;
 pub use compress::Codec;
 pub use source::{Bytes, Source};
 pub use stream::RecordStream;
-pub use writer::TraceDatWriter;
+pub use writer::{TraceBuilder, TraceDatWriter};
 
 use crate::meta::TraceMeta;
 use crate::{Error, Result};

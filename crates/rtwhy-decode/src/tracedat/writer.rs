@@ -178,3 +178,75 @@ impl TraceDatWriter {
         Ok(())
     }
 }
+
+/// Builds a trace.dat from records: pages are made per CPU as records arrive and handed
+/// to a [`TraceDatWriter`]. Used to cut a window out of a trace, to rewrite one, or to
+/// make synthetic traces from real events.
+#[derive(Debug)]
+pub struct TraceBuilder {
+    writer: TraceDatWriter,
+    pagers: Vec<crate::page::PageWriter>,
+    endian: Endian,
+    layout: crate::format::HeaderPage,
+    page_size: usize,
+}
+
+impl TraceBuilder {
+    /// A builder for traces of the machine `meta` describes (formats, symbols, clock kept),
+    /// with sub-buffers of `page_size` bytes.
+    pub fn like(meta: &crate::meta::TraceMeta, page_size: usize) -> TraceBuilder {
+        let mut writer = TraceDatWriter::new(
+            meta.endian,
+            meta.long_size as u8,
+            page_size as u32,
+            meta.sources.clone(),
+        );
+        if let Some(c) = &meta.clock {
+            writer.set_clock(c);
+        }
+        TraceBuilder {
+            writer,
+            pagers: Vec::new(),
+            endian: meta.endian,
+            layout: meta.header_page,
+            page_size,
+        }
+    }
+
+    /// The file writer, for options such as the uname or the CPU count.
+    pub fn writer_mut(&mut self) -> &mut TraceDatWriter {
+        &mut self.writer
+    }
+
+    /// Adds an event payload (starting at `common_type`) at raw timestamp `ts` on `cpu`.
+    /// Records of one CPU must come in time order. Fails for a payload larger than a page.
+    pub fn push(&mut self, cpu: u32, ts: u64, payload: &[u8]) -> Result<(), &'static str> {
+        let cpu = cpu as usize;
+        if cpu >= 4096 {
+            return Err("CPU number above 4095");
+        }
+        while self.pagers.len() <= cpu {
+            self.pagers.push(crate::page::PageWriter::new(
+                self.endian,
+                self.layout,
+                self.page_size,
+            ));
+        }
+        if let Some(page) = self.pagers[cpu].push(ts, payload)? {
+            self.writer.add_pages(cpu, &page);
+        }
+        Ok(())
+    }
+
+    /// Closes the last pages and writes the file.
+    pub fn finish(mut self, w: &mut impl Write) -> std::io::Result<()> {
+        for (cpu, p) in self.pagers.iter_mut().enumerate() {
+            if !p.is_empty() {
+                let page = p.finish_page();
+                self.writer.add_pages(cpu, &page);
+            }
+        }
+        self.writer.set_cpu_count(self.pagers.len());
+        self.writer.write(w)
+    }
+}
