@@ -55,7 +55,10 @@ impl Codec {
             Codec::Zstd => {
                 let mut dec = ruzstd::decoding::StreamingDecoder::new(data)
                     .map_err(|e| Error::corrupt(offset, format!("zstd frame header: {e}")))?;
-                let mut out = Vec::with_capacity(expected as usize);
+                // The header's size is only a claim: reserve what the input can plausibly
+                // expand to and let real data grow the buffer up to the claim.
+                let hint = (expected as usize).min(data.len().saturating_mul(32).saturating_add(4096));
+                let mut out = Vec::with_capacity(hint);
                 (&mut dec)
                     .take(expected + 1)
                     .read_to_end(&mut out)
