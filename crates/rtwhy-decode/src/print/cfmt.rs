@@ -234,8 +234,8 @@ pub(crate) fn string(out: &mut String, spec: &Spec, s: &[u8]) {
 
 /// Appends bytes as text; invalid UTF-8 becomes U+FFFD, as a terminal would show it.
 pub(crate) fn push_bytes(out: &mut String, s: &[u8]) {
-    if s.is_ascii() {
-        out.push_str(std::str::from_utf8(s).unwrap_or_default());
+    if let Ok(t) = std::str::from_utf8(s) {
+        out.push_str(t);
         return;
     }
     for chunk in s.utf8_chunks() {

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::fmt_eval::Ctx;
+use super::{cfmt, num};
 use crate::format::{EventFormat, Field};
 
 /// Which override applies to an event.
@@ -101,9 +102,9 @@ fn num_field(
         Some(f) => {
             let v = ctx.read(f.offset, f.size);
             if hex {
-                let _ = write!(out, "0x{v:x}");
+                num::hex0x(out, v);
             } else {
-                let _ = write!(out, "{v}");
+                num::dec(out, v);
             }
             true
         }
@@ -116,11 +117,11 @@ fn num_field(
     }
 }
 
-fn comm_of(ctx: &Ctx<'_>, f: &Field) -> String {
+fn comm_of<'a>(ctx: &Ctx<'a>, f: &Field) -> &'a [u8] {
     let bytes = ctx.data.get(f.offset..).unwrap_or_default();
     let bytes = &bytes[..f.size.min(bytes.len())];
     let n = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..n]).into_owned()
+    &bytes[..n]
 }
 
 fn write_comm(
@@ -138,12 +139,14 @@ fn write_comm(
         .find(|f| f.name == name);
     if let Some(f) = field {
         let comm = comm_of(ctx, f);
-        out.push_str(&comm);
-        out.push(':');
+        let start = out.len();
+        cfmt::push_bytes(out, comm);
         let pid = pid as i32;
-        if pid != 0 {
-            st.comms.entry(pid).or_insert(comm);
+        if pid != 0 && !st.comms.contains_key(&pid) {
+            let text = out.get(start..).unwrap_or_default().to_string();
+            st.comms.insert(pid, text);
         }
+        out.push(':');
     }
 }
 
@@ -182,9 +185,12 @@ pub(crate) fn run(
                 return true;
             };
             write_comm(ctx, out, st, e, "prev_comm", pid);
-            let _ = write!(out, "{} ", pid as i64);
+            num::signed(out, pid as i64);
+            out.push(' ');
             if let Some(p) = val(ctx, out, e, "prev_prio", true) {
-                let _ = write!(out, "[{}] ", p as i32);
+                out.push('[');
+                num::signed(out, i64::from(p as i32));
+                out.push_str("] ");
             }
             if let Some(s) = val(ctx, out, e, "prev_state", true) {
                 write_state(out, s as i32);
@@ -195,9 +201,11 @@ pub(crate) fn run(
                 return true;
             };
             write_comm(ctx, out, st, e, "next_comm", pid);
-            let _ = write!(out, "{}", pid as i64);
+            num::signed(out, pid as i64);
             if let Some(p) = val(ctx, out, e, "next_prio", true) {
-                let _ = write!(out, " [{}]", p as i32);
+                out.push_str(" [");
+                num::signed(out, i64::from(p as i32));
+                out.push(']');
             }
             false
         }
@@ -207,15 +215,19 @@ pub(crate) fn run(
                 return true;
             };
             write_comm(ctx, out, st, e, "comm", pid);
-            let _ = write!(out, "{}", pid as i64);
+            num::signed(out, pid as i64);
             if let Some(p) = val(ctx, out, e, "prio", true) {
-                let _ = write!(out, " [{}]", p as i64);
+                out.push_str(" [");
+                num::signed(out, p as i64);
+                out.push(']');
             }
             if let Some(s) = val(ctx, out, e, "success", false) {
-                let _ = write!(out, " success={}", s as i64);
+                out.push_str(" success=");
+                num::signed(out, s as i64);
             }
             if let Some(c) = val(ctx, out, e, "target_cpu", true) {
-                let _ = write!(out, " CPU:{c:03}");
+                out.push_str(" CPU:");
+                num::dec_width(out, c, 3, true);
             }
             false
         }
@@ -288,7 +300,10 @@ pub(crate) fn run(
                 let v = ctx.read(f.offset, f.size);
                 match ctx.funcs.find(v) {
                     Some((start, name)) => {
-                        let _ = write!(out, " function={name}/0x{:x}", start.wrapping_sub(v));
+                        out.push_str(" function=");
+                        out.push_str(name);
+                        out.push_str("/0x");
+                        num::hex(out, start.wrapping_sub(v));
                     }
                     None => {
                         let _ = write!(out, " function=0x{v:08x}");
