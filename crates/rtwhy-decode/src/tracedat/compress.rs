@@ -57,7 +57,8 @@ impl Codec {
                     .map_err(|e| Error::corrupt(offset, format!("zstd frame header: {e}")))?;
                 // The header's size is only a claim: reserve what the input can plausibly
                 // expand to and let real data grow the buffer up to the claim.
-                let hint = (expected as usize).min(data.len().saturating_mul(32).saturating_add(4096));
+                let hint =
+                    (expected as usize).min(data.len().saturating_mul(32).saturating_add(4096));
                 let mut out = Vec::with_capacity(hint);
                 (&mut dec)
                     .take(expected + 1)
