@@ -21,7 +21,7 @@ pub struct Record<'a> {
     /// Events the kernel dropped on this CPU just before this record, when the page said so
     /// (`Some(0)` means "some, count unknown").
     pub missed_before: Option<u64>,
-    /// The page bytes that follow this record. libtraceevent reads a fixed-size field
+    /// The bytes that follow this record in the page (and the next pages read with it). libtraceevent reads a fixed-size field
     /// whole even when the record is shorter (a `kernel_stack` with fewer frames than its
     /// declared array); printing the same bytes needs them. Never used for meaning.
     pub following: &'a [u8],

@@ -20,6 +20,7 @@ struct Run {
 
 /// Runs `cmd` with stdout to /dev/null under GNU time; wall seconds and peak RSS.
 fn measure(cmd: &[&str]) -> Option<Run> {
+    let start = Instant::now();
     let out = Command::new("/usr/bin/time")
         .args(["-f", "%e %M"])
         .args(cmd)
@@ -136,7 +137,7 @@ fn main() {
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
         let events = count_events(f);
         let p = f.to_string_lossy().to_string();
-        let runs = if size > 100 << 20 { 1 } else { 3 };
+        let runs = if size > 100 << 20 { 1 } else { 5 };
         let peer = best_of(runs, &["trace-cmd", "report", "-R", "-i", &p]);
         let raw = best_of(
             runs,
@@ -166,7 +167,8 @@ fn main() {
         _ => "-".into(),
     };
     let mut md = String::new();
-    md.push_str("# Performance\n\nDecoding throughput of rtwhy beside trace-cmd, measured in the same run on the same files\n(wall time, best of 3 for small files, 1 run for the synthetic one; peak RSS from GNU time).\nEvents per second = events in the file / wall time of the whole command, output to /dev/null.\n\n");
+    md.push_str("# Performance\n\nDecoding throughput of rtwhy beside trace-cmd, measured in the same run on the same files\n(wall time of the whole process including start-up, best of 5 for small files, 1 run for
+the synthetic one; peak RSS from GNU time).\nEvents per second = events in the file / wall time of the whole command, output to /dev/null.\n\n");
     md.push_str("Reproduce: `scripts/bench.sh` (writes this file).\n\n");
     md.push_str(&format!(
         "Machine: {} ({} CPUs).\n\n",

@@ -14,6 +14,8 @@ use crate::symbols::PrintkFormats;
 pub(crate) struct Ctx<'a> {
     /// The record payload, from `common_type` on.
     pub data: &'a [u8],
+    /// The page bytes after the record (libtraceevent reads fixed arrays into them).
+    pub following: &'a [u8],
     pub endian: Endian,
     /// The traced kernel's `long` size.
     pub long_size: usize,

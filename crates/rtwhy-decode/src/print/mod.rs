@@ -226,6 +226,7 @@ impl<'m> Printer<'m> {
         let meta = self.meta;
         let ctx = Ctx {
             data: rec.data,
+            following: rec.following,
             endian: rec.endian,
             long_size: meta.kernel_long_size,
             funcs: &self.funcs,
@@ -250,6 +251,7 @@ impl<'m> Printer<'m> {
         let long_size = meta.kernel_long_size;
         let ctx = Ctx {
             data: rec.data,
+            following: rec.following,
             endian: rec.endian,
             long_size,
             funcs: &self.funcs,

@@ -135,8 +135,22 @@ pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut String, f: &Field, cleare
         } else {
             (f.offset, f.size)
         };
-        let bytes = ctx.data.get(off..).unwrap_or_default();
-        let bytes = &bytes[..len.min(bytes.len())];
+        let inside = ctx.data.get(off..).unwrap_or_default();
+        let inside = &inside[..len.min(inside.len())];
+        // libtraceevent prints a fixed array whole even when the record ends inside it
+        // (a kernel_stack with fewer frames than `caller[]` holds): the rest comes from
+        // the bytes that follow the record in the page.
+        let spill: Vec<u8>;
+        let bytes = if !f.flags.dynamic && inside.len() < len && off <= ctx.data.len() {
+            spill = inside
+                .iter()
+                .chain(ctx.following.iter().take(len - inside.len()))
+                .copied()
+                .collect();
+            &spill[..]
+        } else {
+            inside
+        };
         if f.flags.string && !cleared && is_printable(bytes) {
             super::cfmt::push_bytes(out, ctx.cstr(off));
             return false;
