@@ -34,11 +34,9 @@ fn measure(cmd: &[&str]) -> Option<Run> {
     }
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err.lines().last()?;
-    let mut it = last.split_whitespace();
-    Some(Run {
-        secs: it.next()?.parse().ok()?,
-        peak_kib: it.next()?.parse().ok()?,
-    })
+    let secs = start.elapsed().as_secs_f64();
+    let peak_kib = last.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Run { secs, peak_kib })
 }
 
 fn best_of(n: usize, cmd: &[&str]) -> Option<Run> {
