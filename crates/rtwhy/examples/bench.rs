@@ -152,7 +152,7 @@ fn main() {
     }
     let rate = |events: u64, r: &Option<Run>| match r {
         Some(r) if r.secs > 0.0 => format!(
-            "{:.2} M/s ({:.2}s, {} MiB)",
+            "{:.2} M/s ({:.3}s, {} MiB)",
             events as f64 / r.secs / 1e6,
             r.secs,
             r.peak_kib / 1024
