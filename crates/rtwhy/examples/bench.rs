@@ -82,11 +82,8 @@ fn synthesize(seed: &Path, mib: u64, out: &Path) -> u64 {
     let mut b = TraceBuilder::like(meta, buffer.page_size);
     b.writer_mut().set_cpu_count(ncpus);
     let target = mib << 20;
-    let per_round: u64 = events
-        .iter()
-        .map(|e| e.2.len() as u64 + 8)
-        .sum::<u64>()
-        .max(1);
+    // Every event takes at least its payload in the file, so this reaches the target size.
+    let per_round: u64 = events.iter().map(|e| e.2.len() as u64).sum::<u64>().max(1);
     let rounds = target.div_ceil(per_round);
     let mut count = 0u64;
     for round in 0..rounds {
