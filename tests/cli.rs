@@ -4,11 +4,11 @@ use std::process::{Command, Stdio};
 
 use rtwhy_tests::{rtwhy, wild_corpus};
 
-#[test]
-fn info_describes_a_v7_zstd_trace() {
+/// `rtwhy info --format json FILE`, which must succeed.
+fn info_json(path: &std::path::Path) -> serde_json::Value {
     let out = Command::new(rtwhy())
         .args(["info", "--format", "json"])
-        .arg(wild_corpus().join("lanhaocoder-x86-v7-zstd.dat"))
+        .arg(path)
         .output()
         .expect("runs");
     assert!(
@@ -16,7 +16,12 @@ fn info_describes_a_v7_zstd_trace() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[test]
+fn info_describes_a_v7_zstd_trace() {
+    let v = info_json(&wild_corpus().join("lanhaocoder-x86-v7-zstd.dat"));
     assert_eq!(v["version"], 7);
     assert_eq!(v["compression"], "zstd 1.4.8");
     assert_eq!(v["clock"], "perf");
@@ -100,17 +105,7 @@ fn info_reads_report_text_pasted_into_a_bug() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("pasted.txt");
     std::fs::write(&path, text).expect("write");
-    let out = Command::new(rtwhy())
-        .args(["info", "--format", "json"])
-        .arg(&path)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = info_json(&path);
     assert_eq!(v["kind"], "report text");
     assert_eq!(v["cpus"], 1);
     assert_eq!(v["events"]["total"], 997);
