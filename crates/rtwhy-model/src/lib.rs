@@ -23,10 +23,19 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod diagnosis;
 mod event;
+mod facts;
 mod prio;
 mod time;
 
+pub use diagnosis::{
+    softirq_name, BreakdownItem, Bucket, Cause, Confidence, Evidence, Finding, SoftirqContext,
+    Spike, SpikeKind, SpikeSource, TaskRef,
+};
 pub use event::{Comm, Event, EventKind, FieldValue, GenericEvent, SyscallKind, TaskState};
+pub use facts::{
+    parse_fact_marker, BreachRecord, CpuList, IrqFact, SystemFacts, BREACH_PREFIX, FACT_PREFIX,
+};
 pub use prio::{kernel_prio_from_rt_priority, nice_from_kernel_prio, rt_priority_from_kernel_prio};
 pub use time::Nanos;

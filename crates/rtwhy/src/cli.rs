@@ -19,6 +19,9 @@ pub enum Command {
     /// Print what a trace file says about itself: version, compression, clock, CPUs,
     /// kernel, event counts, time span.
     Info(InfoArgs),
+    /// Find every latency spike in a trace and name its root cause, with evidence and a
+    /// breakdown of every microsecond. Exit code 0: no spike, 1: spikes found, 2: error.
+    Analyze(AnalyzeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -46,4 +49,54 @@ pub struct InfoArgs {
     pub format: InfoFormat,
     /// The trace: a trace.dat (version 6 or 7) or `trace-cmd report` text.
     pub file: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnalyzeFormat {
+    /// One block per spike for people: verdict, breakdown, evidence, fix.
+    Text,
+    /// The `rtwhy.analysis/1` JSON document (docs/analysis-json.md).
+    Json,
+    /// Markdown for a bug report or a wiki.
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Latency above which a wake-up is a spike (`100us`, `2ms`; a bare number is us).
+    #[arg(long, short = 't', default_value = "100us", value_parser = parse_threshold)]
+    pub threshold: rtwhy_model::Nanos,
+    /// Only these processes (thread id of the main thread; threads and children it
+    /// creates in the trace are included). Repeat or separate with commas.
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<i32>,
+    /// Only these threads. Repeat or separate with commas.
+    #[arg(long, value_delimiter = ',')]
+    pub tid: Vec<i32>,
+    /// Only threads with this name (as the kernel shows it). Repeat or separate with commas.
+    #[arg(long, value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// Treat these CPUs as isolated (`1-3,5`), whatever the recording says.
+    #[arg(long, value_parser = parse_cpu_list)]
+    pub isolated: Option<rtwhy_model::CpuList>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = AnalyzeFormat::Text)]
+    pub format: AnalyzeFormat,
+    /// The trace: a trace.dat (version 6 or 7) or `trace-cmd report` text.
+    pub file: PathBuf,
+}
+
+fn parse_threshold(s: &str) -> Result<rtwhy_model::Nanos, String> {
+    match rtwhy_analyze::parse_duration(s) {
+        Some(n) if n.0 > 0 => Ok(n),
+        Some(_) => Err("the threshold must be above zero".to_string()),
+        None => Err(format!(
+            "`{s}` is not a duration; use a number with a unit: 100us, 2ms, 1.5ms"
+        )),
+    }
+}
+
+fn parse_cpu_list(s: &str) -> Result<rtwhy_model::CpuList, String> {
+    rtwhy_model::CpuList::parse(s)
+        .ok_or_else(|| format!("`{s}` is not a CPU list; write it like 1-3,5"))
 }

@@ -1,9 +1,11 @@
 //! `rtwhy`: tells real-time Linux users why their thread was late.
 
+mod analyze;
 mod cli;
 mod dump;
 mod info;
 mod input;
+mod render;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -18,6 +20,7 @@ fn main() -> ExitCode {
     let result = match args.command {
         cli::Command::Dump(a) => dump::run(&a),
         cli::Command::Info(a) => info::run(&a),
+        cli::Command::Analyze(a) => analyze::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,412 @@
+//! Replaying one CPU's recent events to say where every nanosecond of a spike went.
+//!
+//! The replay walks the CPU's history from the last context switch before the window,
+//! tracking who is current (from `sched_switch` and from every event's `common_pid`, so
+//! a switch that ftrace dropped does not hide the task) and the IRQ/softirq nesting.
+//! Each stretch between two events is given to the innermost context; an event-free
+//! stretch that ends in a late timer interrupt is time the CPU was stopped.
+
+use std::collections::HashMap;
+
+use rtwhy_model::{Bucket, Comm, Event, EventKind, Nanos, SoftirqContext, TaskRef};
+
+use crate::history::History;
+
+/// The shortest event-free stretch that may count as a stopped CPU.
+const MIN_STOP: u64 = 50_000;
+/// How far back the replay looks for the state at the window's start.
+const MAX_LOOKBACK: usize = 50_000;
+
+/// A late timer interrupt: the CPU took it `lateness` after it was due.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LateTimer {
+    pub ts: Nanos,
+    pub cpu: u32,
+    pub lateness: u64,
+}
+
+/// What the replay knows about tasks it meets.
+pub(crate) trait TaskNames {
+    fn task(&self, tid: i32) -> Option<(Comm, i32)>;
+}
+
+impl TaskNames for HashMap<i32, crate::tracker::Task> {
+    fn task(&self, tid: i32) -> Option<(Comm, i32)> {
+        self.get(&tid).map(|t| (t.comm, t.prio))
+    }
+}
+
+/// One stretch of the window with one occupant.
+#[derive(Debug, Clone)]
+pub(crate) struct Segment {
+    pub bucket: Bucket,
+    pub from: Nanos,
+    pub to: Nanos,
+    /// The event that began it (entry, switch), when it lies in the history.
+    pub begin: Option<Event>,
+    /// The event that ended it.
+    pub end: Option<Event>,
+}
+
+/// The victim's own timer: due at `expiry`, handled at `handler`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TimerFire {
+    pub expiry: Nanos,
+    pub handler: Nanos,
+}
+
+/// What the replay of one window found.
+#[derive(Debug, Default)]
+pub(crate) struct Replay {
+    pub segments: Vec<Segment>,
+    /// A switch that put a lower-priority task (or idle) on the CPU while the victim was
+    /// runnable there: only RT throttling or the fair server make the scheduler do that.
+    pub lower_picked: Option<Event>,
+    /// Last idle state entered before the window (`cpu_idle state`), and when.
+    pub idle_before: Option<(u32, Event)>,
+    /// Frequencies seen on the CPU from shortly before the window to its end (kHz).
+    pub frequencies: Vec<Event>,
+    /// The late timer that closed the largest stopped stretch.
+    pub late_timer: Option<LateTimer>,
+    /// The history did not reach back to the window's start.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Ctx {
+    Irq { irq: i32, name: String },
+    Softirq { vec: u32 },
+}
+
+/// Inputs of one replay.
+pub(crate) struct Window<'a> {
+    pub cpu: u32,
+    pub from: Nanos,
+    pub to: Nanos,
+    pub victim: &'a TaskRef,
+    pub timer: Option<TimerFire>,
+    /// The victim could be picked on this CPU during the window (it was on its run queue).
+    pub victim_on_rq: bool,
+}
+
+pub(crate) fn replay(
+    history: &History,
+    late: &[LateTimer],
+    tasks: &dyn TaskNames,
+    w: &Window<'_>,
+) -> Replay {
+    let q = history.cpu(w.cpu);
+    let mut out = Replay::default();
+    if w.to <= w.from {
+        return out;
+    }
+    let i0 = history.first_at(w.cpu, w.from);
+    out.truncated = history.start(w.cpu).is_none_or(|s| s > w.from);
+
+    // State at the window's start: replay from the last switch before it.
+    let mut curr: i32 = -1;
+    let mut stack: Vec<Ctx> = Vec::new();
+    let lookback_end = i0.saturating_sub(MAX_LOOKBACK);
+    let mut begin = lookback_end;
+    for i in (lookback_end..i0).rev() {
+        if let Some(e) = q.get(i) {
+            if matches!(e.kind, EventKind::SchedSwitch { .. }) {
+                begin = i;
+                break;
+            }
+        }
+    }
+    let mut last_open: Option<Event> = None;
+    for e in q.range(begin..i0) {
+        apply(e, &mut curr, &mut stack);
+        observe_power(e, w, &mut out);
+        last_open = Some(e.clone());
+    }
+
+    let mut acc = Acc {
+        out: Vec::new(),
+        victim: w.victim,
+        tasks,
+    };
+    let mut t = w.from;
+    let mut opened_by = last_open;
+    for e in q.range(i0..) {
+        if e.ts >= w.to {
+            break;
+        }
+        acc.stretch(
+            t,
+            e.ts,
+            w,
+            late,
+            &curr,
+            &stack,
+            &opened_by,
+            Some(e),
+            &mut out,
+        );
+        apply(e, &mut curr, &mut stack);
+        observe_power(e, w, &mut out);
+        if w.victim_on_rq && out.lower_picked.is_none() {
+            if let EventKind::SchedSwitch {
+                next_pid,
+                next_prio,
+                ..
+            } = &e.kind
+            {
+                if *next_pid != w.victim.tid && (*next_pid == 0 || *next_prio > w.victim.prio) {
+                    out.lower_picked = Some(e.clone());
+                }
+            }
+        }
+        t = e.ts;
+        opened_by = Some(e.clone());
+    }
+    let next = q.range(i0..).find(|e| e.ts >= w.to).cloned();
+    acc.stretch(
+        t,
+        w.to,
+        w,
+        late,
+        &curr,
+        &stack,
+        &opened_by,
+        next.as_ref(),
+        &mut out,
+    );
+    out.segments = acc.out;
+    out
+}
+
+fn observe_power(e: &Event, w: &Window<'_>, out: &mut Replay) {
+    match e.kind {
+        EventKind::CpuIdle { state, .. } if state != u32::MAX && e.ts <= w.from => {
+            out.idle_before = Some((state, e.clone()));
+        }
+        EventKind::CpuFrequency { .. } if e.ts.0.saturating_add(100_000_000) >= w.from.0 => {
+            out.frequencies.push(e.clone());
+        }
+        _ => {}
+    }
+}
+
+fn apply(e: &Event, curr: &mut i32, stack: &mut Vec<Ctx>) {
+    match &e.kind {
+        EventKind::SchedSwitch { next_pid, .. } => {
+            *curr = *next_pid;
+            stack.clear();
+        }
+        EventKind::IrqHandlerEntry { irq, name } => {
+            *curr = e.pid;
+            stack.push(Ctx::Irq {
+                irq: *irq,
+                name: name.clone(),
+            });
+        }
+        EventKind::IrqHandlerExit { .. } => {
+            *curr = e.pid;
+            while let Some(c) = stack.pop() {
+                if matches!(c, Ctx::Irq { .. }) {
+                    break;
+                }
+            }
+        }
+        EventKind::SoftirqEntry { vec } => {
+            *curr = e.pid;
+            stack.push(Ctx::Softirq { vec: *vec });
+        }
+        EventKind::SoftirqExit { .. } => {
+            *curr = e.pid;
+            while let Some(c) = stack.pop() {
+                if matches!(c, Ctx::Softirq { .. }) {
+                    break;
+                }
+            }
+        }
+        _ => *curr = e.pid,
+    }
+    if stack.len() > 16 {
+        stack.clear();
+    }
+}
+
+struct Acc<'a> {
+    out: Vec<Segment>,
+    victim: &'a TaskRef,
+    tasks: &'a dyn TaskNames,
+}
+
+impl Acc<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn stretch(
+        &mut self,
+        from: Nanos,
+        to: Nanos,
+        w: &Window<'_>,
+        late: &[LateTimer],
+        curr: &i32,
+        stack: &[Ctx],
+        opened_by: &Option<Event>,
+        closed_by: Option<&Event>,
+        out: &mut Replay,
+    ) {
+        if to <= from {
+            return;
+        }
+        let mut from = from;
+        // The victim's own timer: due but not yet handled, with nothing on the CPU.
+        if let Some(tf) = w.timer {
+            if from < tf.handler && from >= tf.expiry {
+                let until = tf.handler.min(to);
+                self.push(Bucket::TimerIrqDelay, from, until, opened_by, closed_by);
+                from = until;
+                if from >= to {
+                    return;
+                }
+            }
+        }
+        // A late timer interrupt right after an event-free stretch: the CPU was stopped.
+        if to.0 - from.0 >= MIN_STOP {
+            let late_here = late
+                .iter()
+                .filter(|l| l.cpu == w.cpu && l.ts >= to && l.ts.0 <= to.0 + 20_000)
+                .max_by_key(|l| l.lateness);
+            if let Some(l) = late_here {
+                let due = Nanos(l.ts.0.saturating_sub(l.lateness));
+                let stop_from = due.max(from);
+                if to.0 - stop_from.0 >= MIN_STOP {
+                    self.push_context(from, stop_from, curr, stack, opened_by, closed_by);
+                    self.push(Bucket::Unaccounted, stop_from, to, opened_by, closed_by);
+                    if out.late_timer.is_none_or(|o| o.lateness < l.lateness) {
+                        out.late_timer = Some(*l);
+                    }
+                    return;
+                }
+            }
+        }
+        self.push_context(from, to, curr, stack, opened_by, closed_by);
+    }
+
+    fn push_context(
+        &mut self,
+        from: Nanos,
+        to: Nanos,
+        curr: &i32,
+        stack: &[Ctx],
+        opened_by: &Option<Event>,
+        closed_by: Option<&Event>,
+    ) {
+        if to <= from {
+            return;
+        }
+        let bucket = match stack.last() {
+            Some(Ctx::Irq { irq, name }) => Bucket::Irq {
+                irq: *irq,
+                name: name.clone(),
+            },
+            Some(Ctx::Softirq { vec }) => {
+                let in_ksoftirqd = self
+                    .tasks
+                    .task(*curr)
+                    .is_some_and(|(c, _)| c.as_bytes().starts_with(b"ksoftirqd"));
+                Bucket::Softirq {
+                    vec: *vec,
+                    context: if in_ksoftirqd {
+                        SoftirqContext::Ksoftirqd
+                    } else {
+                        SoftirqContext::IrqExit
+                    },
+                }
+            }
+            None if *curr == 0 => Bucket::Idle,
+            None if *curr == self.victim.tid => Bucket::Victim,
+            None => {
+                let (comm, prio) = self
+                    .tasks
+                    .task(*curr)
+                    .unwrap_or((Comm::new("<unknown>"), 120));
+                Bucket::Task {
+                    tid: *curr,
+                    comm,
+                    prio,
+                    outranks_victim: prio <= self.victim.prio,
+                    kernel_thread: is_kernel_thread(&comm),
+                }
+            }
+        };
+        self.push(bucket, from, to, opened_by, closed_by);
+    }
+
+    fn push(
+        &mut self,
+        bucket: Bucket,
+        from: Nanos,
+        to: Nanos,
+        opened_by: &Option<Event>,
+        closed_by: Option<&Event>,
+    ) {
+        if to <= from {
+            return;
+        }
+        if let Some(last) = self.out.last_mut() {
+            if last.bucket == bucket && last.to == from {
+                last.to = to;
+                last.end = closed_by.cloned();
+                return;
+            }
+        }
+        self.out.push(Segment {
+            bucket,
+            from,
+            to,
+            begin: opened_by.clone(),
+            end: closed_by.cloned(),
+        });
+    }
+}
+
+/// Kernel threads by the names the kernel gives them.
+pub(crate) fn is_kernel_thread(comm: &Comm) -> bool {
+    const PREFIXES: [&str; 17] = [
+        "kworker/",
+        "ksoftirqd/",
+        "kdamond",
+        "rcu_",
+        "rcuc/",
+        "rcuog/",
+        "rcuop/",
+        "migration/",
+        "kswapd",
+        "kcompactd",
+        "irq/",
+        "jbd2/",
+        "khugepaged",
+        "watchdog",
+        "cpuhp/",
+        "kthreadd",
+        "ktimers/",
+    ];
+    let name = comm.to_str_lossy();
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Other CPUs with no event at all during `[from, to)` although their history covers it.
+pub(crate) fn silent_cpus(history: &History, except: u32, from: Nanos, to: Nanos) -> Vec<u32> {
+    let mut out = Vec::new();
+    for cpu in 0..history.cpu_count() as u32 {
+        if cpu == except {
+            continue;
+        }
+        let q = history.cpu(cpu);
+        let covered =
+            history.start(cpu).is_some_and(|s| s < from) && q.back().is_some_and(|e| e.ts >= to);
+        if !covered {
+            continue;
+        }
+        let i = history.first_at(cpu, from);
+        if q.get(i).is_none_or(|e| e.ts >= to) {
+            out.push(cpu);
+        }
+    }
+    out
+}

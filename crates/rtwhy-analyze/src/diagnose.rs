@@ -1,0 +1,911 @@
+//! From an episode to a diagnosed spike: breakdown, cause, evidence, remedy.
+
+use std::collections::BTreeMap;
+
+use rtwhy_model::{
+    softirq_name, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind, Evidence, Finding,
+    Nanos, SoftirqContext, Spike, SpikeKind, TaskRef,
+};
+
+use crate::breakdown::{self, Replay, Segment, Window};
+use crate::line::trace_line;
+use crate::remedy;
+use crate::tracker::{Episode, Tracker};
+
+/// A cause's share below which the spike is not explained.
+const MIN_PRIMARY_SHARE: f64 = 0.3;
+/// A cause's share from which it is listed as a contributor.
+const MIN_CONTRIBUTOR_SHARE: f64 = 0.1;
+/// Idle states from this index on are deep enough for a slow exit (state 0/1 are
+/// polling and halt on x86 and the VMs here).
+const DEEP_IDLE_STATE: u32 = 2;
+/// Idle-exit delay above which a late timer is not a C-state exit any more.
+const MAX_IDLE_EXIT: u64 = 500_000;
+
+/// What the lock holder did while the victim waited.
+#[derive(Debug, Default)]
+pub(crate) struct LockStory {
+    pub holder: Option<TaskRef>,
+    /// Time the holder was preempted by tasks that outrank it but not the victim.
+    pub medium_ns: u64,
+    pub top_medium: Option<(TaskRef, u64)>,
+    pub medium_switch: Option<Event>,
+    pub pi_boost: Option<Event>,
+    pub waking: Option<Event>,
+}
+
+pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
+    let latency = ep.end.0 - ep.start.0;
+    let lock_until = match ep.kind {
+        SpikeKind::LockWait => ep.wake.as_ref().map(|w| w.ts.clamp(ep.start, ep.end)),
+        _ => None,
+    };
+    let replay_from = lock_until.unwrap_or(ep.start);
+    let victim_on_rq = match (&ep.wake, ep.kind) {
+        (_, SpikeKind::Preempted) => true,
+        (Some(w), _) => w.target_cpu < 0 || w.target_cpu as u32 == ep.cpu,
+        (None, _) => true,
+    };
+    let timer = ep.wake.as_ref().and_then(|w| w.timer);
+    let window = Window {
+        cpu: ep.cpu,
+        from: replay_from,
+        to: ep.end,
+        victim: &ep.victim,
+        timer,
+        victim_on_rq,
+    };
+    let replay = breakdown::replay(&tr.history, &tr.late, &tr.tasks, &window);
+
+    let mut items: Vec<BreakdownItem> = Vec::new();
+    let mut add = |bucket: Bucket, ns: u64| {
+        if ns == 0 {
+            return;
+        }
+        if let Some(i) = items.iter_mut().find(|i| i.bucket == bucket) {
+            i.ns += ns;
+        } else {
+            items.push(BreakdownItem { bucket, ns });
+        }
+    };
+    let lock = lock_until.map(|until| lock_story(tr, ep, until));
+    if let (Some(until), Some(story)) = (lock_until, &lock) {
+        add(
+            Bucket::LockWait {
+                holder: story.holder.clone(),
+            },
+            until.0 - ep.start.0,
+        );
+    }
+    for s in &replay.segments {
+        add(s.bucket.clone(), s.to.0 - s.from.0);
+    }
+    items.sort_by_key(|i| std::cmp::Reverse(i.ns));
+
+    let mut groups: BTreeMap<Cause, u64> = BTreeMap::new();
+    let isolated = tr
+        .config
+        .isolated
+        .as_ref()
+        .unwrap_or(&tr.facts.isolated)
+        .contains(ep.cpu);
+    let deep_idle_exit = replay
+        .idle_before
+        .as_ref()
+        .is_some_and(|(state, _)| *state >= DEEP_IDLE_STATE);
+    let stopped: u64 = items
+        .iter()
+        .filter(|i| matches!(i.bucket, Bucket::TimerIrqDelay | Bucket::Unaccounted))
+        .map(|i| i.ns)
+        .sum();
+    let freq = frequency_story(tr, &replay);
+    for item in &items {
+        let cause = match &item.bucket {
+            Bucket::TimerIrqDelay | Bucket::Unaccounted => {
+                if deep_idle_exit && stopped <= MAX_IDLE_EXIT && !tr.seen.cpu_frequency {
+                    Cause::FrequencyRamp
+                } else {
+                    Cause::Hwlat
+                }
+            }
+            Bucket::Irq { name, .. } => {
+                if isolated && !is_local_timer(name) {
+                    Cause::IrqOnIsolatedCpu
+                } else {
+                    Cause::Irq
+                }
+            }
+            Bucket::Softirq { .. } => Cause::Softirq,
+            Bucket::Task {
+                outranks_victim, ..
+            } => {
+                if *outranks_victim {
+                    Cause::Preemption
+                } else if replay.lower_picked.is_some() && ep.victim.is_rt() {
+                    Cause::RtThrottling
+                } else if ep.victim.is_rt() {
+                    Cause::KernelNonpreemptible
+                } else {
+                    Cause::Preemption
+                }
+            }
+            Bucket::Idle => {
+                if replay.lower_picked.is_some() && ep.victim.is_rt() {
+                    Cause::RtThrottling
+                } else {
+                    Cause::Unknown
+                }
+            }
+            Bucket::LockWait { .. } => match &lock {
+                Some(l) if l.medium_ns > 0 && l.medium_ns * 10 >= (item.ns * 3) => {
+                    Cause::PriorityInversion
+                }
+                _ => Cause::LockContention,
+            },
+            Bucket::Victim => Cause::Unknown,
+        };
+        *groups.entry(cause).or_default() += item.ns;
+    }
+    // A low clock slows everything the CPU did in the window.
+    if let Some((low, _)) = &freq {
+        let busy: u64 = items
+            .iter()
+            .filter(|i| {
+                !matches!(
+                    i.bucket,
+                    Bucket::Idle | Bucket::Unaccounted | Bucket::LockWait { .. }
+                )
+            })
+            .map(|i| i.ns)
+            .sum();
+        let slowed = (busy as f64 * (1.0 - *low as f64 / tr.max_freq.max(1) as f64)) as u64;
+        if slowed > 0 {
+            *groups.entry(Cause::FrequencyRamp).or_default() += slowed;
+        }
+    }
+
+    let share = |ns: u64| {
+        if latency == 0 {
+            0.0
+        } else {
+            (ns as f64 / latency as f64).min(1.0)
+        }
+    };
+    let mut ranked: Vec<(Cause, u64)> = groups
+        .into_iter()
+        .filter(|(c, _)| *c != Cause::Unknown)
+        .collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+
+    let ctx = Ctx {
+        tr,
+        ep,
+        replay: &replay,
+        items: &items,
+        lock: lock.as_ref(),
+        freq: freq.as_ref(),
+        isolated,
+    };
+    let missing = missing_events(tr, ep);
+    let (primary, contributors): (Finding, Vec<Finding>) = match ranked.first() {
+        Some(&(cause, ns)) if share(ns) >= MIN_PRIMARY_SHARE => {
+            let primary = ctx.finding(cause, share(ns));
+            let contributors = ranked
+                .iter()
+                .skip(1)
+                .filter(|(_, ns)| share(*ns) >= MIN_CONTRIBUTOR_SHARE)
+                .map(|&(c, ns)| ctx.finding(c, share(ns)))
+                .collect();
+            (primary, contributors)
+        }
+        _ => {
+            let explained: f64 = ranked.iter().map(|(_, ns)| share(*ns)).sum();
+            let mut summary = format!(
+                "no single cause explains this spike: named causes cover {:.0}% of {}",
+                explained * 100.0,
+                us(latency)
+            );
+            if !missing.is_empty() {
+                summary.push_str("; ");
+                summary.push_str(&missing.join("; "));
+            }
+            let primary = Finding {
+                cause: Cause::Unknown,
+                confidence: Confidence::Low,
+                share: 1.0 - explained.min(1.0),
+                summary,
+            };
+            let contributors = ranked
+                .iter()
+                .filter(|(_, ns)| share(*ns) >= MIN_CONTRIBUTOR_SHARE)
+                .map(|&(c, ns)| ctx.finding(c, share(ns)))
+                .collect();
+            (primary, contributors)
+        }
+    };
+
+    let evidence = ctx.evidence(primary.cause);
+    let remediation = remedy::advice(&ctx, primary.cause, &contributors);
+    let waker = ep
+        .wake
+        .as_ref()
+        .and_then(|w| w.waker)
+        .map(|tid| ctx.task_ref(tid));
+    Spike {
+        id,
+        victim: ep.victim.clone(),
+        cpu: ep.cpu,
+        kind: ep.kind,
+        source: ep.source.clone(),
+        start: ep.start,
+        end: ep.end,
+        latency_ns: latency,
+        end_inferred: ep.end_inferred,
+        waker,
+        primary,
+        contributors,
+        breakdown: items,
+        evidence,
+        remediation,
+        missing,
+    }
+}
+
+/// Everything the rules and the advice look at.
+pub(crate) struct Ctx<'a> {
+    pub tr: &'a Tracker,
+    pub ep: &'a Episode,
+    pub replay: &'a Replay,
+    pub items: &'a [BreakdownItem],
+    pub lock: Option<&'a LockStory>,
+    pub freq: Option<&'a (u32, Event)>,
+    pub isolated: bool,
+}
+
+pub(crate) fn us(ns: u64) -> String {
+    if ns >= 10_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else if ns >= 1_000_000 {
+        format!("{:.2} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.1} us", ns as f64 / 1e3)
+    }
+}
+
+fn is_local_timer(name: &str) -> bool {
+    name.contains("timer") || name == "IPI" || name.starts_with("ipi")
+}
+
+impl Ctx<'_> {
+    pub(crate) fn task_ref(&self, tid: i32) -> TaskRef {
+        let (comm, prio) = self
+            .tr
+            .tasks
+            .get(&tid)
+            .map(|t| (t.comm, t.prio))
+            .unwrap_or_default();
+        TaskRef { tid, comm, prio }
+    }
+
+    fn line(&self, e: &Event) -> String {
+        let comm = if e.pid == 0 {
+            "<idle>".to_string()
+        } else {
+            self.tr
+                .tasks
+                .get(&e.pid)
+                .map(|t| t.comm.to_str_lossy().into_owned())
+                .unwrap_or_else(|| "<...>".to_string())
+        };
+        trace_line(e, &comm)
+    }
+
+    fn sum(&self, f: impl Fn(&Bucket) -> bool) -> u64 {
+        self.items
+            .iter()
+            .filter(|i| f(&i.bucket))
+            .map(|i| i.ns)
+            .sum()
+    }
+
+    fn largest(&self, f: impl Fn(&Bucket) -> bool) -> Option<&Segment> {
+        self.replay
+            .segments
+            .iter()
+            .filter(|s| f(&s.bucket))
+            .max_by_key(|s| s.to.0 - s.from.0)
+    }
+
+    fn top_item(&self, f: impl Fn(&Bucket) -> bool) -> Option<&BreakdownItem> {
+        self.items
+            .iter()
+            .filter(|i| f(&i.bucket))
+            .max_by_key(|i| i.ns)
+    }
+
+    fn finding(&self, cause: Cause, share: f64) -> Finding {
+        let cpu = self.ep.cpu;
+        let victim = &self.ep.victim;
+        let mut confidence = if share >= 0.7 {
+            Confidence::High
+        } else if share >= 0.4 {
+            Confidence::Medium
+        } else {
+            Confidence::Low
+        };
+        let summary = match cause {
+            Cause::RtThrottling => {
+                let ns = self.sum(|b| {
+                    matches!(
+                        b,
+                        Bucket::Task {
+                            outranks_victim: false,
+                            ..
+                        } | Bucket::Idle
+                    )
+                });
+                let who = self
+                    .top_item(|b| {
+                        matches!(
+                            b,
+                            Bucket::Task {
+                                outranks_victim: false,
+                                ..
+                            }
+                        )
+                    })
+                    .map(|i| format!("{}", i.bucket))
+                    .unwrap_or_else(|| "idle".to_string());
+                let settings = match (self.tr.facts.rt_runtime_us, self.tr.facts.rt_period_us) {
+                    (Some(r), Some(p)) => {
+                        format!(" (sched_rt_runtime_us={r} of sched_rt_period_us={p})")
+                    }
+                    _ => String::new(),
+                };
+                let fair = self
+                    .tr
+                    .facts
+                    .kernel_version_number()
+                    .is_some_and(|v| v >= (6, 12));
+                if self.replay.lower_picked.is_some()
+                    && confidence < Confidence::High
+                    && share >= 0.4
+                {
+                    confidence = Confidence::High;
+                }
+                format!(
+                    "RT throttling on CPU {cpu}: {victim} was runnable, yet the scheduler ran lower-priority work for {} (largest: {who}): the CPU's real-time runtime for the period was used up{settings}{}",
+                    us(ns),
+                    if fair { "; on this kernel (6.12 or later) the fair server also reserves time for normal tasks under RT load" } else { "" }
+                )
+            }
+            Cause::Softirq => {
+                let mut by_vec: BTreeMap<(u32, bool), u64> = BTreeMap::new();
+                for i in self.items {
+                    if let Bucket::Softirq { vec, context } = &i.bucket {
+                        *by_vec
+                            .entry((*vec, *context == SoftirqContext::Ksoftirqd))
+                            .or_default() += i.ns;
+                    }
+                }
+                let mut v: Vec<_> = by_vec.into_iter().collect();
+                v.sort_by_key(|e| std::cmp::Reverse(e.1));
+                let parts: Vec<String> = v
+                    .iter()
+                    .map(|((vec, ksoft), ns)| {
+                        format!(
+                            "{} {}{}",
+                            softirq_name(*vec),
+                            us(*ns),
+                            if *ksoft { " in ksoftirqd" } else { "" }
+                        )
+                    })
+                    .collect();
+                let in_ksoftirqd = v.first().is_some_and(|((_, k), _)| *k);
+                format!(
+                    "softirq processing on CPU {cpu} delayed {victim}: {}{}",
+                    parts.join(", "),
+                    if in_ksoftirqd {
+                        " (ksoftirqd ran it as a normal task before the victim could run)"
+                    } else {
+                        " (run on irq exit / bh enable, not preemptible on this kernel)"
+                    }
+                )
+            }
+            Cause::Irq | Cause::IrqOnIsolatedCpu => {
+                let mut by_irq: BTreeMap<(i32, String), u64> = BTreeMap::new();
+                for i in self.items {
+                    if let Bucket::Irq { irq, name } = &i.bucket {
+                        *by_irq.entry((*irq, name.clone())).or_default() += i.ns;
+                    }
+                }
+                let mut v: Vec<_> = by_irq.into_iter().collect();
+                v.sort_by_key(|e| std::cmp::Reverse(e.1));
+                let parts: Vec<String> = v
+                    .iter()
+                    .map(|((irq, name), ns)| format!("IRQ {irq} ({name}) {}", us(*ns)))
+                    .collect();
+                if cause == Cause::IrqOnIsolatedCpu {
+                    let src = self
+                        .tr
+                        .facts
+                        .isolated_source
+                        .clone()
+                        .filter(|_| self.tr.config.isolated.is_none())
+                        .unwrap_or_else(|| "--isolated".to_string());
+                    format!(
+                        "device interrupts on isolated CPU {cpu} (isolated per {src}): {}",
+                        parts.join(", ")
+                    )
+                } else {
+                    format!("hard interrupt handlers on CPU {cpu}: {}", parts.join(", "))
+                }
+            }
+            Cause::Hwlat => {
+                let ns = self.sum(|b| matches!(b, Bucket::TimerIrqDelay | Bucket::Unaccounted));
+                let gap =
+                    self.largest(|b| matches!(b, Bucket::TimerIrqDelay | Bucket::Unaccounted));
+                let silent = gap
+                    .map(|g| breakdown::silent_cpus(&self.tr.history, cpu, g.from, g.to))
+                    .unwrap_or_default();
+                let late = self.replay.late_timer.map(|l| l.lateness).or_else(|| {
+                    self.ep
+                        .wake
+                        .as_ref()
+                        .and_then(|w| w.timer)
+                        .map(|t| t.handler.0.saturating_sub(t.expiry.0))
+                });
+                if !silent.is_empty() || late.is_some_and(|l| l >= 1_000_000) {
+                    confidence = confidence.max(Confidence::Medium);
+                    if share >= 0.6 {
+                        confidence = Confidence::High;
+                    }
+                }
+                format!(
+                    "CPU {cpu} was stopped for {} with no kernel event at all{}{}: firmware (SMI) or, in a VM, the hypervisor descheduling the vCPU",
+                    us(ns),
+                    late.map(|l| format!("; a timer interrupt arrived {} after it was due", us(l)))
+                        .unwrap_or_default(),
+                    if silent.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; CPU{} {} silent at the same time",
+                            if silent.len() > 1 { "s" } else { "" },
+                            silent.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+                        )
+                    }
+                )
+            }
+            Cause::FrequencyRamp => {
+                let mut parts = Vec::new();
+                if let Some((state, e)) = &self.replay.idle_before {
+                    parts.push(format!(
+                        "CPU {cpu} was in idle state {state} (entered at {}) and took {} to handle the timer",
+                        e.ts,
+                        us(self.sum(|b| matches!(b, Bucket::TimerIrqDelay | Bucket::Unaccounted)))
+                    ));
+                }
+                if let Some((low, _)) = self.freq {
+                    parts.push(format!(
+                        "the clock was {} MHz, {:.0}% of the {} MHz seen in the trace",
+                        low / 1000,
+                        *low as f64 * 100.0 / self.tr.max_freq.max(1) as f64,
+                        self.tr.max_freq / 1000
+                    ));
+                }
+                format!("idle exit / low clock: {}", parts.join("; "))
+            }
+            Cause::PriorityInversion | Cause::LockContention => {
+                let wait = self.sum(|b| matches!(b, Bucket::LockWait { .. }));
+                let l = self.lock;
+                let holder = l
+                    .and_then(|l| l.holder.as_ref())
+                    .map(|h| h.to_string())
+                    .unwrap_or_else(|| "an unknown holder".to_string());
+                if cause == Cause::PriorityInversion {
+                    let medium = l
+                        .and_then(|l| l.top_medium.as_ref())
+                        .map(|(t, ns)| format!("{t} ran {} on the holder's CPU", us(*ns)))
+                        .unwrap_or_default();
+                    if l.is_some_and(|l| l.medium_switch.is_some()) {
+                        confidence = confidence.max(Confidence::High);
+                    }
+                    format!(
+                        "priority inversion: {victim} waited {} for a lock held by {holder}, and a medium-priority task preempted the holder: {medium}{}",
+                        us(wait),
+                        if l.is_some_and(|l| l.pi_boost.is_none()) {
+                            " (no priority inheritance boost was recorded)"
+                        } else {
+                            ""
+                        }
+                    )
+                } else {
+                    let pi_futex = self
+                        .ep
+                        .blocked
+                        .as_ref()
+                        .and_then(|b| b.futex.as_ref())
+                        .is_some_and(|f| f.is_pi());
+                    let pi = if l.is_some_and(|l| l.pi_boost.is_some()) || pi_futex {
+                        "; priority inheritance boosted the holder, so the wait was bounded by its critical section"
+                    } else {
+                        "; the holder ran its critical section without being preempted by medium-priority work"
+                    };
+                    format!(
+                        "lock contention: {victim} waited {} for a lock held by {holder}{pi}",
+                        us(wait)
+                    )
+                }
+            }
+            Cause::Preemption => {
+                let who = self
+                    .top_item(|b| {
+                        matches!(
+                            b,
+                            Bucket::Task {
+                                outranks_victim: true,
+                                ..
+                            }
+                        )
+                    })
+                    .or_else(|| self.top_item(|b| matches!(b, Bucket::Task { .. })));
+                match who {
+                    Some(i) => format!(
+                        "preemption on CPU {cpu}: {} held the CPU for {} while {victim} waited",
+                        i.bucket,
+                        us(i.ns)
+                    ),
+                    None => format!("preemption on CPU {cpu}"),
+                }
+            }
+            Cause::KernelNonpreemptible => {
+                let who = self.top_item(|b| {
+                    matches!(
+                        b,
+                        Bucket::Task {
+                            outranks_victim: false,
+                            ..
+                        }
+                    )
+                });
+                let model = self
+                    .tr
+                    .facts
+                    .preempt_model()
+                    .map(|m| format!(" (preemption model: {m})"))
+                    .unwrap_or_default();
+                match who {
+                    Some(i) => format!(
+                        "non-preemptible kernel section on CPU {cpu}: {} kept the CPU for {} after {victim} was woken, with no IRQ or softirq to explain it{model}",
+                        i.bucket,
+                        us(i.ns)
+                    ),
+                    None => format!("non-preemptible kernel section on CPU {cpu}{model}"),
+                }
+            }
+            Cause::Unknown => "not enough evidence".to_string(),
+        };
+        Finding {
+            cause,
+            confidence,
+            share,
+            summary,
+        }
+    }
+
+    fn evidence(&self, primary: Cause) -> Vec<Evidence> {
+        let mut ev: Vec<Evidence> = Vec::new();
+        let mut push = |e: &Event, why: String| {
+            let line = self.line(e);
+            if let Some(x) = ev
+                .iter_mut()
+                .find(|x| x.ts == e.ts && x.cpu == e.cpu && x.line == line)
+            {
+                if !x.why.contains(&why) {
+                    x.why.push_str("; ");
+                    x.why.push_str(&why);
+                }
+            } else {
+                ev.push(Evidence {
+                    ts: e.ts,
+                    cpu: e.cpu,
+                    line,
+                    why,
+                });
+            }
+        };
+        let ep = self.ep;
+        let victim = &ep.victim;
+        if let Some(b) = &ep.blocked {
+            if ep.kind == SpikeKind::LockWait {
+                if let Some(f) = &b.futex {
+                    push(
+                        &f.event,
+                        format!(
+                            "{} asks for the lock at {:#x} (futex op {})",
+                            victim.comm, f.uaddr, f.op
+                        ),
+                    );
+                }
+                push(&b.event, format!("{} blocks", victim.comm));
+            }
+        }
+        if let Some(w) = &ep.wake {
+            if let Some(tf) = w.timer {
+                if let Some(h) = self.find(ep.cpu, tf.handler, |k| {
+                    matches!(k, EventKind::HrtimerExpireEntry { .. })
+                }) {
+                    push(
+                        &h,
+                        format!(
+                            "the victim's timer is handled {} after it expired at {}",
+                            us(tf.handler.0.saturating_sub(tf.expiry.0)),
+                            tf.expiry
+                        ),
+                    );
+                }
+            }
+            let why = match w.waker {
+                Some(tid) => format!("{} is woken by {}", victim.comm, self.task_ref(tid)),
+                None => format!("{} is woken", victim.comm),
+            };
+            push(&w.event, why);
+        }
+        if let Some(p) = &ep.preempted_by {
+            push(
+                p,
+                format!("{} is switched out while still runnable", victim.comm),
+            );
+        }
+        let cause_filter = |b: &Bucket| -> bool {
+            match primary {
+                Cause::RtThrottling => matches!(
+                    b,
+                    Bucket::Task {
+                        outranks_victim: false,
+                        ..
+                    } | Bucket::Idle
+                ),
+                Cause::Softirq => matches!(b, Bucket::Softirq { .. }),
+                Cause::Irq | Cause::IrqOnIsolatedCpu => matches!(b, Bucket::Irq { .. }),
+                Cause::Hwlat | Cause::FrequencyRamp => {
+                    matches!(b, Bucket::Unaccounted | Bucket::TimerIrqDelay)
+                }
+                Cause::Preemption => matches!(b, Bucket::Task { .. }),
+                Cause::KernelNonpreemptible => matches!(
+                    b,
+                    Bucket::Task {
+                        outranks_victim: false,
+                        ..
+                    }
+                ),
+                _ => false,
+            }
+        };
+        if let Some(seg) = self.largest(cause_filter) {
+            let dur = us(seg.to.0 - seg.from.0);
+            if let Some(b) = &seg.begin {
+                push(b, format!("begins {dur} of {}", seg.bucket));
+            }
+            if let Some(e) = &seg.end {
+                push(e, format!("ends {dur} of {}", seg.bucket));
+            }
+        }
+        if primary == Cause::RtThrottling {
+            if let Some(e) = &self.replay.lower_picked {
+                push(e, format!(
+                    "the scheduler picks a lower-priority task while {} is runnable: the RT class is throttled",
+                    victim.comm
+                ));
+            }
+        }
+        if matches!(primary, Cause::Hwlat | Cause::FrequencyRamp) {
+            if let Some(l) = self.replay.late_timer {
+                if let Some(h) = self.find(l.cpu, l.ts, |k| {
+                    matches!(k, EventKind::HrtimerExpireEntry { .. })
+                }) {
+                    push(
+                        &h,
+                        format!("timer interrupt {} late (now - expires)", us(l.lateness)),
+                    );
+                }
+            }
+            if let Some((_, e)) = &self.replay.idle_before {
+                push(e, "last idle state entered before the window".to_string());
+            }
+        }
+        if let Some((_, e)) = self.freq {
+            push(e, "CPU frequency in the window".to_string());
+        }
+        if let Some(l) = self.lock {
+            if let Some(e) = &l.pi_boost {
+                push(e, "priority inheritance boosts the holder".to_string());
+            }
+            if let Some(e) = &l.medium_switch {
+                push(
+                    e,
+                    "a medium-priority task preempts the lock holder".to_string(),
+                );
+            }
+            if let Some(e) = &l.waking {
+                push(
+                    e,
+                    "the holder releases the lock and wakes the victim".to_string(),
+                );
+            }
+        }
+        if let Some(r) = &ep.ran {
+            let why = if ep.end_inferred {
+                format!(
+                    "{} is running (its switch-in was not recorded; latency measured to the last event of another task)",
+                    victim.comm
+                )
+            } else {
+                format!("{} finally runs", victim.comm)
+            };
+            push(r, why);
+        }
+        ev.sort_by(|a, b| a.ts.cmp(&b.ts).then(a.cpu.cmp(&b.cpu)));
+        ev
+    }
+
+    fn find(&self, cpu: u32, ts: Nanos, f: impl Fn(&EventKind) -> bool) -> Option<Event> {
+        let q = self.tr.history.cpu(cpu);
+        let i = self.tr.history.first_at(cpu, ts);
+        q.range(i..)
+            .take_while(|e| e.ts == ts)
+            .find(|e| f(&e.kind))
+            .cloned()
+    }
+}
+
+fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
+    let mut story = LockStory::default();
+    let Some(w) = &ep.wake else {
+        return story;
+    };
+    story.waking = Some(w.event.clone());
+    let Some(holder_tid) = w.waker else {
+        return story;
+    };
+    let (comm, prio) = tr
+        .tasks
+        .get(&holder_tid)
+        .map(|t| (t.comm, t.prio))
+        .unwrap_or_default();
+    let mut holder = TaskRef {
+        tid: holder_tid,
+        comm,
+        prio,
+    };
+    // The holder's own priority: the lowest it had in the window (PI boosts raise it).
+    let mut preemptions: Vec<(u32, Nanos, Event)> = Vec::new();
+    let mut intervals: Vec<(u32, Nanos, Nanos, Event)> = Vec::new();
+    for cpu in 0..tr.history.cpu_count() as u32 {
+        let q = tr.history.cpu(cpu);
+        let i = tr.history.first_at(cpu, ep.start);
+        for e in q.range(i..) {
+            if e.ts > until {
+                break;
+            }
+            match &e.kind {
+                EventKind::SchedSwitch {
+                    prev_pid,
+                    prev_prio,
+                    prev_state,
+                    next_pid,
+                    ..
+                } => {
+                    if *prev_pid == holder_tid && prev_state.is_runnable() {
+                        holder.prio = holder.prio.max(*prev_prio);
+                        preemptions.push((cpu, e.ts, e.clone()));
+                    }
+                    if *next_pid == holder_tid {
+                        if let Some(pos) = preemptions.iter().position(|p| p.0 == cpu) {
+                            let (c, from, sw) = preemptions.remove(pos);
+                            intervals.push((c, from, e.ts, sw));
+                        }
+                    }
+                }
+                EventKind::SchedPiSetprio {
+                    pid,
+                    oldprio,
+                    newprio,
+                    ..
+                } if *pid == holder_tid => {
+                    holder.prio = holder.prio.max(*oldprio);
+                    if *newprio <= ep.victim.prio && story.pi_boost.is_none() {
+                        story.pi_boost = Some(e.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for (cpu, from, sw) in preemptions {
+        intervals.push((cpu, from, until, sw));
+    }
+    let mut by_task: BTreeMap<i32, (TaskRef, u64)> = BTreeMap::new();
+    for (cpu, from, to, sw) in intervals {
+        let w = Window {
+            cpu,
+            from,
+            to,
+            victim: &holder,
+            timer: None,
+            victim_on_rq: false,
+        };
+        let r = breakdown::replay(&tr.history, &tr.late, &tr.tasks, &w);
+        let mut medium_here = false;
+        for s in &r.segments {
+            if let Bucket::Task {
+                tid, comm, prio, ..
+            } = &s.bucket
+            {
+                if *prio < holder.prio && *prio > ep.victim.prio {
+                    medium_here = true;
+                    let e = by_task.entry(*tid).or_insert((
+                        TaskRef {
+                            tid: *tid,
+                            comm: *comm,
+                            prio: *prio,
+                        },
+                        0,
+                    ));
+                    e.1 += s.to.0 - s.from.0;
+                    story.medium_ns += s.to.0 - s.from.0;
+                }
+            }
+        }
+        if medium_here && story.medium_switch.is_none() {
+            story.medium_switch = Some(sw);
+        }
+    }
+    story.top_medium = by_task.into_values().max_by_key(|(_, ns)| *ns);
+    story.holder = Some(holder);
+    story
+}
+
+/// The lowest frequency on the victim's CPU around the window, when it is clearly low.
+fn frequency_story(tr: &Tracker, replay: &Replay) -> Option<(u32, Event)> {
+    if tr.max_freq == 0 {
+        return None;
+    }
+    let low = replay
+        .frequencies
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::CpuFrequency { state, .. } => Some((state, e)),
+            _ => None,
+        })
+        .min_by_key(|(s, _)| *s)?;
+    (u64::from(low.0) * 10 <= u64::from(tr.max_freq) * 7).then(|| (low.0, low.1.clone()))
+}
+
+/// What the trace lacks that would matter for this spike.
+fn missing_events(tr: &Tracker, ep: &Episode) -> Vec<String> {
+    let s = &tr.seen;
+    let mut m = Vec::new();
+    if !s.irq {
+        m.push("no irq events were recorded: enable irq:irq_handler_entry/exit (irq:*) to see interrupt handlers".to_string());
+    }
+    if !s.softirq {
+        m.push("no softirq events were recorded: enable irq:softirq_entry/exit".to_string());
+    }
+    if !s.hrtimer && matches!(ep.kind, SpikeKind::Wakeup | SpikeKind::TimerWakeup) {
+        m.push(
+            "no timer:hrtimer_* events: timer expiry cannot be told apart from the wake-up"
+                .to_string(),
+        );
+    }
+    if !s.waking && !s.wakeup {
+        m.push("no sched_waking/sched_wakeup events: wake-up times are unknown".to_string());
+    }
+    if ep.kind == SpikeKind::LockWait && !s.pi_setprio {
+        m.push(
+            "no sched_pi_setprio events: priority inheritance boosts cannot be seen".to_string(),
+        );
+    }
+    m
+}

@@ -1,0 +1,141 @@
+//! Finds latency spikes in a stream of kernel events and names their root cause.
+//!
+//! The analyzer is pure: it is fed [`Event`]s in time order (from a trace.dat, report
+//! text, or a live recorder) and returns an [`Analysis`]. It keeps a bounded window of
+//! recent events per CPU, so memory depends on the spike windows, not on the trace.
+//!
+//! ```
+//! use rtwhy_analyze::{Analyzer, Config};
+//! use rtwhy_model::{Comm, Event, EventKind, Nanos, SystemFacts, TaskState};
+//!
+//! let switch = |ts, prev: (&str, i32, i32), state, next: (&str, i32, i32)| Event {
+//!     ts: Nanos(ts),
+//!     cpu: 1,
+//!     pid: prev.1,
+//!     kind: EventKind::SchedSwitch {
+//!         prev_comm: Comm::new(prev.0),
+//!         prev_pid: prev.1,
+//!         prev_prio: prev.2,
+//!         prev_state: TaskState(state),
+//!         next_comm: Comm::new(next.0),
+//!         next_pid: next.1,
+//!         next_prio: next.2,
+//!     },
+//! };
+//! let mut a = Analyzer::new(Config::default(), SystemFacts::default());
+//! // A FIFO 80 thread is preempted by a FIFO 90 thread for 500 us.
+//! a.push(switch(1_000_000, ("ctl", 10, 19), 0, ("hog", 11, 9)));
+//! a.push(switch(1_500_000, ("hog", 11, 9), 1, ("ctl", 10, 19)));
+//! let analysis = a.finish();
+//! assert_eq!(analysis.spikes.len(), 1);
+//! assert_eq!(analysis.spikes[0].primary.cause.as_str(), "preemption");
+//! assert_eq!(analysis.spikes[0].latency_ns, 500_000);
+//! ```
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod breakdown;
+mod config;
+mod diagnose;
+mod history;
+mod line;
+mod remedy;
+mod tracker;
+
+pub use config::{parse_duration, Config, TaskFilter};
+pub use tracker::{Seen, VictimStats};
+
+use rtwhy_model::{Event, Nanos, Spike, SystemFacts};
+
+use tracker::{Outcome, Tracker};
+
+/// Most spikes diagnosed in one analysis; later ones are counted, not kept.
+pub const MAX_SPIKES: usize = 10_000;
+
+/// Feeds events, collects diagnosed spikes.
+pub struct Analyzer {
+    tracker: Tracker,
+    spikes: Vec<Spike>,
+    spikes_dropped: u64,
+}
+
+/// The result of an analysis.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Every spike, in the order it ended.
+    pub spikes: Vec<Spike>,
+    /// Spikes beyond [`MAX_SPIKES`], not kept.
+    pub spikes_dropped: u64,
+    /// The system facts the diagnosis used.
+    pub facts: SystemFacts,
+    /// The latency threshold.
+    pub threshold: Nanos,
+    /// Events analyzed.
+    pub events: u64,
+    /// First and last event time.
+    pub span: Option<(Nanos, Nanos)>,
+    /// Which event types were present.
+    pub seen: Seen,
+    /// Every victim thread measured, worst first.
+    pub victims: Vec<VictimStats>,
+}
+
+impl Analyzer {
+    /// An analyzer with `config`, knowing `facts` about the recording machine (facts
+    /// found in the trace's `rtwhy-fact:` markers are added as they come).
+    pub fn new(config: Config, facts: SystemFacts) -> Analyzer {
+        Analyzer {
+            tracker: Tracker::new(config, facts),
+            spikes: Vec::new(),
+            spikes_dropped: 0,
+        }
+    }
+
+    /// Takes the next event (events must come in time order).
+    pub fn push(&mut self, ev: Event) {
+        let outcomes = self.tracker.observe(&ev);
+        self.tracker.history.push(ev);
+        for o in outcomes {
+            match o {
+                Outcome::Spike(ep) => {
+                    if self.spikes.len() >= MAX_SPIKES {
+                        self.spikes_dropped += 1;
+                        continue;
+                    }
+                    let id = self.spikes.len() as u32 + 1;
+                    let spike = diagnose::diagnose(&self.tracker, &ep, id);
+                    self.tracker
+                        .spike_recorded(ep.victim.tid, ep.end, self.spikes.len());
+                    self.spikes.push(spike);
+                }
+                Outcome::Mark { spike, source } => {
+                    if let Some(s) = self.spikes.get_mut(spike) {
+                        s.source = source;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Spikes diagnosed so far.
+    pub fn spikes(&self) -> &[Spike] {
+        &self.spikes
+    }
+
+    /// Ends the analysis.
+    pub fn finish(self) -> Analysis {
+        let t = self.tracker;
+        let mut victims: Vec<VictimStats> = t.victims.into_values().collect();
+        victims.sort_by(|a, b| b.max_ns.cmp(&a.max_ns).then(a.task.tid.cmp(&b.task.tid)));
+        Analysis {
+            spikes: self.spikes,
+            spikes_dropped: self.spikes_dropped,
+            facts: t.facts,
+            threshold: t.config.threshold,
+            events: t.events,
+            span: t.first_ts.zip(t.last_ts),
+            seen: t.seen,
+            victims,
+        }
+    }
+}

@@ -1,0 +1,701 @@
+//! Per-CPU and per-task state, followed event by event, and spike detection.
+
+use std::collections::{HashMap, HashSet};
+
+use rtwhy_model::{
+    parse_fact_marker, BreachRecord, Comm, Event, EventKind, Nanos, SpikeKind, SpikeSource,
+    SyscallKind, SystemFacts, TaskRef,
+};
+
+use crate::breakdown::{LateTimer, TimerFire};
+use crate::config::Config;
+use crate::history::History;
+
+/// A late timer counts for the stopped-CPU rule from this lateness on.
+const LATE_TIMER_MIN: u64 = 20_000;
+
+/// What the tracker knows of one thread.
+#[derive(Debug, Clone)]
+pub(crate) struct Task {
+    pub comm: Comm,
+    pub prio: i32,
+    run: Run,
+    wake: Option<Wake>,
+    blocked: Option<Blocked>,
+    timer: Option<(u64, i64)>,
+    futex: Option<Futex>,
+    pub last: Option<LastEpisode>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    Unknown,
+    Running { cpu: u32 },
+    Runnable { since: Nanos, cpu: u32 },
+    Blocked,
+}
+
+/// A wake-up waiting for the task to run.
+#[derive(Debug, Clone)]
+pub(crate) struct Wake {
+    pub ts: Nanos,
+    pub target_cpu: i32,
+    /// The task that woke it, `None` when woken from interrupt context of idle.
+    pub waker: Option<i32>,
+    pub timer: Option<TimerFire>,
+    pub event: Event,
+}
+
+/// A task that went to sleep.
+#[derive(Debug, Clone)]
+pub(crate) struct Blocked {
+    pub since: Nanos,
+    pub futex: Option<Futex>,
+    pub event: Event,
+}
+
+/// A futex call in progress.
+#[derive(Debug, Clone)]
+pub(crate) struct Futex {
+    pub op: u64,
+    pub uaddr: u64,
+    pub event: Event,
+}
+
+impl Futex {
+    /// FUTEX_WAIT (how glibc waits for a plain mutex) and FUTEX_LOCK_PI/LOCK_PI2 (PI
+    /// mutexes). Condition variables and semaphores wait with FUTEX_WAIT_BITSET and are
+    /// not locks.
+    pub fn is_lock(&self) -> bool {
+        matches!(self.op & 0x7f, 0 | 6 | 13)
+    }
+
+    pub fn is_pi(&self) -> bool {
+        matches!(self.op & 0x7f, 6 | 13)
+    }
+}
+
+/// One "should have run" to "ran" stretch of a thread.
+#[derive(Debug, Clone)]
+pub(crate) struct Episode {
+    pub victim: TaskRef,
+    pub cpu: u32,
+    pub kind: SpikeKind,
+    pub source: SpikeSource,
+    pub start: Nanos,
+    pub end: Nanos,
+    pub end_inferred: bool,
+    pub wake: Option<Wake>,
+    pub blocked: Option<Blocked>,
+    /// The switch that took the victim off the CPU while runnable.
+    pub preempted_by: Option<Event>,
+    /// The event at which it ran (switch-in or its own first event).
+    pub ran: Option<Event>,
+}
+
+/// The last episode of a task, kept so that a tool's marker written after it can name it.
+#[derive(Debug, Clone)]
+pub(crate) struct LastEpisode {
+    pub episode: Episode,
+    pub spike: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct CpuState {
+    /// The hrtimer whose handler is running: address, handler entry, expiry estimate.
+    hrtimer: Option<(u64, Nanos, Option<Nanos>)>,
+}
+
+/// What the rest of the analyzer does with an episode.
+pub(crate) enum Outcome {
+    /// Above the threshold (or named by a marker): diagnose it.
+    Spike(Box<Episode>),
+    /// A marker names an episode that was already diagnosed: update its source.
+    Mark { spike: usize, source: SpikeSource },
+}
+
+/// Which event types a trace holds, to say what was missing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Seen {
+    /// `sched_switch`.
+    pub switch: bool,
+    /// `sched_waking`.
+    pub waking: bool,
+    /// `sched_wakeup`.
+    pub wakeup: bool,
+    /// `irq_handler_entry`.
+    pub irq: bool,
+    /// `softirq_entry`.
+    pub softirq: bool,
+    /// `hrtimer_expire_entry`.
+    pub hrtimer: bool,
+    /// `hrtimer_start`.
+    pub hrtimer_start: bool,
+    /// `cpu_idle`.
+    pub cpu_idle: bool,
+    /// `cpu_frequency`.
+    pub cpu_frequency: bool,
+    /// `sys_enter_futex`.
+    pub futex: bool,
+    /// `sched_pi_setprio`.
+    pub pi_setprio: bool,
+}
+
+/// Per-thread measurement summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VictimStats {
+    /// The thread.
+    pub task: TaskRef,
+    /// Wake-ups (and preemptions) measured.
+    pub episodes: u64,
+    /// Worst latency measured, in ns.
+    pub max_ns: u64,
+}
+
+pub(crate) struct Tracker {
+    pub config: Config,
+    pub facts: SystemFacts,
+    pub history: History,
+    pub tasks: HashMap<i32, Task>,
+    cpus: Vec<CpuState>,
+    timers: HashMap<u64, i64>,
+    pub late: Vec<LateTimer>,
+    selected: HashSet<i32>,
+    pub seen: Seen,
+    pub events: u64,
+    pub first_ts: Option<Nanos>,
+    pub last_ts: Option<Nanos>,
+    pub max_freq: u32,
+    pub victims: HashMap<i32, VictimStats>,
+    pub spike_ends: Vec<(i32, Nanos)>,
+}
+
+impl Tracker {
+    pub fn new(config: Config, facts: SystemFacts) -> Tracker {
+        let history = History::new(config.horizon, config.max_events_per_cpu);
+        let selected = config.filter.pids.iter().copied().collect();
+        Tracker {
+            config,
+            facts,
+            history,
+            tasks: HashMap::new(),
+            cpus: Vec::new(),
+            timers: HashMap::new(),
+            late: Vec::new(),
+            selected,
+            seen: Seen::default(),
+            events: 0,
+            first_ts: None,
+            last_ts: None,
+            max_freq: 0,
+            victims: HashMap::new(),
+            spike_ends: Vec::new(),
+        }
+    }
+
+    fn task(&mut self, tid: i32, comm: Option<&Comm>, prio: Option<i32>) -> &mut Task {
+        let t = self.tasks.entry(tid).or_insert_with(|| Task {
+            comm: comm.copied().unwrap_or_default(),
+            prio: prio.unwrap_or(120),
+            run: Run::Unknown,
+            wake: None,
+            blocked: None,
+            timer: None,
+            futex: None,
+            last: None,
+        });
+        if let Some(c) = comm {
+            t.comm = *c;
+        }
+        if let Some(p) = prio {
+            t.prio = p;
+        }
+        t
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut CpuState {
+        let i = (cpu as usize).min(4095);
+        if i >= self.cpus.len() {
+            self.cpus.resize_with(i + 1, CpuState::default);
+        }
+        &mut self.cpus[i]
+    }
+
+    /// True when `tid` is a thread the user asked about (or, with no filter, real-time).
+    pub fn is_victim(&self, tid: i32) -> bool {
+        if tid <= 0 {
+            return false;
+        }
+        let f = &self.config.filter;
+        let Some(t) = self.tasks.get(&tid) else {
+            return false;
+        };
+        if f.is_empty() {
+            return t.prio < 100 && !is_housekeeping(&t.comm);
+        }
+        f.tids.contains(&tid) || self.selected.contains(&tid) || f.matches_comm(&t.comm)
+    }
+
+    /// Follows one event; returns the episodes to diagnose. The caller pushes the event
+    /// into the history before diagnosing.
+    pub fn observe(&mut self, ev: &Event) -> Vec<Outcome> {
+        let mut out = Vec::new();
+        self.events += 1;
+        if self.first_ts.is_none() {
+            self.first_ts = Some(ev.ts);
+        }
+        self.last_ts = Some(ev.ts);
+
+        // A task's own event proves it is on the CPU, even if its switch-in was dropped.
+        if ev.pid > 0 && !matches!(ev.kind, EventKind::SchedSwitch { .. }) {
+            let waiting = self
+                .tasks
+                .get(&ev.pid)
+                .is_some_and(|t| t.wake.is_some() || matches!(t.run, Run::Runnable { .. }));
+            if waiting {
+                let end = self.inferred_switch_in(ev);
+                self.ran(ev.pid, ev.cpu, end, true, ev, &mut out);
+            } else if let Some(t) = self.tasks.get_mut(&ev.pid) {
+                if t.run == Run::Unknown || t.run == Run::Blocked {
+                    t.run = Run::Running { cpu: ev.cpu };
+                }
+            }
+        }
+
+        match &ev.kind {
+            EventKind::SchedSwitch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                prev_state,
+                next_comm,
+                next_pid,
+                next_prio,
+            } => {
+                self.seen.switch = true;
+                if *prev_pid > 0 {
+                    let t = self.task(*prev_pid, Some(prev_comm), Some(*prev_prio));
+                    t.wake = None;
+                    if prev_state.is_runnable() {
+                        t.run = Run::Runnable {
+                            since: ev.ts,
+                            cpu: ev.cpu,
+                        };
+                        t.blocked = None;
+                    } else {
+                        t.run = Run::Blocked;
+                        let futex = t.futex.clone();
+                        t.blocked = Some(Blocked {
+                            since: ev.ts,
+                            futex,
+                            event: ev.clone(),
+                        });
+                    }
+                }
+                if *next_pid > 0 {
+                    self.task(*next_pid, Some(next_comm), Some(*next_prio));
+                    self.ran(*next_pid, ev.cpu, ev.ts, false, ev, &mut out);
+                }
+            }
+            EventKind::SchedWaking {
+                comm,
+                pid,
+                prio,
+                target_cpu,
+            } => {
+                self.seen.waking = true;
+                self.woken(ev, *pid, comm, *prio, *target_cpu);
+            }
+            EventKind::SchedWakeup {
+                comm,
+                pid,
+                prio,
+                target_cpu,
+            } => {
+                self.seen.wakeup = true;
+                self.woken(ev, *pid, comm, *prio, *target_cpu);
+            }
+            EventKind::SchedWakeupNew {
+                comm, pid, prio, ..
+            } => {
+                self.task(*pid, Some(comm), Some(*prio));
+                if self.selected.contains(&ev.pid) {
+                    self.selected.insert(*pid);
+                }
+            }
+            EventKind::SchedMigrateTask {
+                comm, pid, prio, ..
+            }
+            | EventKind::SchedPiSetprio {
+                comm,
+                pid,
+                newprio: prio,
+                ..
+            } => {
+                if matches!(ev.kind, EventKind::SchedPiSetprio { .. }) {
+                    self.seen.pi_setprio = true;
+                }
+                self.task(*pid, Some(comm), Some(*prio));
+            }
+            EventKind::IrqHandlerEntry { .. } => self.seen.irq = true,
+            EventKind::SoftirqEntry { .. } => self.seen.softirq = true,
+            EventKind::HrtimerStart {
+                hrtimer, expires, ..
+            } => {
+                self.seen.hrtimer_start = true;
+                if self.timers.len() > 100_000 {
+                    self.timers.clear();
+                }
+                self.timers.insert(*hrtimer, *expires);
+                if ev.pid > 0 {
+                    self.task(ev.pid, None, None).timer = Some((*hrtimer, *expires));
+                }
+            }
+            EventKind::HrtimerExpireEntry { hrtimer, now, .. } => {
+                self.seen.hrtimer = true;
+                let lateness = self
+                    .timers
+                    .get(hrtimer)
+                    .map(|&expires| now.saturating_sub(expires))
+                    .filter(|&l| l >= 0)
+                    .map(|l| l as u64);
+                let expiry = lateness.map(|l| Nanos(ev.ts.0.saturating_sub(l)));
+                if let Some(l) = lateness.filter(|&l| l >= LATE_TIMER_MIN) {
+                    let horizon = self.config.horizon.0;
+                    if self.late.len() > 10_000
+                        || self
+                            .late
+                            .first()
+                            .is_some_and(|f| f.ts.0 + horizon < ev.ts.0)
+                    {
+                        self.late.retain(|f| f.ts.0 + horizon >= ev.ts.0);
+                    }
+                    self.late.push(LateTimer {
+                        ts: ev.ts,
+                        cpu: ev.cpu,
+                        lateness: l,
+                    });
+                }
+                self.cpu(ev.cpu).hrtimer = Some((*hrtimer, ev.ts, expiry));
+            }
+            EventKind::HrtimerExpireExit { .. } => self.cpu(ev.cpu).hrtimer = None,
+            EventKind::CpuIdle { .. } => self.seen.cpu_idle = true,
+            EventKind::CpuFrequency { state, .. } => {
+                self.seen.cpu_frequency = true;
+                self.max_freq = self.max_freq.max(*state);
+            }
+            EventKind::SyscallEnter {
+                call: SyscallKind::Futex,
+                args,
+            } => {
+                self.seen.futex = true;
+                if ev.pid > 0 {
+                    let futex = Futex {
+                        uaddr: args.first().copied().unwrap_or(0),
+                        op: args.get(1).copied().unwrap_or(u64::MAX),
+                        event: ev.clone(),
+                    };
+                    self.task(ev.pid, None, None).futex = Some(futex);
+                }
+            }
+            EventKind::SyscallExit {
+                call: SyscallKind::Futex,
+                ..
+            } => {
+                if let Some(t) = self.tasks.get_mut(&ev.pid) {
+                    t.futex = None;
+                }
+            }
+            EventKind::Print { text } => self.marker(ev, text, &mut out),
+            _ => {}
+        }
+        out
+    }
+
+    /// The latest moment before `ev` at which something other than `ev.pid` is proven
+    /// to have been on the CPU: a dropped switch-in is not counted as latency.
+    fn inferred_switch_in(&self, ev: &Event) -> Nanos {
+        self.history
+            .cpu(ev.cpu)
+            .iter()
+            .rev()
+            .find(|e| e.pid != ev.pid)
+            .map(|e| e.ts)
+            .unwrap_or(ev.ts)
+            .min(ev.ts)
+    }
+
+    fn woken(&mut self, ev: &Event, pid: i32, comm: &Comm, prio: i32, target_cpu: i32) {
+        let hr = self.cpus.get(ev.cpu as usize).and_then(|c| c.hrtimer);
+        let t = self.task(pid, Some(comm), Some(prio));
+        if matches!(t.run, Run::Running { .. }) || t.wake.is_some() {
+            return;
+        }
+        let timer = match (hr, t.timer) {
+            (Some((addr, handler, Some(expiry))), Some((mine, _))) if addr == mine => {
+                Some(TimerFire { expiry, handler })
+            }
+            _ => None,
+        };
+        let waker = if timer.is_some() || ev.pid == 0 {
+            None
+        } else {
+            Some(ev.pid)
+        };
+        t.wake = Some(Wake {
+            ts: ev.ts,
+            target_cpu,
+            waker,
+            timer,
+            event: ev.clone(),
+        });
+    }
+
+    fn ran(
+        &mut self,
+        tid: i32,
+        cpu: u32,
+        end: Nanos,
+        inferred: bool,
+        ev: &Event,
+        out: &mut Vec<Outcome>,
+    ) {
+        let threshold = self.config.threshold;
+        let victim = self.is_victim(tid);
+        let Some(t) = self.tasks.get_mut(&tid) else {
+            return;
+        };
+        let run = t.run;
+        t.run = Run::Running { cpu };
+        let wake = t.wake.take();
+        let blocked = t.blocked.take();
+        let victim_ref = TaskRef {
+            tid,
+            comm: t.comm,
+            prio: t.prio,
+        };
+        let (kind, start, preempted_by) = match (&wake, run) {
+            (Some(w), _) => {
+                let lock_wait = blocked.as_ref().filter(|b| {
+                    b.futex.as_ref().is_some_and(Futex::is_lock)
+                        && w.ts.saturating_sub(b.since) > threshold
+                });
+                if let Some(b) = lock_wait {
+                    (SpikeKind::LockWait, b.since, None)
+                } else if let Some(tf) = w.timer {
+                    (SpikeKind::TimerWakeup, tf.expiry.min(w.ts), None)
+                } else {
+                    (SpikeKind::Wakeup, w.ts, None)
+                }
+            }
+            (None, Run::Runnable { since, .. }) => {
+                let by = self
+                    .history
+                    .cpu(cpu)
+                    .iter()
+                    .rev()
+                    .take(10_000)
+                    .find(|e| e.ts == since && matches!(e.kind, EventKind::SchedSwitch { prev_pid, .. } if prev_pid == tid))
+                    .cloned();
+                (SpikeKind::Preempted, since, by)
+            }
+            _ => return,
+        };
+        if start > end {
+            return;
+        }
+        let episode = Episode {
+            victim: victim_ref.clone(),
+            cpu,
+            kind,
+            source: SpikeSource::Events,
+            start,
+            end,
+            end_inferred: inferred,
+            wake,
+            blocked,
+            preempted_by,
+            ran: Some(ev.clone()),
+        };
+        let latency = end.0 - start.0;
+        if victim {
+            let s = self.victims.entry(tid).or_insert(VictimStats {
+                task: victim_ref.clone(),
+                episodes: 0,
+                max_ns: 0,
+            });
+            s.task = victim_ref;
+            s.episodes += 1;
+            s.max_ns = s.max_ns.max(latency);
+        }
+        let spike = victim && latency > threshold.0;
+        if let Some(t) = self.tasks.get_mut(&tid) {
+            t.last = Some(LastEpisode {
+                episode: episode.clone(),
+                spike: None,
+            });
+        }
+        if spike {
+            out.push(Outcome::Spike(Box::new(episode)));
+        }
+    }
+
+    fn marker(&mut self, ev: &Event, text: &str, out: &mut Vec<Outcome>) {
+        if let Some((k, v)) = parse_fact_marker(text) {
+            self.facts.set(k, v);
+            return;
+        }
+        if let Some(r) = BreachRecord::parse_marker(text) {
+            self.breach_marker(&r, out);
+            return;
+        }
+        if let Some((reported, _limit)) = parse_cyclictest_marker(text) {
+            let source = SpikeSource::ToolMarker {
+                text: text.trim_end().to_string(),
+                reported_ns: reported,
+            };
+            let last = self.tasks.get(&ev.pid).and_then(|t| t.last.clone());
+            match last {
+                Some(LastEpisode { spike: Some(i), .. }) => {
+                    out.push(Outcome::Mark { spike: i, source })
+                }
+                Some(LastEpisode {
+                    episode,
+                    spike: None,
+                }) if ev.ts.0.saturating_sub(episode.end.0) < 1_000_000_000 => {
+                    let mut e = episode;
+                    e.source = source;
+                    out.push(Outcome::Spike(Box::new(e)));
+                }
+                _ => {
+                    let (comm, prio) = self
+                        .tasks
+                        .get(&ev.pid)
+                        .map(|t| (t.comm, t.prio))
+                        .unwrap_or_default();
+                    out.push(Outcome::Spike(Box::new(Episode {
+                        victim: TaskRef {
+                            tid: ev.pid,
+                            comm,
+                            prio,
+                        },
+                        cpu: ev.cpu,
+                        kind: SpikeKind::TimerWakeup,
+                        source,
+                        start: Nanos(ev.ts.0.saturating_sub(reported)),
+                        end: ev.ts,
+                        end_inferred: true,
+                        wake: None,
+                        blocked: None,
+                        preempted_by: None,
+                        ran: Some(ev.clone()),
+                    })));
+                }
+            }
+        }
+    }
+
+    fn breach_marker(&mut self, r: &BreachRecord, out: &mut Vec<Outcome>) {
+        let source = SpikeSource::BreachMarker {
+            reported_ns: r.latency.0,
+        };
+        if let Some(&(_, end)) = self
+            .spike_ends
+            .iter()
+            .rev()
+            .find(|(tid, end)| *tid == r.tid && end.0.abs_diff(r.switch_in.0) < 1_000_000)
+        {
+            if let Some(i) = self
+                .spike_ends
+                .iter()
+                .position(|&(t, e)| t == r.tid && e == end)
+            {
+                out.push(Outcome::Mark { spike: i, source });
+                return;
+            }
+        }
+        let known = self.tasks.get(&r.tid).map(|t| (t.comm, t.prio));
+        let (comm, prio) = match known {
+            Some((c, p)) => (if r.comm == Comm::default() { c } else { r.comm }, p),
+            None => (r.comm, r.prio.unwrap_or(120)),
+        };
+        let start = r
+            .expiry
+            .or(r.waking)
+            .unwrap_or(Nanos(r.switch_in.0.saturating_sub(r.latency.0)));
+        out.push(Outcome::Spike(Box::new(Episode {
+            victim: TaskRef {
+                tid: r.tid,
+                comm,
+                prio: r.prio.unwrap_or(prio),
+            },
+            cpu: r.cpu,
+            kind: if r.expiry.is_some() {
+                SpikeKind::TimerWakeup
+            } else {
+                SpikeKind::Wakeup
+            },
+            source,
+            start,
+            end: r.switch_in.max(start),
+            end_inferred: false,
+            wake: None,
+            blocked: None,
+            preempted_by: None,
+            ran: None,
+        })));
+    }
+
+    /// Remembers that spike number `index` (0-based) ended the episode of `tid` at `end`.
+    pub fn spike_recorded(&mut self, tid: i32, end: Nanos, index: usize) {
+        self.spike_ends.push((tid, end));
+        if let Some(t) = self.tasks.get_mut(&tid) {
+            if let Some(l) = &mut t.last {
+                if l.episode.end == end {
+                    l.spike = Some(index);
+                }
+            }
+        }
+    }
+}
+
+/// Threads whose lateness is not a user's concern: per-CPU stop-class and hotplug helpers.
+fn is_housekeeping(comm: &Comm) -> bool {
+    let name = comm.to_str_lossy();
+    ["migration/", "watchdog/", "cpuhp/", "idle_inject/"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// cyclictest's `--tracemark` text: `hit latency threshold (X > Y)`, in microseconds.
+/// Returns both in nanoseconds.
+pub(crate) fn parse_cyclictest_marker(text: &str) -> Option<(u64, u64)> {
+    let rest = &text[text.find("hit latency threshold (")? + "hit latency threshold (".len()..];
+    let inner = rest.split(')').next()?;
+    let (x, y) = inner.split_once('>')?;
+    let x: u64 = x.trim().parse().ok()?;
+    let y: u64 = y.trim().parse().ok()?;
+    Some((x.saturating_mul(1000), y.saturating_mul(1000)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cyclictest_markers_parse() {
+        assert_eq!(
+            parse_cyclictest_marker("hit latency threshold (153 > 100)"),
+            Some((153_000, 100_000))
+        );
+        assert_eq!(
+            parse_cyclictest_marker("tracing_mark_write: hit latency threshold (7 > 5)\n"),
+            Some((7_000, 5_000))
+        );
+        assert_eq!(
+            parse_cyclictest_marker("hit latency threshold (x > 5)"),
+            None
+        );
+        assert_eq!(parse_cyclictest_marker("something else"), None);
+    }
+}

@@ -1,0 +1,384 @@
+//! What the analyzer concludes about one late wake-up: the spike, where its time went,
+//! the cause, the evidence and the fix. Serialized as the `rtwhy.analysis/1` JSON
+//! schema (docs/analysis-json.md).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Comm, Nanos};
+
+/// A root cause of real-time latency, as rtwhy names it (docs/causes.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// RT bandwidth control (or the fair server) kept the RT class off the CPU.
+    RtThrottling,
+    /// Softirq processing, on irq exit / bh enable or in `ksoftirqd`.
+    Softirq,
+    /// A device interrupt handler ran on a CPU meant to be isolated.
+    IrqOnIsolatedCpu,
+    /// Interrupt handlers on a CPU that is not isolated.
+    Irq,
+    /// The CPU was stopped with no kernel event (SMI, hypervisor).
+    Hwlat,
+    /// Deep idle exit or a low or changing clock.
+    FrequencyRamp,
+    /// The victim waited for a lock whose holder was preempted by a medium-priority task.
+    PriorityInversion,
+    /// The victim waited for a lock whose holder ran its critical section undisturbed.
+    LockContention,
+    /// A task of higher or equal real-time priority held the CPU.
+    Preemption,
+    /// A lower-priority task kept the CPU in a non-preemptible kernel section.
+    KernelNonpreemptible,
+    /// The trace does not hold the evidence to decide.
+    Unknown,
+}
+
+impl Cause {
+    /// Every cause, in the order the documentation lists them.
+    pub const ALL: [Cause; 11] = [
+        Cause::RtThrottling,
+        Cause::Softirq,
+        Cause::IrqOnIsolatedCpu,
+        Cause::Irq,
+        Cause::Hwlat,
+        Cause::FrequencyRamp,
+        Cause::PriorityInversion,
+        Cause::LockContention,
+        Cause::Preemption,
+        Cause::KernelNonpreemptible,
+        Cause::Unknown,
+    ];
+
+    /// The name used in text, JSON and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::RtThrottling => "rt_throttling",
+            Cause::Softirq => "softirq",
+            Cause::IrqOnIsolatedCpu => "irq_on_isolated_cpu",
+            Cause::Irq => "irq",
+            Cause::Hwlat => "hwlat",
+            Cause::FrequencyRamp => "frequency_ramp",
+            Cause::PriorityInversion => "priority_inversion",
+            Cause::LockContention => "lock_contention",
+            Cause::Preemption => "preemption",
+            Cause::KernelNonpreemptible => "kernel_nonpreemptible",
+            Cause::Unknown => "unknown",
+        }
+    }
+
+    /// The cause named `s`, if any.
+    pub fn parse(s: &str) -> Option<Cause> {
+        Cause::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How sure the analyzer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// Plausible, but other readings remain.
+    Low,
+    /// Most of the latency is explained this way.
+    Medium,
+    /// The decisive events are in the trace.
+    High,
+}
+
+impl Confidence {
+    /// `low`, `medium` or `high`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+/// A task as the diagnosis names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TaskRef {
+    /// Thread id (the kernel's pid).
+    pub tid: i32,
+    /// Name.
+    pub comm: Comm,
+    /// Kernel `prio` when last seen (0..=98 real-time, 100..=139 normal, -1 deadline).
+    pub prio: i32,
+}
+
+impl TaskRef {
+    /// `SCHED_FIFO 80`-style policy and priority, or `SCHED_OTHER nice 0`.
+    ///
+    /// FIFO and RR look the same in a trace; real-time tasks are shown as FIFO/RR.
+    pub fn policy(&self) -> String {
+        if let Some(rt) = crate::rt_priority_from_kernel_prio(self.prio) {
+            format!("FIFO/RR {rt}")
+        } else if let Some(nice) = crate::nice_from_kernel_prio(self.prio) {
+            format!("OTHER nice {nice}")
+        } else if self.prio < 0 {
+            "DEADLINE".to_string()
+        } else {
+            format!("prio {}", self.prio)
+        }
+    }
+
+    /// True for SCHED_FIFO/RR/DEADLINE tasks.
+    pub fn is_rt(&self) -> bool {
+        self.prio < 100
+    }
+}
+
+impl fmt::Display for TaskRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{} ({})", self.comm, self.tid, self.policy())
+    }
+}
+
+/// How a spike came to rtwhy's attention.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SpikeSource {
+    /// An `rtwhy-breach` marker written by rtwhy's recorder.
+    BreachMarker {
+        /// Latency measured by the detector, in ns.
+        reported_ns: u64,
+    },
+    /// Another tool's marker, such as cyclictest's `hit latency threshold (X > Y)`.
+    ToolMarker {
+        /// The marker text.
+        text: String,
+        /// Latency the tool reported, in ns.
+        reported_ns: u64,
+    },
+    /// Found from the scheduler events alone.
+    Events,
+}
+
+/// What "should have run" means for this spike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpikeKind {
+    /// The victim's own timer expired (clock_nanosleep and friends): timer expiry to running.
+    TimerWakeup,
+    /// The victim was woken by another task or an interrupt: waking to running.
+    Wakeup,
+    /// The victim was preempted while runnable and kept off the CPU: switch-out to switch-in.
+    Preempted,
+    /// The victim blocked on a lock far longer than the threshold: block to running.
+    LockWait,
+}
+
+impl SpikeKind {
+    /// A few words for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SpikeKind::TimerWakeup => "timer expiry to running",
+            SpikeKind::Wakeup => "wake-up to running",
+            SpikeKind::Preempted => "preempted while runnable, off the CPU",
+            SpikeKind::LockWait => "blocked on a lock, until running again",
+        }
+    }
+}
+
+/// Softirq context: run on irq exit / bh enable, or by the `ksoftirqd` thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SoftirqContext {
+    /// On irq exit or `local_bh_enable()`, in whatever task was current.
+    IrqExit,
+    /// In the per-CPU `ksoftirqd/N` thread.
+    Ksoftirqd,
+}
+
+/// One kind of time in the breakdown.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "bucket", rename_all = "snake_case")]
+pub enum Bucket {
+    /// Between the victim's timer expiry and its interrupt handler, with no event.
+    TimerIrqDelay,
+    /// A hard interrupt handler.
+    Irq {
+        /// IRQ number.
+        irq: i32,
+        /// Handler name.
+        name: String,
+    },
+    /// A softirq vector.
+    Softirq {
+        /// Vector number.
+        vec: u32,
+        /// Where it ran.
+        context: SoftirqContext,
+    },
+    /// Another task held the CPU.
+    Task {
+        /// Thread id.
+        tid: i32,
+        /// Name.
+        comm: Comm,
+        /// Kernel prio.
+        prio: i32,
+        /// It had a higher (or equal) priority than the victim.
+        outranks_victim: bool,
+        /// It is a kernel thread (always in the kernel).
+        kernel_thread: bool,
+    },
+    /// The CPU was idle while the victim was runnable.
+    Idle,
+    /// The victim waited for a lock.
+    LockWait {
+        /// The holder (the task that woke the victim), when known.
+        holder: Option<TaskRef>,
+    },
+    /// Time with no event on the CPU at all, ended by a late interrupt: the CPU was stopped.
+    Unaccounted,
+    /// The victim's own CPU time inside the window (switch-in not recorded).
+    Victim,
+}
+
+/// Name of a softirq vector.
+pub fn softirq_name(vec: u32) -> &'static str {
+    match vec {
+        0 => "HI",
+        1 => "TIMER",
+        2 => "NET_TX",
+        3 => "NET_RX",
+        4 => "BLOCK",
+        5 => "IRQ_POLL",
+        6 => "TASKLET",
+        7 => "SCHED",
+        8 => "HRTIMER",
+        9 => "RCU",
+        _ => "?",
+    }
+}
+
+impl fmt::Display for Bucket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Bucket::TimerIrqDelay => f.write_str("timer interrupt delay (expiry to handler)"),
+            Bucket::Irq { irq, name } => write!(f, "hard IRQ {irq} ({name})"),
+            Bucket::Softirq { vec, context } => {
+                let ctx = match context {
+                    SoftirqContext::IrqExit => "on irq exit",
+                    SoftirqContext::Ksoftirqd => "in ksoftirqd",
+                };
+                write!(f, "softirq {} {ctx}", softirq_name(*vec))
+            }
+            Bucket::Task {
+                tid,
+                comm,
+                prio,
+                outranks_victim,
+                kernel_thread,
+            } => {
+                let t = TaskRef {
+                    tid: *tid,
+                    comm: *comm,
+                    prio: *prio,
+                };
+                write!(
+                    f,
+                    "task {t}, {}{}",
+                    if *outranks_victim {
+                        "outranks the victim"
+                    } else {
+                        "lower priority than the victim"
+                    },
+                    if *kernel_thread {
+                        ", kernel thread"
+                    } else {
+                        ""
+                    }
+                )
+            }
+            Bucket::Idle => f.write_str("idle while the victim was runnable"),
+            Bucket::LockWait { holder: Some(h) } => write!(f, "lock wait, held by {h}"),
+            Bucket::LockWait { holder: None } => f.write_str("lock wait, holder unknown"),
+            Bucket::Unaccounted => f.write_str("unaccounted: no events, CPU stopped"),
+            Bucket::Victim => f.write_str("the victim itself (switch-in not recorded)"),
+        }
+    }
+}
+
+/// One line of the breakdown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakdownItem {
+    /// What the time was spent on.
+    #[serde(flatten)]
+    pub bucket: Bucket,
+    /// How long, in ns.
+    pub ns: u64,
+}
+
+/// One event quoted as proof, printed as a trace line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Timestamp.
+    pub ts: Nanos,
+    /// CPU.
+    pub cpu: u32,
+    /// The trace line, `comm-pid [cpu] ts: event: fields`.
+    pub line: String,
+    /// Why it matters.
+    pub why: String,
+}
+
+/// A cause with its weight in this spike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The cause.
+    pub cause: Cause,
+    /// How sure.
+    pub confidence: Confidence,
+    /// Share of the latency it explains, 0..=1.
+    pub share: f64,
+    /// A sentence for people: what happened, with names and numbers.
+    pub summary: String,
+}
+
+/// One latency spike and its diagnosis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spike {
+    /// 1-based number in time order.
+    pub id: u32,
+    /// The late thread.
+    pub victim: TaskRef,
+    /// The CPU it ran on when it finally ran.
+    pub cpu: u32,
+    /// What "should have run" means here.
+    pub kind: SpikeKind,
+    /// How it was found.
+    pub source: SpikeSource,
+    /// When it should have run.
+    pub start: Nanos,
+    /// When it ran.
+    pub end: Nanos,
+    /// `end - start`, in ns.
+    pub latency_ns: u64,
+    /// The switch-in was not recorded; `end` is the latest moment proven to be before it.
+    pub end_inferred: bool,
+    /// Who woke it, when known.
+    pub waker: Option<TaskRef>,
+    /// The primary cause.
+    pub primary: Finding,
+    /// Other causes that contributed.
+    pub contributors: Vec<Finding>,
+    /// Every nanosecond of the latency, by bucket, largest first; sums to `latency_ns`.
+    pub breakdown: Vec<BreakdownItem>,
+    /// The decisive events.
+    pub evidence: Vec<Evidence>,
+    /// Concrete steps, from the recorded system facts.
+    pub remediation: Vec<String>,
+    /// What the trace lacked, when that limited the diagnosis.
+    pub missing: Vec<String>,
+}

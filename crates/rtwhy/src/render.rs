@@ -1,0 +1,312 @@
+//! Diagnoses as text, Markdown and the `rtwhy.analysis/1` JSON document.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::Result;
+use rtwhy_analyze::Analysis;
+use rtwhy_model::{Cause, Confidence, Spike, SpikeSource};
+use serde_json::{json, Value};
+
+use crate::analyze::Source;
+
+/// The JSON schema's name and version; bump the version on incompatible changes.
+pub const SCHEMA: &str = "rtwhy.analysis/1";
+
+fn dur(ns: u64) -> String {
+    if ns >= 10_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else if ns >= 1_000_000 {
+        format!("{:.3} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.1} us", ns as f64 / 1e3)
+    }
+}
+
+fn source_note(s: &Spike) -> String {
+    match &s.source {
+        SpikeSource::BreachMarker { reported_ns } => {
+            format!(
+                "rtwhy breach marker, detector measured {}",
+                dur(*reported_ns)
+            )
+        }
+        SpikeSource::ToolMarker { text, .. } => format!("marker: \"{text}\""),
+        SpikeSource::Events => "found from the events".to_string(),
+    }
+}
+
+fn counts_by_cause(a: &Analysis) -> BTreeMap<Cause, usize> {
+    let mut m = BTreeMap::new();
+    for s in &a.spikes {
+        *m.entry(s.primary.cause).or_default() += 1;
+    }
+    m
+}
+
+fn summary_line(a: &Analysis) -> String {
+    if a.spikes.is_empty() {
+        let worst = a
+            .victims
+            .first()
+            .map(|v| {
+                format!(
+                    "; worst measured: {} {} over {} wake-ups",
+                    v.task,
+                    dur(v.max_ns),
+                    v.episodes
+                )
+            })
+            .unwrap_or_else(|| {
+                "; no real-time thread (or named thread) woke up in the trace".to_string()
+            });
+        return format!("no spikes above {}{worst}", dur(a.threshold.0));
+    }
+    let causes: Vec<String> = counts_by_cause(a)
+        .iter()
+        .map(|(c, n)| format!("{n} {c}"))
+        .collect();
+    let worst = a.spikes.iter().max_by_key(|s| s.latency_ns);
+    format!(
+        "{} spike{} above {}: {}{}",
+        a.spikes.len(),
+        if a.spikes.len() == 1 { "" } else { "s" },
+        dur(a.threshold.0),
+        causes.join(", "),
+        worst
+            .map(|w| format!(
+                "; worst {} for {} at {} ({})",
+                dur(w.latency_ns),
+                w.victim,
+                w.end,
+                w.primary.cause
+            ))
+            .unwrap_or_default()
+    )
+}
+
+/// Text for people: the verdict first, then the breakdown, evidence and fix.
+pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
+    writeln!(
+        out,
+        "rtwhy analyze {} ({}, {} events)",
+        src.path, src.kind, a.events
+    )?;
+    for s in &a.spikes {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "spike {} at {}: {} on CPU {} was {} late ({}; {})",
+            s.id,
+            s.end,
+            s.victim,
+            s.cpu,
+            dur(s.latency_ns),
+            s.kind.describe(),
+            source_note(s)
+        )?;
+        writeln!(
+            out,
+            "  cause: {} ({} confidence, {:.0}%): {}",
+            s.primary.cause,
+            s.primary.confidence.as_str(),
+            s.primary.share * 100.0,
+            s.primary.summary
+        )?;
+        for c in &s.contributors {
+            writeln!(
+                out,
+                "  also:  {} ({:.0}%): {}",
+                c.cause,
+                c.share * 100.0,
+                c.summary
+            )?;
+        }
+        writeln!(
+            out,
+            "  breakdown of {} from {} to {}:",
+            dur(s.latency_ns),
+            s.start,
+            s.end
+        )?;
+        for item in &s.breakdown {
+            writeln!(
+                out,
+                "    {:>10}  {:>5.1}%  {}",
+                dur(item.ns),
+                item.ns as f64 * 100.0 / s.latency_ns.max(1) as f64,
+                item.bucket
+            )?;
+        }
+        if !s.evidence.is_empty() {
+            writeln!(out, "  evidence:")?;
+            for e in &s.evidence {
+                writeln!(out, "    {}", e.line)?;
+                writeln!(out, "        ^ {}", e.why)?;
+            }
+        }
+        if !s.remediation.is_empty() {
+            writeln!(out, "  fix:")?;
+            for r in &s.remediation {
+                writeln!(out, "    - {r}")?;
+            }
+        }
+        if s.primary.cause == Cause::Unknown || s.primary.confidence == Confidence::Low {
+            for m in &s.missing {
+                writeln!(out, "  missing: {m}")?;
+            }
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "{}", summary_line(a))?;
+    if a.spikes_dropped > 0 {
+        writeln!(
+            out,
+            "{} more spikes were found but not diagnosed (limit {}); raise --threshold or narrow with --comm",
+            a.spikes_dropped,
+            rtwhy_analyze::MAX_SPIKES
+        )?;
+    }
+    Ok(())
+}
+
+/// Markdown: a summary table, then one section per spike.
+pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
+    writeln!(out, "# rtwhy: latency analysis of `{}`\n", src.path)?;
+    writeln!(out, "{}.\n", summary_line(a))?;
+    if let Some(k) = &a.facts.kernel_release {
+        writeln!(
+            out,
+            "Kernel {k}; threshold {}; {} events ({}).\n",
+            dur(a.threshold.0),
+            a.events,
+            src.kind
+        )?;
+    }
+    if !a.spikes.is_empty() {
+        writeln!(
+            out,
+            "| # | time | victim | CPU | latency | cause | confidence |"
+        )?;
+        writeln!(out, "|---|---|---|---|---|---|---|")?;
+        for s in &a.spikes {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                s.id,
+                s.end,
+                s.victim,
+                s.cpu,
+                dur(s.latency_ns),
+                s.primary.cause,
+                s.primary.confidence.as_str()
+            )?;
+        }
+    }
+    for s in &a.spikes {
+        writeln!(
+            out,
+            "\n## Spike {}: {} late by {} on CPU {}\n",
+            s.id,
+            s.victim,
+            dur(s.latency_ns),
+            s.cpu
+        )?;
+        writeln!(
+            out,
+            "**{}** ({} confidence, {:.0}%): {}\n",
+            s.primary.cause,
+            s.primary.confidence.as_str(),
+            s.primary.share * 100.0,
+            s.primary.summary
+        )?;
+        for c in &s.contributors {
+            writeln!(
+                out,
+                "- also **{}** ({:.0}%): {}",
+                c.cause,
+                c.share * 100.0,
+                c.summary
+            )?;
+        }
+        writeln!(
+            out,
+            "\n{}, from {} to {} ({}).\n",
+            s.kind.describe(),
+            s.start,
+            s.end,
+            source_note(s)
+        )?;
+        writeln!(out, "| time | share | spent on |")?;
+        writeln!(out, "|---:|---:|---|")?;
+        for item in &s.breakdown {
+            writeln!(
+                out,
+                "| {} | {:.1}% | {} |",
+                dur(item.ns),
+                item.ns as f64 * 100.0 / s.latency_ns.max(1) as f64,
+                item.bucket
+            )?;
+        }
+        if !s.evidence.is_empty() {
+            writeln!(out, "\nEvidence:\n\n```")?;
+            for e in &s.evidence {
+                writeln!(out, "{}\n    ^ {}", e.line, e.why)?;
+            }
+            writeln!(out, "```")?;
+        }
+        if !s.remediation.is_empty() {
+            writeln!(out, "\nFix:\n")?;
+            for r in &s.remediation {
+                writeln!(out, "- {r}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `rtwhy.analysis/1` document.
+pub fn json(a: &Analysis, src: &Source) -> Value {
+    let seen = a.seen;
+    json!({
+        "schema": SCHEMA,
+        "trace": {
+            "path": src.path,
+            "kind": src.kind,
+            "events": a.events,
+            "first_ts_ns": a.span.map(|s| s.0),
+            "last_ts_ns": a.span.map(|s| s.1),
+            "warnings": src.warnings,
+        },
+        "threshold_ns": a.threshold.0,
+        "facts": a.facts,
+        "events_present": {
+            "sched_switch": seen.switch,
+            "sched_waking": seen.waking,
+            "sched_wakeup": seen.wakeup,
+            "irq_handler_entry": seen.irq,
+            "softirq_entry": seen.softirq,
+            "hrtimer_start": seen.hrtimer_start,
+            "hrtimer_expire_entry": seen.hrtimer,
+            "cpu_idle": seen.cpu_idle,
+            "cpu_frequency": seen.cpu_frequency,
+            "sys_enter_futex": seen.futex,
+            "sched_pi_setprio": seen.pi_setprio,
+        },
+        "victims": a.victims.iter().map(|v| json!({
+            "tid": v.task.tid,
+            "comm": v.task.comm,
+            "prio": v.task.prio,
+            "policy": v.task.policy(),
+            "wakeups": v.episodes,
+            "max_latency_ns": v.max_ns,
+        })).collect::<Vec<_>>(),
+        "summary": {
+            "spikes": a.spikes.len(),
+            "spikes_not_diagnosed": a.spikes_dropped,
+            "by_cause": counts_by_cause(a).iter().map(|(c, n)| (c.as_str().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "worst_latency_ns": a.spikes.iter().map(|s| s.latency_ns).max(),
+        },
+        "spikes": a.spikes,
+    })
+}
