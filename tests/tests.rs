@@ -3,5 +3,6 @@
 //! through the writer, damaged input, and the command line.
 
 mod cli;
+mod fixtures;
 mod mutations;
 mod roundtrip;

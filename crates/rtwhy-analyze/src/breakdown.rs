@@ -117,8 +117,17 @@ pub(crate) fn replay(
         }
     }
     let mut last_open: Option<Event> = None;
+    let mut prio: Option<i32> = None;
+    // RT tasks left runnable on this CPU; a switch to idle or to a normal task while
+    // one waits is the scheduler refusing the RT class: throttling (or the fair server).
+    let mut rt_waiting: Vec<i32> = Vec::new();
+    for e in q.range(lookback_end..i0) {
+        if let Some(throttled) = track_rt_waiting(e, w.cpu, &mut rt_waiting) {
+            out.lower_picked = throttled.then(|| e.clone());
+        }
+    }
     for e in q.range(begin..i0) {
-        apply(e, &mut curr, &mut stack);
+        apply(e, &mut curr, &mut stack, &mut prio);
         observe_power(e, w, &mut out);
         last_open = Some(e.clone());
     }
@@ -139,14 +148,15 @@ pub(crate) fn replay(
             e.ts,
             w,
             late,
-            &curr,
+            (curr, prio),
             &stack,
             &opened_by,
             Some(e),
             &mut out,
         );
-        apply(e, &mut curr, &mut stack);
+        apply(e, &mut curr, &mut stack, &mut prio);
         observe_power(e, w, &mut out);
+        let throttled = track_rt_waiting(e, w.cpu, &mut rt_waiting);
         if w.victim_on_rq && out.lower_picked.is_none() {
             if let EventKind::SchedSwitch {
                 next_pid,
@@ -154,7 +164,9 @@ pub(crate) fn replay(
                 ..
             } = &e.kind
             {
-                if *next_pid != w.victim.tid && (*next_pid == 0 || *next_prio > w.victim.prio) {
+                let lower =
+                    *next_pid != w.victim.tid && (*next_pid == 0 || *next_prio > w.victim.prio);
+                if lower && (w.victim.is_rt() || throttled == Some(true)) {
                     out.lower_picked = Some(e.clone());
                 }
             }
@@ -168,7 +180,7 @@ pub(crate) fn replay(
         w.to,
         w,
         late,
-        &curr,
+        (curr, prio),
         &stack,
         &opened_by,
         next.as_ref(),
@@ -190,11 +202,52 @@ fn observe_power(e: &Event, w: &Window<'_>, out: &mut Replay) {
     }
 }
 
-fn apply(e: &Event, curr: &mut i32, stack: &mut Vec<Ctx>) {
+/// Follows the RT tasks left runnable on `cpu`. For a switch, returns whether it put
+/// idle or a normal task on the CPU while one of them waited.
+fn track_rt_waiting(e: &Event, cpu: u32, waiting: &mut Vec<i32>) -> Option<bool> {
     match &e.kind {
-        EventKind::SchedSwitch { next_pid, .. } => {
+        EventKind::SchedSwitch {
+            prev_pid,
+            prev_prio,
+            prev_state,
+            next_pid,
+            next_prio,
+            ..
+        } => {
+            waiting.retain(|p| p != next_pid && p != prev_pid);
+            if *prev_prio < 100 && *prev_pid > 0 && prev_state.is_runnable() {
+                waiting.push(*prev_pid);
+                if waiting.len() > 64 {
+                    waiting.remove(0);
+                }
+            }
+            Some(!waiting.is_empty() && (*next_pid == 0 || *next_prio >= 100))
+        }
+        EventKind::SchedMigrateTask { pid, orig_cpu, .. } if *orig_cpu == cpu as i32 => {
+            waiting.retain(|p| p != pid);
+            None
+        }
+        _ => None,
+    }
+}
+
+/// Follows who is current, at which priority, and the interrupt nesting.
+fn apply(e: &Event, curr: &mut i32, stack: &mut Vec<Ctx>, prio: &mut Option<i32>) {
+    if e.pid != *curr && !matches!(e.kind, EventKind::SchedSwitch { .. }) {
+        *prio = None;
+    }
+    match &e.kind {
+        EventKind::SchedSwitch {
+            next_pid,
+            next_prio,
+            ..
+        } => {
             *curr = *next_pid;
+            *prio = Some(*next_prio);
             stack.clear();
+        }
+        EventKind::SchedPiSetprio { pid, newprio, .. } if *pid == *curr => {
+            *prio = Some(*newprio);
         }
         EventKind::IrqHandlerEntry { irq, name } => {
             *curr = e.pid;
@@ -244,7 +297,7 @@ impl Acc<'_> {
         to: Nanos,
         w: &Window<'_>,
         late: &[LateTimer],
-        curr: &i32,
+        curr: (i32, Option<i32>),
         stack: &[Ctx],
         opened_by: &Option<Event>,
         closed_by: Option<&Event>,
@@ -254,9 +307,15 @@ impl Acc<'_> {
             return;
         }
         let mut from = from;
-        // The victim's own timer: due but not yet handled, with nothing on the CPU.
+        // The victim's own timer: due but not yet handled, and the CPU silent from the
+        // expiry on (or for long stretches later). Once the CPU shows life, its time
+        // belongs to whatever it was doing.
         if let Some(tf) = w.timer {
-            if from < tf.handler && from >= tf.expiry {
+            if from < tf.handler
+                && from >= tf.expiry
+                && stack.is_empty()
+                && (from == w.from || to.0 - from.0 >= MIN_STOP)
+            {
                 let until = tf.handler.min(to);
                 self.push(Bucket::TimerIrqDelay, from, until, opened_by, closed_by);
                 from = until;
@@ -291,7 +350,7 @@ impl Acc<'_> {
         &mut self,
         from: Nanos,
         to: Nanos,
-        curr: &i32,
+        (curr, curr_prio): (i32, Option<i32>),
         stack: &[Ctx],
         opened_by: &Option<Event>,
         closed_by: Option<&Event>,
@@ -307,7 +366,7 @@ impl Acc<'_> {
             Some(Ctx::Softirq { vec }) => {
                 let in_ksoftirqd = self
                     .tasks
-                    .task(*curr)
+                    .task(curr)
                     .is_some_and(|(c, _)| c.as_bytes().starts_with(b"ksoftirqd"));
                 Bucket::Softirq {
                     vec: *vec,
@@ -318,15 +377,17 @@ impl Acc<'_> {
                     },
                 }
             }
-            None if *curr == 0 => Bucket::Idle,
-            None if *curr == self.victim.tid => Bucket::Victim,
+            None if curr == 0 => Bucket::Idle,
+            None if curr == self.victim.tid => Bucket::Victim,
             None => {
-                let (comm, prio) = self
+                let (comm, known_prio) = self
                     .tasks
-                    .task(*curr)
+                    .task(curr)
                     .unwrap_or((Comm::new("<unknown>"), 120));
+                // The priority it ran at (a PI boost shows here), not its latest one.
+                let prio = curr_prio.unwrap_or(known_prio);
                 Bucket::Task {
-                    tid: *curr,
+                    tid: curr,
                     comm,
                     prio,
                     outranks_victim: prio <= self.victim.prio,

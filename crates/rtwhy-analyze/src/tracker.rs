@@ -44,6 +44,9 @@ pub(crate) struct Wake {
     pub waker: Option<i32>,
     pub timer: Option<TimerFire>,
     pub event: Event,
+    /// The task's own timer fired while it was still on the CPU, before it could sleep
+    /// (softirqs run in its context): it is late until it leaves interrupt context.
+    pub while_running: bool,
 }
 
 /// A task that went to sleep.
@@ -104,6 +107,8 @@ pub(crate) struct LastEpisode {
 struct CpuState {
     /// The hrtimer whose handler is running: address, handler entry, expiry estimate.
     hrtimer: Option<(u64, Nanos, Option<Nanos>)>,
+    /// IRQ and softirq nesting.
+    depth: u32,
 }
 
 /// What the rest of the analyzer does with an episode.
@@ -248,15 +253,24 @@ impl Tracker {
 
         // A task's own event proves it is on the CPU, even if its switch-in was dropped.
         if ev.pid > 0 && !matches!(ev.kind, EventKind::SchedSwitch { .. }) {
-            let waiting = self
-                .tasks
-                .get(&ev.pid)
-                .is_some_and(|t| t.wake.is_some() || matches!(t.run, Run::Runnable { .. }));
-            if waiting {
+            // Events at the very instant of the task's switch-out (a tracepoint after
+            // `sched_switch` still carries the old pid) prove nothing.
+            let depth = self.cpus.get(ev.cpu as usize).map_or(0, |c| c.depth);
+            let in_irq = depth > 0 || is_irq_event(&ev.kind);
+            let mut while_running = false;
+            let waiting = self.tasks.get(&ev.pid).is_some_and(|t| {
+                t.wake.as_ref().is_some_and(|w| {
+                    while_running = w.while_running;
+                    ev.ts > w.ts && !(w.while_running && in_irq)
+                }) || matches!(t.run, Run::Runnable { since, .. } if ev.ts > since)
+            });
+            if waiting && while_running {
+                self.ran(ev.pid, ev.cpu, ev.ts, false, ev, &mut out);
+            } else if waiting {
                 let end = self.inferred_switch_in(ev);
                 self.ran(ev.pid, ev.cpu, end, true, ev, &mut out);
             } else if let Some(t) = self.tasks.get_mut(&ev.pid) {
-                if t.run == Run::Unknown || t.run == Run::Blocked {
+                if t.run == Run::Unknown {
                     t.run = Run::Running { cpu: ev.cpu };
                 }
             }
@@ -273,9 +287,14 @@ impl Tracker {
                 next_prio,
             } => {
                 self.seen.switch = true;
+                self.cpu(ev.cpu).depth = 0;
                 if *prev_pid > 0 {
                     let t = self.task(*prev_pid, Some(prev_comm), Some(*prev_prio));
-                    t.wake = None;
+                    let keep = prev_state.is_runnable()
+                        && t.wake.as_ref().is_some_and(|w| w.while_running);
+                    if !keep {
+                        t.wake = None;
+                    }
                     if prev_state.is_runnable() {
                         t.run = Run::Runnable {
                             since: ev.ts,
@@ -337,8 +356,18 @@ impl Tracker {
                 }
                 self.task(*pid, Some(comm), Some(*prio));
             }
-            EventKind::IrqHandlerEntry { .. } => self.seen.irq = true,
-            EventKind::SoftirqEntry { .. } => self.seen.softirq = true,
+            EventKind::IrqHandlerEntry { .. } => {
+                self.seen.irq = true;
+                self.cpu(ev.cpu).depth += 1;
+            }
+            EventKind::SoftirqEntry { .. } => {
+                self.seen.softirq = true;
+                self.cpu(ev.cpu).depth += 1;
+            }
+            EventKind::IrqHandlerExit { .. } | EventKind::SoftirqExit { .. } => {
+                let c = self.cpu(ev.cpu);
+                c.depth = c.depth.saturating_sub(1);
+            }
             EventKind::HrtimerStart {
                 hrtimer, expires, ..
             } => {
@@ -428,7 +457,7 @@ impl Tracker {
     fn woken(&mut self, ev: &Event, pid: i32, comm: &Comm, prio: i32, target_cpu: i32) {
         let hr = self.cpus.get(ev.cpu as usize).and_then(|c| c.hrtimer);
         let t = self.task(pid, Some(comm), Some(prio));
-        if matches!(t.run, Run::Running { .. }) || t.wake.is_some() {
+        if t.wake.is_some() {
             return;
         }
         let timer = match (hr, t.timer) {
@@ -436,6 +465,11 @@ impl Tracker {
                 Some(TimerFire { expiry, handler })
             }
             _ => None,
+        };
+        let while_running = match t.run {
+            Run::Running { cpu } if cpu == ev.cpu && timer.is_some() && ev.pid == pid => true,
+            Run::Running { .. } => return,
+            _ => false,
         };
         let waker = if timer.is_some() || ev.pid == 0 {
             None
@@ -448,6 +482,7 @@ impl Tracker {
             waker,
             timer,
             event: ev.clone(),
+            while_running,
         });
     }
 
@@ -657,6 +692,22 @@ impl Tracker {
             }
         }
     }
+}
+
+/// Events that mark interrupt context boundaries.
+fn is_irq_event(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::IrqHandlerEntry { .. }
+            | EventKind::IrqHandlerExit { .. }
+            | EventKind::SoftirqEntry { .. }
+            | EventKind::SoftirqExit { .. }
+            | EventKind::HrtimerExpireEntry { .. }
+            | EventKind::HrtimerExpireExit { .. }
+            | EventKind::SchedWaking { .. }
+            | EventKind::SchedWakeup { .. }
+            | EventKind::SoftirqRaise { .. }
+    )
 }
 
 /// Threads whose lateness is not a user's concern: per-CPU stop-class and hotplug helpers.

@@ -301,7 +301,7 @@ impl fmt::Display for Bucket {
                     }
                 )
             }
-            Bucket::Idle => f.write_str("idle while the victim was runnable"),
+            Bucket::Idle => f.write_str("idle before the victim ran"),
             Bucket::LockWait { holder: Some(h) } => write!(f, "lock wait, held by {h}"),
             Bucket::LockWait { holder: None } => f.write_str("lock wait, holder unknown"),
             Bucket::Unaccounted => f.write_str("unaccounted: no events, CPU stopped"),
