@@ -451,21 +451,30 @@ pub(crate) fn is_kernel_thread(comm: &Comm) -> bool {
     PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
-/// Other CPUs with no event at all during `[from, to)` although their history covers it.
+/// Other CPUs that were silent for most (80 %) of `[from, to)` although their history
+/// covers it: several CPUs stopping at once points at SMIs or the hypervisor.
 pub(crate) fn silent_cpus(history: &History, except: u32, from: Nanos, to: Nanos) -> Vec<u32> {
     let mut out = Vec::new();
+    let span = to.0.saturating_sub(from.0);
+    if span == 0 {
+        return out;
+    }
     for cpu in 0..history.cpu_count() as u32 {
-        if cpu == except {
+        if cpu == except || history.start(cpu).is_none_or(|s| s >= from) {
             continue;
         }
         let q = history.cpu(cpu);
-        let covered =
-            history.start(cpu).is_some_and(|s| s < from) && q.back().is_some_and(|e| e.ts >= to);
-        if !covered {
-            continue;
+        let mut last = from;
+        let mut longest = 0;
+        for e in q.range(history.first_at(cpu, from)..) {
+            if e.ts >= to {
+                break;
+            }
+            longest = longest.max(e.ts.0 - last.0);
+            last = e.ts;
         }
-        let i = history.first_at(cpu, from);
-        if q.get(i).is_none_or(|e| e.ts >= to) {
+        longest = longest.max(to.0 - last.0);
+        if longest * 10 >= span * 8 {
             out.push(cpu);
         }
     }

@@ -102,7 +102,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     for item in &items {
         let cause = match &item.bucket {
             Bucket::TimerIrqDelay | Bucket::Unaccounted => {
-                if deep_idle_exit && stopped <= MAX_IDLE_EXIT && !tr.seen.cpu_frequency {
+                if deep_idle_exit && stopped <= MAX_IDLE_EXIT {
                     Cause::FrequencyRamp
                 } else {
                     Cause::Hwlat
