@@ -5,11 +5,13 @@ use rtwhy_model::{Comm, CpuList, Nanos};
 /// Which threads count as victims.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskFilter {
-    /// Processes: these thread ids and every thread or process they create in the trace.
+    /// Processes: the real-time threads among these thread ids and every thread or
+    /// process they create in the trace.
     pub pids: Vec<i32>,
-    /// Exact thread ids.
+    /// Exact thread ids, whatever their scheduling policy.
     pub tids: Vec<i32>,
-    /// Thread names (a name cut by the kernel's 15-byte limit matches its longer form).
+    /// Real-time threads with these names (a name cut by the kernel's 15-byte limit
+    /// matches its longer form).
     pub comms: Vec<String>,
 }
 

@@ -132,6 +132,8 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             Bucket::Idle => {
                 if replay.lower_picked.is_some() && ep.victim.is_rt() {
                     Cause::RtThrottling
+                } else if deep_idle_exit {
+                    Cause::FrequencyRamp
                 } else {
                     Cause::Unknown
                 }
@@ -199,12 +201,30 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             (primary, contributors)
         }
         _ => {
-            let explained: f64 = ranked.iter().map(|(_, ns)| share(*ns)).sum();
-            let mut summary = format!(
-                "no single cause explains this spike: named causes cover {:.0}% of {}",
-                explained * 100.0,
-                us(latency)
-            );
+            let explained: f64 = ranked
+                .iter()
+                .map(|(_, ns)| share(*ns))
+                .sum::<f64>()
+                .clamp(0.0, 1.0);
+            let idle = items
+                .iter()
+                .filter(|i| i.bucket == Bucket::Idle)
+                .map(|i| i.ns)
+                .sum::<u64>();
+            let mut summary = if share(idle) >= MIN_PRIMARY_SHARE {
+                format!(
+                    "CPU {} stayed idle for {} after {} was woken for it, and the trace does not say why (a slow idle exit, a late wake-up IPI, or a stopped CPU)",
+                    ep.cpu,
+                    us(idle),
+                    ep.victim
+                )
+            } else {
+                format!(
+                    "no single cause explains this spike: named causes cover {:.0}% of {}",
+                    explained * 100.0,
+                    us(latency)
+                )
+            };
             if !missing.is_empty() {
                 summary.push_str("; ");
                 summary.push_str(&missing.join("; "));
@@ -560,6 +580,9 @@ impl Ctx<'_> {
                 }
             }
             Cause::KernelNonpreemptible => {
+                if !(self.tr.seen.irq && self.tr.seen.softirq) {
+                    confidence = confidence.min(Confidence::Medium);
+                }
                 let who = self.top_item(|b| {
                     matches!(
                         b,
@@ -583,6 +606,14 @@ impl Ctx<'_> {
                     ),
                     None => format!("non-preemptible kernel section on CPU {cpu}{model}"),
                 }
+                .replace(
+                    ", with no IRQ or softirq to explain it",
+                    if self.tr.seen.irq && self.tr.seen.softirq {
+                        ", with no IRQ or softirq to explain it"
+                    } else {
+                        "; IRQ/softirq events were not recorded, so interrupt work may hide in this time"
+                    },
+                )
             }
             Cause::Unknown => "not enough evidence".to_string(),
         };
@@ -901,6 +932,9 @@ fn missing_events(tr: &Tracker, ep: &Episode) -> Vec<String> {
     }
     if !s.waking && !s.wakeup {
         m.push("no sched_waking/sched_wakeup events: wake-up times are unknown".to_string());
+    }
+    if !s.cpu_idle {
+        m.push("no power:cpu_idle events: idle-state exits cannot be seen".to_string());
     }
     if ep.kind == SpikeKind::LockWait && !s.pi_setprio {
         m.push(

@@ -238,7 +238,11 @@ impl Tracker {
         if f.is_empty() {
             return t.prio < 100 && !is_housekeeping(&t.comm);
         }
-        f.tids.contains(&tid) || self.selected.contains(&tid) || f.matches_comm(&t.comm)
+        // Processes and names select their real-time threads (a cyclictest process has
+        // a SCHED_OTHER main thread whose lateness nobody cares about); thread ids are
+        // taken as they are.
+        f.tids.contains(&tid)
+            || (t.prio < 100 && (self.selected.contains(&tid) || f.matches_comm(&t.comm)))
     }
 
     /// Follows one event; returns the episodes to diagnose. The caller pushes the event

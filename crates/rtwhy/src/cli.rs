@@ -66,14 +66,17 @@ pub struct AnalyzeArgs {
     /// Latency above which a wake-up is a spike (`100us`, `2ms`; a bare number is us).
     #[arg(long, short = 't', default_value = "100us", value_parser = parse_threshold)]
     pub threshold: rtwhy_model::Nanos,
-    /// Only these processes (thread id of the main thread; threads and children it
-    /// creates in the trace are included). Repeat or separate with commas.
+    /// Only the real-time threads of these processes (thread id of the main thread;
+    /// threads and children it creates in the trace are included). Repeat or separate
+    /// with commas.
     #[arg(long, value_delimiter = ',')]
     pub pid: Vec<i32>,
-    /// Only these threads. Repeat or separate with commas.
+    /// Only these threads, whatever their policy (a SCHED_OTHER thread is measured too).
+    /// Repeat or separate with commas.
     #[arg(long, value_delimiter = ',')]
     pub tid: Vec<i32>,
-    /// Only threads with this name (as the kernel shows it). Repeat or separate with commas.
+    /// Only real-time threads with this name (as the kernel shows it). Repeat or separate
+    /// with commas.
     #[arg(long, value_delimiter = ',')]
     pub comm: Vec<String>,
     /// Treat these CPUs as isolated (`1-3,5`), whatever the recording says.

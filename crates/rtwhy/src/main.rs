@@ -16,7 +16,22 @@ use clap::Parser;
 const EXIT_INPUT_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(a) => a,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // One line: what was wrong and how to fix it; `--help` has the rest.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("rtwhy: error: {first} (see `rtwhy --help`)");
+            return ExitCode::from(EXIT_INPUT_ERROR);
+        }
+    };
     let result = match args.command {
         cli::Command::Dump(a) => dump::run(&a),
         cli::Command::Info(a) => info::run(&a),

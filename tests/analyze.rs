@@ -1,0 +1,186 @@
+//! `rtwhy analyze` end to end: exit codes, bad input, the three formats, and report text
+//! giving the same diagnosis as the trace.dat it was printed from.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use rtwhy_tests::{oracle, rtwhy, wild_corpus, workspace};
+use serde_json::Value;
+
+fn analyze(path: &Path, args: &[&str]) -> Output {
+    Command::new(rtwhy())
+        .arg("analyze")
+        .arg(path)
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn analyze_json(path: &Path, args: &[&str]) -> (Option<i32>, Value) {
+    let mut a = args.to_vec();
+    a.extend(["--format", "json"]);
+    let out = analyze(path, &a);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    (out.status.code(), v)
+}
+
+fn recorded(name: &str) -> std::path::PathBuf {
+    workspace().join("fixtures/recorded").join(name)
+}
+
+#[test]
+fn exit_code_says_whether_spikes_were_found() {
+    let (code, v) = analyze_json(&recorded("vm-cyclictest-v7-zstd.dat"), &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["schema"], "rtwhy.analysis/1");
+    assert_eq!(v["summary"]["spikes"], 1);
+    // cyclictest printed Max: 159 us for this run; the trace gives the same spike.
+    let lat = v["spikes"][0]["latency_ns"].as_u64().expect("latency");
+    assert!((150_000..=160_000).contains(&lat), "{lat}");
+    let (code, v) = analyze_json(
+        &recorded("vm-cyclictest-v7-zstd.dat"),
+        &["--threshold", "200us"],
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(v["summary"]["spikes"], 0);
+    assert!(v["victims"][0]["max_latency_ns"].as_u64().expect("max") > 150_000);
+}
+
+#[test]
+fn filters_pick_the_victims() {
+    let path = recorded("vm-cyclictest-v7-zstd.dat");
+    let (_, v) = analyze_json(&path, &["--comm", "no-such-task"]);
+    assert_eq!(v["summary"]["spikes"], 0);
+    assert_eq!(v["victims"].as_array().map(Vec::len), Some(0));
+    let (_, v) = analyze_json(&path, &["--comm", "cyclictest"]);
+    assert_eq!(v["summary"]["spikes"], 1);
+    let tid = v["spikes"][0]["victim"]["tid"]
+        .as_i64()
+        .expect("tid")
+        .to_string();
+    let (_, v) = analyze_json(&path, &["--tid", &tid]);
+    assert_eq!(v["summary"]["spikes"], 1);
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prose = dir.path().join("notes.txt");
+    std::fs::write(&prose, "my cyclictest max was 48 ms, please help\n").expect("write");
+    let cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
+        (
+            vec![wild_corpus().join("igt-i915-x86_64-noopts.dat").into()],
+            "no scheduler events",
+        ),
+        (vec![prose.clone().into()], "notes.txt"),
+        (
+            vec![
+                recorded("vm-net-v7-zstd.dat").into(),
+                "--threshold".into(),
+                "abc".into(),
+            ],
+            "abc",
+        ),
+        (
+            vec![
+                recorded("vm-net-v7-zstd.dat").into(),
+                "--isolated".into(),
+                "one".into(),
+            ],
+            "CPU list",
+        ),
+        (vec!["/nonexistent/trace.dat".into()], "cannot open"),
+    ];
+    for (args, needle) in cases {
+        let out = Command::new(rtwhy())
+            .arg("analyze")
+            .args(&args)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn text_puts_the_verdict_first_then_breakdown_and_evidence() {
+    let out = analyze(&recorded("vm-net-v7-zstd.dat"), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let spike = text.find("spike 1 at").expect("a spike block");
+    let cause = text.find("  cause: ").expect("a verdict");
+    let breakdown = text.find("  breakdown of").expect("a breakdown");
+    let evidence = text.find("  evidence:").expect("evidence");
+    let fix = text.find("  fix:").expect("a fix");
+    assert!(spike < cause && cause < breakdown && breakdown < evidence && evidence < fix);
+    let md = analyze(&recorded("vm-net-v7-zstd.dat"), &["--format", "markdown"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.starts_with("# rtwhy: latency analysis of"), "{md}");
+    assert!(md.contains("| # | time | victim | CPU | latency | cause | confidence |"));
+    assert!(md.contains("## Spike 1:"));
+}
+
+#[test]
+fn report_text_is_diagnosed_like_the_trace_it_came_from() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["vm-cyclictest-v7-zstd.dat", "vm-net-v7-zstd.dat"] {
+        let dat = recorded(name);
+        let text = oracle(&dat, "report").expect("stored trace-cmd report");
+        let pasted = dir.path().join(format!("{name}.txt"));
+        std::fs::write(&pasted, text).expect("write");
+        let (c1, a) = analyze_json(&dat, &["--threshold", "50us"]);
+        let (c2, b) = analyze_json(&pasted, &["--threshold", "50us"]);
+        assert_eq!(c1, c2, "{name}");
+        let key = |v: &Value| -> Vec<(String, String, i64)> {
+            v["spikes"]
+                .as_array()
+                .expect("spikes")
+                .iter()
+                .map(|s| {
+                    (
+                        s["victim"]["comm"].to_string(),
+                        s["primary"]["cause"].to_string(),
+                        // report text has microsecond timestamps
+                        s["latency_ns"].as_i64().expect("latency") / 1000,
+                    )
+                })
+                .collect()
+        };
+        let (ka, kb) = (key(&a), key(&b));
+        assert_eq!(ka.len(), kb.len(), "{name}: {ka:?} vs {kb:?}");
+        for (x, y) in ka.iter().zip(&kb) {
+            assert_eq!((&x.0, &x.1), (&y.0, &y.1), "{name}");
+            assert!((x.2 - y.2).abs() <= 2, "{name}: {x:?} vs {y:?}");
+        }
+    }
+}
+
+#[test]
+fn every_wild_trace_is_analyzed_or_refused_in_one_line() {
+    for dat in rtwhy_tests::dat_files(&wild_corpus()) {
+        let out = analyze(&dat, &["--format", "json"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) | Some(1) => {
+                let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+                for s in v["spikes"].as_array().expect("spikes") {
+                    let sum: u64 = s["breakdown"]
+                        .as_array()
+                        .expect("breakdown")
+                        .iter()
+                        .map(|i| i["ns"].as_u64().expect("ns"))
+                        .sum();
+                    assert_eq!(Some(sum), s["latency_ns"].as_u64(), "{}", dat.display());
+                    assert!(!s["evidence"].as_array().expect("evidence").is_empty());
+                }
+            }
+            Some(2) => assert_eq!(err.lines().count(), 1, "{}: {err}", dat.display()),
+            other => panic!("{}: exit {other:?}: {err}", dat.display()),
+        }
+    }
+}
