@@ -26,4 +26,11 @@ echo
 echo "\$ rtwhy dump $trace | grep -m 12 -E 'cyclictest|sched_switch'"
 target/release/rtwhy dump "$trace" | grep -m 12 -E 'cyclictest|sched_switch' || true
 echo
-echo "The binary is target/release/rtwhy; try \`rtwhy dump --raw\`, or your own trace.dat."
+echo
+echo "\$ rtwhy analyze fixtures/rt_throttling/rt_throttling.dat --threshold 10ms --comm cyclictest | head -12"
+target/release/rtwhy analyze fixtures/rt_throttling/rt_throttling.dat --threshold 10ms --comm cyclictest | head -12 || true
+echo
+echo "\$ rtwhy analyze fixtures/priority_inversion/priority_inversion.dat --threshold 1ms --comm lab-high | head -16"
+target/release/rtwhy analyze fixtures/priority_inversion/priority_inversion.dat --threshold 1ms --comm lab-high | head -16 || true
+echo
+echo "The binary is target/release/rtwhy; try \`rtwhy analyze --help\`, or your own trace.dat."

@@ -725,10 +725,13 @@ impl Ctx<'_> {
         }
         if primary == Cause::RtThrottling {
             if let Some(e) = &self.replay.lower_picked {
-                push(e, format!(
-                    "the scheduler picks a lower-priority task while {} is runnable: the RT class is throttled",
-                    victim.comm
-                ));
+                push(
+                    e,
+                    format!(
+                        "the scheduler puts idle or a normal task on CPU {} while a real-time task is runnable there: the RT class is throttled",
+                        e.cpu
+                    ),
+                );
             }
         }
         if matches!(primary, Cause::Hwlat | Cause::FrequencyRamp) {
