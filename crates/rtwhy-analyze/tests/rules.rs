@@ -1,0 +1,296 @@
+//! The analyzer's rules on small hand-made event sequences (synthetic: each test builds
+//! the few events a rule is about; the recorded fixtures test the rules on real traces).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rtwhy_analyze::{Analysis, Analyzer, Config, TaskFilter};
+use rtwhy_model::{
+    BreachRecord, Bucket, Cause, Comm, CpuList, Event, EventKind, Nanos, SpikeSource, SystemFacts,
+    TaskState,
+};
+
+const US: u64 = 1_000;
+const VICTIM: i32 = 100;
+const VPRIO: i32 = 19; // FIFO 80
+
+struct T {
+    events: Vec<Event>,
+}
+
+impl T {
+    fn new() -> T {
+        T { events: Vec::new() }
+    }
+    fn ev(&mut self, us: u64, cpu: u32, pid: i32, kind: EventKind) -> &mut T {
+        self.events.push(Event {
+            ts: Nanos(1_000_000_000 + us * US),
+            cpu,
+            pid,
+            kind,
+        });
+        self
+    }
+    fn switch(
+        &mut self,
+        us: u64,
+        cpu: u32,
+        prev: (i32, i32),
+        state: u64,
+        next: (i32, i32),
+    ) -> &mut T {
+        let name = |pid: i32| {
+            Comm::new(match pid {
+                0 => "swapper/1",
+                VICTIM => "ctl",
+                _ => "other",
+            })
+        };
+        self.ev(
+            us,
+            cpu,
+            prev.0,
+            EventKind::SchedSwitch {
+                prev_comm: name(prev.0),
+                prev_pid: prev.0,
+                prev_prio: prev.1,
+                prev_state: TaskState(state),
+                next_comm: name(next.0),
+                next_pid: next.0,
+                next_prio: next.1,
+            },
+        )
+    }
+    fn waking(&mut self, us: u64, cpu: u32, by: i32) -> &mut T {
+        self.ev(
+            us,
+            cpu,
+            by,
+            EventKind::SchedWaking {
+                comm: Comm::new("ctl"),
+                pid: VICTIM,
+                prio: VPRIO,
+                target_cpu: cpu as i32,
+            },
+        )
+    }
+    fn run(&self, config: Config, facts: SystemFacts) -> Analysis {
+        let mut a = Analyzer::new(config, facts);
+        for e in &self.events {
+            a.push(e.clone());
+        }
+        a.finish()
+    }
+    fn analyze(&self) -> Analysis {
+        self.run(Config::default(), SystemFacts::default())
+    }
+}
+
+fn print(us: u64, pid: i32, text: &str) -> (u64, i32, EventKind) {
+    (
+        us,
+        pid,
+        EventKind::Print {
+            text: text.to_string(),
+        },
+    )
+}
+
+/// The victim sleeps at 0 on CPU 1 (idle afterwards).
+fn victim_sleeps(t: &mut T) {
+    t.switch(0, 1, (VICTIM, VPRIO), 1, (0, 120));
+}
+
+#[test]
+fn a_dropped_idle_to_task_switch_is_not_latency() {
+    // Regression guard for the VMs here: ftrace drops most idle-to-task switches. The
+    // victim is woken in idle at 100 us and its own next event comes 900 us later with
+    // no switch recorded: it ran as soon as the idle CPU's waking code was done.
+    let mut t = T::new();
+    victim_sleeps(&mut t);
+    t.waking(100, 1, 0);
+    t.ev(
+        1000,
+        1,
+        VICTIM,
+        EventKind::SyscallExit {
+            call: rtwhy_model::SyscallKind::ClockNanosleep,
+            ret: 0,
+        },
+    );
+    let a = t.analyze();
+    assert!(a.spikes.is_empty(), "{:?}", a.spikes);
+    assert_eq!(a.victims.len(), 1);
+    assert_eq!(a.victims[0].max_ns, 0);
+}
+
+#[test]
+fn a_lower_task_keeping_the_cpu_after_the_wakeup_is_kernel_nonpreemptible() {
+    let mut t = T::new();
+    victim_sleeps(&mut t);
+    t.switch(10, 1, (0, 120), 0, (200, 120));
+    t.ev(
+        100,
+        1,
+        200,
+        EventKind::IrqHandlerEntry {
+            irq: 24,
+            name: "eth0".into(),
+        },
+    );
+    t.ev(110, 1, 200, EventKind::IrqHandlerExit { irq: 24, ret: 1 });
+    t.ev(111, 1, 200, EventKind::SoftirqEntry { vec: 3 });
+    t.ev(112, 1, 200, EventKind::SoftirqExit { vec: 3 });
+    t.waking(120, 1, 200);
+    t.switch(520, 1, (200, 120), 0, (VICTIM, VPRIO));
+    let a = t.analyze();
+    assert_eq!(a.spikes.len(), 1);
+    let s = &a.spikes[0];
+    assert_eq!(s.latency_ns, 400 * US);
+    assert_eq!(s.primary.cause, Cause::KernelNonpreemptible);
+    assert_eq!(s.waker.as_ref().map(|w| w.tid), Some(200));
+    assert_eq!(s.breakdown.iter().map(|i| i.ns).sum::<u64>(), s.latency_ns);
+}
+
+#[test]
+fn a_device_irq_is_irq_on_isolated_cpu_only_where_the_cpu_is_isolated() {
+    let mut t = T::new();
+    victim_sleeps(&mut t);
+    t.waking(100, 1, 0);
+    t.ev(
+        101,
+        1,
+        0,
+        EventKind::IrqHandlerEntry {
+            irq: 24,
+            name: "virtio1-req.0".into(),
+        },
+    );
+    t.ev(301, 1, 0, EventKind::IrqHandlerExit { irq: 24, ret: 1 });
+    t.switch(305, 1, (0, 120), 0, (VICTIM, VPRIO));
+    let a = t.analyze();
+    assert_eq!(a.spikes[0].primary.cause, Cause::Irq);
+    assert!(a.spikes[0]
+        .breakdown
+        .iter()
+        .any(|i| matches!(&i.bucket, Bucket::Irq { irq: 24, .. }) && i.ns == 200 * US));
+    let isolated = Config {
+        isolated: Some(CpuList::parse("1").unwrap()),
+        ..Config::default()
+    };
+    let a = t.run(isolated, SystemFacts::default());
+    assert_eq!(a.spikes[0].primary.cause, Cause::IrqOnIsolatedCpu);
+    // The same from the recording's own facts: an rtwhy-fact marker with the cmdline.
+    let mut t2 = T::new();
+    let (us, pid, kind) = print(0, 999, "rtwhy-fact: kernel.cmdline=quiet isolcpus=1");
+    t2.ev(us, 0, pid, kind);
+    t2.events.extend(t.events.iter().cloned());
+    let a = t2.analyze();
+    assert_eq!(a.spikes[0].primary.cause, Cause::IrqOnIsolatedCpu);
+    assert!(a.spikes[0]
+        .remediation
+        .iter()
+        .any(|r| r.contains("/proc/irq/24/smp_affinity_list")));
+}
+
+#[test]
+fn a_breach_marker_gives_a_spike_with_its_exact_times() {
+    // The recorder's record names a wake-up that ftrace did not see at all.
+    let mut t = T::new();
+    t.switch(0, 1, (0, 120), 0, (200, 120));
+    let r = BreachRecord {
+        tid: VICTIM,
+        comm: Comm::new("ctl"),
+        cpu: 1,
+        prio: Some(VPRIO),
+        latency: Nanos(300 * US),
+        expiry: Some(Nanos(1_000_000_000 + 100 * US)),
+        switch_in: Nanos(1_000_000_000 + 400 * US),
+        ..BreachRecord::default()
+    };
+    t.switch(400, 1, (200, 120), 0, (VICTIM, VPRIO));
+    let (us, pid, kind) = print(500, 999, &r.to_marker());
+    t.ev(us, 0, pid, kind);
+    // A filter that excludes the victim does not hide the recorder's own breach.
+    let a = t.run(
+        Config {
+            filter: TaskFilter {
+                comms: vec!["nobody".into()],
+                ..TaskFilter::default()
+            },
+            ..Config::default()
+        },
+        SystemFacts::default(),
+    );
+    assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
+    let s = &a.spikes[0];
+    assert_eq!(s.latency_ns, 300 * US);
+    assert!(
+        matches!(s.source, SpikeSource::BreachMarker { reported_ns } if reported_ns == 300 * US)
+    );
+    assert_eq!(s.primary.cause, Cause::KernelNonpreemptible);
+}
+
+#[test]
+fn a_cyclictest_marker_names_its_wakeup_even_below_the_threshold() {
+    let mut t = T::new();
+    victim_sleeps(&mut t);
+    t.switch(10, 1, (0, 120), 0, (200, 120));
+    t.waking(100, 1, 200);
+    t.switch(160, 1, (200, 120), 0, (VICTIM, VPRIO));
+    let (us, pid, kind) = print(165, VICTIM, "hit latency threshold (60 > 50)");
+    t.ev(us, 1, pid, kind);
+    let a = t.analyze();
+    assert_eq!(a.spikes.len(), 1);
+    assert_eq!(a.spikes[0].latency_ns, 60 * US);
+    assert!(
+        matches!(&a.spikes[0].source, SpikeSource::ToolMarker { reported_ns, .. } if *reported_ns == 60 * US)
+    );
+}
+
+#[test]
+fn without_irq_events_the_verdict_says_what_is_missing() {
+    let mut t = T::new();
+    victim_sleeps(&mut t);
+    t.waking(100, 1, 0);
+    t.switch(400, 1, (0, 120), 0, (VICTIM, VPRIO));
+    let a = t.analyze();
+    let s = &a.spikes[0];
+    assert_eq!(s.primary.cause, Cause::Unknown);
+    assert!(
+        s.primary.summary.contains("stayed idle"),
+        "{}",
+        s.primary.summary
+    );
+    assert!(
+        s.missing.iter().any(|m| m.contains("irq:")),
+        "{:?}",
+        s.missing
+    );
+}
+
+#[test]
+fn a_normal_thread_is_measured_only_when_named_by_tid() {
+    let mut t = T::new();
+    t.switch(0, 1, (300, 120), 1, (0, 120));
+    t.ev(
+        100,
+        1,
+        0,
+        EventKind::SchedWaking {
+            comm: Comm::new("worker"),
+            pid: 300,
+            prio: 120,
+            target_cpu: 1,
+        },
+    );
+    t.switch(900, 1, (0, 120), 0, (300, 120));
+    assert!(t.analyze().spikes.is_empty());
+    let by_tid = Config {
+        filter: TaskFilter {
+            tids: vec![300],
+            ..TaskFilter::default()
+        },
+        ..Config::default()
+    };
+    assert_eq!(t.run(by_tid, SystemFacts::default()).spikes.len(), 1);
+}
