@@ -6,8 +6,6 @@
 //! Each stretch between two events is given to the innermost context; an event-free
 //! stretch that ends in a late timer interrupt is time the CPU was stopped.
 
-use std::collections::HashMap;
-
 use rtwhy_model::{Bucket, Comm, Event, EventKind, Nanos, SoftirqContext, TaskRef};
 
 use crate::history::History;
@@ -30,7 +28,7 @@ pub(crate) trait TaskNames {
     fn task(&self, tid: i32) -> Option<(Comm, i32)>;
 }
 
-impl TaskNames for HashMap<i32, crate::tracker::Task> {
+impl TaskNames for crate::intmap::IntMap<i32, crate::tracker::Task> {
     fn task(&self, tid: i32) -> Option<(Comm, i32)> {
         self.get(&tid).map(|t| (t.comm, t.prio))
     }

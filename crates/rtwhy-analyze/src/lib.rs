@@ -38,6 +38,7 @@ mod breakdown;
 mod config;
 mod diagnose;
 mod history;
+mod intmap;
 mod line;
 mod remedy;
 mod tracker;

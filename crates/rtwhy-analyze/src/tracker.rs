@@ -1,6 +1,6 @@
 //! Per-CPU and per-task state, followed event by event, and spike detection.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use rtwhy_model::{
     parse_fact_marker, BreachRecord, Comm, Event, EventKind, Nanos, SpikeKind, SpikeSource,
@@ -10,6 +10,7 @@ use rtwhy_model::{
 use crate::breakdown::{LateTimer, TimerFire};
 use crate::config::Config;
 use crate::history::History;
+use crate::intmap::IntMap;
 
 /// A late timer counts for the stopped-CPU rule from this lateness on.
 const LATE_TIMER_MIN: u64 = 20_000;
@@ -24,6 +25,8 @@ pub(crate) struct Task {
     blocked: Option<Blocked>,
     timer: Option<(u64, i64)>,
     futex: Option<Futex>,
+    /// The switch that took it off the CPU while runnable (real-time tasks only).
+    preempted_by: Option<Event>,
     pub last: Option<LastEpisode>,
 }
 
@@ -161,9 +164,9 @@ pub(crate) struct Tracker {
     pub config: Config,
     pub facts: SystemFacts,
     pub history: History,
-    pub tasks: HashMap<i32, Task>,
+    pub tasks: IntMap<i32, Task>,
     cpus: Vec<CpuState>,
-    timers: HashMap<u64, i64>,
+    timers: IntMap<u64, i64>,
     pub late: Vec<LateTimer>,
     selected: HashSet<i32>,
     pub seen: Seen,
@@ -171,7 +174,7 @@ pub(crate) struct Tracker {
     pub first_ts: Option<Nanos>,
     pub last_ts: Option<Nanos>,
     pub max_freq: u32,
-    pub victims: HashMap<i32, VictimStats>,
+    pub victims: IntMap<i32, VictimStats>,
     pub spike_ends: Vec<(i32, Nanos)>,
 }
 
@@ -183,9 +186,9 @@ impl Tracker {
             config,
             facts,
             history,
-            tasks: HashMap::new(),
+            tasks: IntMap::default(),
             cpus: Vec::new(),
-            timers: HashMap::new(),
+            timers: IntMap::default(),
             late: Vec::new(),
             selected,
             seen: Seen::default(),
@@ -193,7 +196,7 @@ impl Tracker {
             first_ts: None,
             last_ts: None,
             max_freq: 0,
-            victims: HashMap::new(),
+            victims: IntMap::default(),
             spike_ends: Vec::new(),
         }
     }
@@ -207,6 +210,7 @@ impl Tracker {
             blocked: None,
             timer: None,
             futex: None,
+            preempted_by: None,
             last: None,
         });
         if let Some(c) = comm {
@@ -305,6 +309,7 @@ impl Tracker {
                             cpu: ev.cpu,
                         };
                         t.blocked = None;
+                        t.preempted_by = (*prev_prio < 100).then(|| ev.clone());
                     } else {
                         t.run = Run::Blocked;
                         let futex = t.futex.clone();
@@ -528,15 +533,7 @@ impl Tracker {
                 }
             }
             (None, Run::Runnable { since, .. }) => {
-                let by = self
-                    .history
-                    .cpu(cpu)
-                    .iter()
-                    .rev()
-                    .take(10_000)
-                    .find(|e| e.ts == since && matches!(e.kind, EventKind::SchedSwitch { prev_pid, .. } if prev_pid == tid))
-                    .cloned();
-                (SpikeKind::Preempted, since, by)
+                (SpikeKind::Preempted, since, t.preempted_by.take())
             }
             _ => return,
         };
@@ -568,11 +565,15 @@ impl Tracker {
             s.max_ns = s.max_ns.max(latency);
         }
         let spike = victim && latency > threshold.0;
-        if let Some(t) = self.tasks.get_mut(&tid) {
-            t.last = Some(LastEpisode {
-                episode: episode.clone(),
-                spike: None,
-            });
+        // Kept for a marker the thread may write about this wake-up (cyclictest writes
+        // it right after); only victims are worth the copy.
+        if victim {
+            if let Some(t) = self.tasks.get_mut(&tid) {
+                t.last = Some(LastEpisode {
+                    episode: episode.clone(),
+                    spike: None,
+                });
+            }
         }
         if spike {
             out.push(Outcome::Spike(Box::new(episode)));

@@ -17,7 +17,31 @@ use crate::record::Record;
 /// Converts records to typed events, caching each event id's field layout.
 #[derive(Debug, Default)]
 pub struct EventDecoder {
-    plans: HashMap<u32, Plan>,
+    /// By event id, for the ids kernels actually use (looked up once per record, so a
+    /// vector rather than a hash map).
+    dense: Vec<Option<Cached>>,
+    /// Ids beyond `DENSE_IDS`, from odd or damaged files.
+    sparse: HashMap<u32, Cached>,
+}
+
+/// Event ids below this are cached in a vector.
+const DENSE_IDS: usize = 1 << 16;
+
+#[derive(Debug, Clone)]
+struct Cached {
+    plan: Plan,
+    /// `common_pid`'s offset and size.
+    pid_at: (usize, usize),
+}
+
+fn cached(f: &EventFormat) -> Cached {
+    Cached {
+        plan: plan(f),
+        pid_at: f
+            .field("common_pid")
+            .map(|c| (c.offset, c.size))
+            .unwrap_or((4, 4)),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -190,21 +214,40 @@ impl EventDecoder {
     /// The typed event of a record. Records of unknown ids become generic events named
     /// `unknown_<id>`.
     pub fn decode(&mut self, meta: &TraceMeta, r: &Record<'_>) -> Event {
-        let kind = match r.format {
+        let (kind, pid) = match r.format {
             Some(f) => {
-                let plan = self.plans.entry(f.id).or_insert_with(|| plan(f));
-                kind_of(plan, f, r, meta)
+                let c = if (f.id as usize) < DENSE_IDS {
+                    let i = f.id as usize;
+                    if self.dense.len() <= i {
+                        self.dense.resize_with(i + 1, || None);
+                    }
+                    match self.dense.get_mut(i) {
+                        Some(slot) => slot.get_or_insert_with(|| cached(f)),
+                        None => self.sparse.entry(f.id).or_insert_with(|| cached(f)),
+                    }
+                } else {
+                    self.sparse.entry(f.id).or_insert_with(|| cached(f))
+                };
+                let pid = r
+                    .endian
+                    .read_uint(r.data, c.pid_at.0, c.pid_at.1)
+                    .map(|v| v as i32)
+                    .unwrap_or(-1);
+                (kind_of(&c.plan, f, r, meta), pid)
             }
-            None => EventKind::Generic(GenericEvent {
-                system: String::new(),
-                name: format!("unknown_{}", r.event_id().unwrap_or(0)),
-                fields: Vec::new(),
-            }),
+            None => (
+                EventKind::Generic(GenericEvent {
+                    system: String::new(),
+                    name: format!("unknown_{}", r.event_id().unwrap_or(0)),
+                    fields: Vec::new(),
+                }),
+                r.pid(),
+            ),
         };
         Event {
             ts: Nanos(r.ts),
             cpu: r.cpu,
-            pid: r.pid(),
+            pid,
             kind,
         }
     }
