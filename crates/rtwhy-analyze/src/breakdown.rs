@@ -324,9 +324,13 @@ impl Acc<'_> {
         }
         // A late timer interrupt right after an event-free stretch: the CPU was stopped.
         if to.0 - from.0 >= MIN_STOP {
+            // `late` is in time order: start at the first timer at or after `to`.
+            let first = late.partition_point(|l| l.ts < to);
             let late_here = late
                 .iter()
-                .filter(|l| l.cpu == w.cpu && l.ts >= to && l.ts.0 <= to.0 + 20_000)
+                .skip(first)
+                .take_while(|l| l.ts.0 <= to.0 + 20_000)
+                .filter(|l| l.cpu == w.cpu)
                 .max_by_key(|l| l.lateness);
             if let Some(l) = late_here {
                 let due = Nanos(l.ts.0.saturating_sub(l.lateness));

@@ -580,9 +580,15 @@ impl Ctx<'_> {
                 }
             }
             Cause::KernelNonpreemptible => {
-                if !(self.tr.seen.irq && self.tr.seen.softirq) {
+                let interrupts_seen = self.tr.seen.irq && self.tr.seen.softirq;
+                if !interrupts_seen {
                     confidence = confidence.min(Confidence::Medium);
                 }
+                let interrupts = if interrupts_seen {
+                    ", with no IRQ or softirq to explain it"
+                } else {
+                    "; IRQ/softirq events were not recorded, so interrupt work may hide in this time"
+                };
                 let who = self.top_item(|b| {
                     matches!(
                         b,
@@ -600,20 +606,12 @@ impl Ctx<'_> {
                     .unwrap_or_default();
                 match who {
                     Some(i) => format!(
-                        "non-preemptible kernel section on CPU {cpu}: {} kept the CPU for {} after {victim} was woken, with no IRQ or softirq to explain it{model}",
+                        "non-preemptible kernel section on CPU {cpu}: {} kept the CPU for {} after {victim} was woken{interrupts}{model}",
                         i.bucket,
                         us(i.ns)
                     ),
                     None => format!("non-preemptible kernel section on CPU {cpu}{model}"),
                 }
-                .replace(
-                    ", with no IRQ or softirq to explain it",
-                    if self.tr.seen.irq && self.tr.seen.softirq {
-                        ", with no IRQ or softirq to explain it"
-                    } else {
-                        "; IRQ/softirq events were not recorded, so interrupt work may hide in this time"
-                    },
-                )
             }
             Cause::Unknown => "not enough evidence".to_string(),
         };

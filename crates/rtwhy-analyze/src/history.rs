@@ -16,7 +16,7 @@ pub(crate) struct History {
 }
 
 /// Most CPUs a trace may name; events on higher CPUs are kept on this last queue.
-const MAX_CPUS: usize = 4096;
+pub(crate) const MAX_CPUS: usize = 4096;
 
 impl History {
     pub(crate) fn new(horizon: Nanos, max_per_cpu: usize) -> History {

@@ -223,7 +223,7 @@ impl Tracker {
     }
 
     fn cpu(&mut self, cpu: u32) -> &mut CpuState {
-        let i = (cpu as usize).min(4095);
+        let i = (cpu as usize).min(crate::history::MAX_CPUS - 1);
         if i >= self.cpus.len() {
             self.cpus.resize_with(i + 1, CpuState::default);
         }
@@ -639,20 +639,13 @@ impl Tracker {
         let source = SpikeSource::BreachMarker {
             reported_ns: r.latency.0,
         };
-        if let Some(&(_, end)) = self
+        if let Some(i) = self
             .spike_ends
             .iter()
-            .rev()
-            .find(|(tid, end)| *tid == r.tid && end.0.abs_diff(r.switch_in.0) < 1_000_000)
+            .rposition(|(tid, end)| *tid == r.tid && end.0.abs_diff(r.switch_in.0) < 1_000_000)
         {
-            if let Some(i) = self
-                .spike_ends
-                .iter()
-                .position(|&(t, e)| t == r.tid && e == end)
-            {
-                out.push(Outcome::Mark { spike: i, source });
-                return;
-            }
+            out.push(Outcome::Mark { spike: i, source });
+            return;
         }
         let known = self.tasks.get(&r.tid).map(|t| (t.comm, t.prio));
         let (comm, prio) = match known {

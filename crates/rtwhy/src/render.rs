@@ -23,6 +23,11 @@ fn dur(ns: u64) -> String {
     }
 }
 
+/// `ns` as a percentage of the spike's latency.
+fn percent_of(ns: u64, s: &Spike) -> f64 {
+    ns as f64 * 100.0 / s.latency_ns.max(1) as f64
+}
+
 fn source_note(s: &Spike) -> String {
     match &s.source {
         SpikeSource::BreachMarker { reported_ns } => {
@@ -134,7 +139,7 @@ pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
                 out,
                 "    {:>10}  {:>5.1}%  {}",
                 dur(item.ns),
-                item.ns as f64 * 100.0 / s.latency_ns.max(1) as f64,
+                percent_of(item.ns, s),
                 item.bucket
             )?;
         }
@@ -244,7 +249,7 @@ pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
                 out,
                 "| {} | {:.1}% | {} |",
                 dur(item.ns),
-                item.ns as f64 * 100.0 / s.latency_ns.max(1) as f64,
+                percent_of(item.ns, s),
                 item.bucket
             )?;
         }
