@@ -274,6 +274,10 @@ pub const FACT_PREFIX: &str = "rtwhy-fact: ";
 /// Prefix of a breach marker: `rtwhy-breach: v=1 key=value ...`.
 pub const BREACH_PREFIX: &str = "rtwhy-breach: ";
 
+/// The longest marker line rtwhy writes, in bytes (the kernel accepts more, but tools
+/// that print markers do not all cope).
+pub const MAX_MARKER_LEN: usize = 1000;
+
 /// A `rtwhy-fact:` marker's key and value, if `text` is one.
 pub fn parse_fact_marker(text: &str) -> Option<(&str, &str)> {
     let rest = text.strip_prefix(FACT_PREFIX)?;
@@ -311,6 +315,10 @@ pub struct BreachRecord {
     pub prev_comm: Option<Comm>,
     /// The run queue's `rt_throttled` when the wake-up happened.
     pub rt_throttled: Option<bool>,
+    /// Which detector measured it: `bpf`, `tracefs` (the fallback) or `probe`.
+    pub detector: Option<String>,
+    /// Kernel stack at the switch-in (innermost first), as `function+0xoff` names.
+    pub stack: Vec<String>,
 }
 
 fn escape(s: &str) -> String {
@@ -321,6 +329,7 @@ fn escape(s: &str) -> String {
             ' ' => out.push_str("%20"),
             '=' => out.push_str("%3D"),
             '\n' => out.push_str("%0A"),
+            ',' => out.push_str("%2C"),
             c => out.push(c),
         }
     }
@@ -331,6 +340,7 @@ fn unescape(s: &str) -> String {
     s.replace("%20", " ")
         .replace("%3D", "=")
         .replace("%0A", "\n")
+        .replace("%2C", ",")
         .replace("%25", "%")
 }
 
@@ -364,6 +374,25 @@ impl BreachRecord {
             "rt_throttled",
             self.rt_throttled.map(|b| u8::from(b).to_string()),
         );
+        opt("detector", self.detector.as_deref().map(escape));
+        // The stack goes last and is cut at a frame boundary so the line stays within
+        // the 1000 bytes a marker may have.
+        if !self.stack.is_empty() {
+            let mut frames = String::new();
+            for f in &self.stack {
+                let f = escape(f);
+                if s.len() + " stack=".len() + frames.len() + f.len() + 1 > MAX_MARKER_LEN {
+                    break;
+                }
+                if !frames.is_empty() {
+                    frames.push(',');
+                }
+                frames.push_str(&f);
+            }
+            if !frames.is_empty() {
+                let _ = write!(s, " stack={frames}");
+            }
+        }
         s
     }
 
@@ -405,6 +434,14 @@ impl BreachRecord {
                 "prev_tid" => r.prev_tid = v.parse().ok(),
                 "prev_comm" => r.prev_comm = Some(Comm::new(&unescape(v))),
                 "rt_throttled" => r.rt_throttled = Some(v == "1"),
+                "detector" => r.detector = Some(unescape(v)),
+                "stack" => {
+                    r.stack = v
+                        .split(',')
+                        .filter(|f| !f.is_empty())
+                        .map(unescape)
+                        .collect()
+                }
                 _ => {}
             }
         }
@@ -471,8 +508,18 @@ mod tests {
             prev_tid: Some(7),
             prev_comm: Some(Comm::new("kworker/1:0")),
             rt_throttled: Some(true),
+            detector: Some("bpf".into()),
+            stack: vec!["__schedule+0x3f2".into(), "schedule+0x2c".into()],
         };
         let text = r.to_marker();
+        assert!(text.ends_with(" detector=bpf stack=__schedule+0x3f2,schedule+0x2c"));
+        let long = BreachRecord {
+            stack: vec!["a_rather_long_kernel_function_name+0x123/0x456".into(); 100],
+            ..r.clone()
+        };
+        let text_long = long.to_marker();
+        assert!(text_long.len() <= MAX_MARKER_LEN);
+        assert!(BreachRecord::parse_marker(&text_long).is_some_and(|p| p.stack.len() > 5));
         assert!(text.starts_with("rtwhy-breach: v=1 tid=42 comm=my%20app "));
         assert_eq!(BreachRecord::parse_marker(&text), Some(r));
         assert_eq!(BreachRecord::parse_marker("rtwhy-breach: v=2 tid=1"), None);
