@@ -36,6 +36,7 @@ pub use diagnosis::{
 pub use event::{Comm, Event, EventKind, FieldValue, GenericEvent, SyscallKind, TaskState};
 pub use facts::{
     parse_fact_marker, BreachRecord, CpuList, IrqFact, SystemFacts, BREACH_PREFIX, FACT_PREFIX,
+    MAX_MARKER_LEN,
 };
 pub use prio::{kernel_prio_from_rt_priority, nice_from_kernel_prio, rt_priority_from_kernel_prio};
 pub use time::Nanos;
