@@ -1,0 +1,284 @@
+//! Saving a window of the flight recording: raw ring-buffer pages read from
+//! `trace_pipe_raw`, cut to the pages that overlap the window, written as a trace.dat
+//! (version 6, the one every trace-cmd reads) with only the kernel symbols the events
+//! point at.
+
+use std::fs;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use rtwhy_decode::endian::Endian;
+use rtwhy_decode::meta::{MetaSources, TraceMeta};
+use rtwhy_decode::page::PageReader;
+use rtwhy_decode::tracedat::{TraceDatWriter, TraceFile};
+
+use crate::error::{RecordError, Result};
+use crate::symbols::KernelSymbols;
+
+/// Reads every page `trace_pipe_raw` has now (without blocking); at most `max_bytes`.
+/// Reading consumes the pages: afterwards that CPU's buffer is empty.
+pub fn drain_pipe(path: &Path, page_size: usize, max_bytes: usize) -> Result<Vec<u8>> {
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| RecordError::Tracefs {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+    let mut out = Vec::new();
+    let mut page = vec![0u8; page_size];
+    while out.len() < max_bytes {
+        match f.read(&mut page) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.extend_from_slice(&page[..n]);
+                let rem = out.len() % page_size;
+                if rem != 0 {
+                    out.resize(out.len() + page_size - rem, 0);
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(RecordError::Tracefs {
+                    path: path.to_path_buf(),
+                    source: e,
+                })
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The machine description every capture of a session shares: formats, page layout,
+/// clock, symbols.
+#[derive(Debug)]
+pub struct CaptureLayout {
+    meta: TraceMeta,
+    sources: MetaSources,
+    symbols: KernelSymbols,
+    page_size: usize,
+    clock: String,
+    uname: String,
+    cpus: usize,
+}
+
+/// What one capture file holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CaptureSummary {
+    /// Events in the file.
+    pub events: u64,
+    /// Ring-buffer pages in the file.
+    pub pages: u64,
+    /// File size.
+    pub bytes: u64,
+    /// First event time (trace clock ns), 0 when empty.
+    pub first_ns: u64,
+    /// Last event time.
+    pub last_ns: u64,
+    /// Pages the kernel marked as following lost events.
+    pub pages_after_loss: u64,
+}
+
+impl CaptureLayout {
+    /// A layout from the texts read from tracefs (`sources.kallsyms` is ignored: the
+    /// symbols come from `symbols`), for `cpus` CPUs.
+    pub fn new(
+        mut sources: MetaSources,
+        symbols: KernelSymbols,
+        page_size: usize,
+        clock: &str,
+        uname: &str,
+        cpus: usize,
+    ) -> Result<CaptureLayout> {
+        sources.kallsyms.clear();
+        let mut probe = TraceDatWriter::new(
+            if cfg!(target_endian = "little") {
+                Endian::Little
+            } else {
+                Endian::Big
+            },
+            std::mem::size_of::<libc::c_long>() as u8,
+            page_size as u32,
+            sources.clone(),
+        );
+        probe.set_clock(clock);
+        probe.set_cpu_count(cpus);
+        let mut bytes = Vec::new();
+        probe
+            .write(&mut bytes)
+            .map_err(|e| RecordError::Other(format!("building the trace header: {e}")))?;
+        let meta = TraceFile::from_bytes(bytes)
+            .map_err(|e| RecordError::Other(format!("this kernel's tracefs formats: {e}")))?
+            .meta()
+            .clone();
+        Ok(CaptureLayout {
+            meta,
+            sources,
+            symbols,
+            page_size,
+            clock: clock.to_string(),
+            uname: uname.to_string(),
+            cpus,
+        })
+    }
+
+    /// The parsed metadata (for decoding pages read live).
+    pub fn meta(&self) -> &TraceMeta {
+        &self.meta
+    }
+
+    /// Kernel symbols.
+    pub fn symbols(&self) -> &KernelSymbols {
+        &self.symbols
+    }
+
+    /// Ring-buffer page size.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// First and last event time of a page, `None` for a page without events.
+    pub fn page_span(&self, page: &[u8]) -> Option<(u64, u64)> {
+        let mut r = PageReader::new(page, &self.meta.header_page, self.meta.endian).ok()?;
+        let mut first = None;
+        let mut last = 0;
+        while let Ok(Some(ev)) = r.next_event() {
+            first.get_or_insert(ev.ts);
+            last = ev.ts;
+        }
+        first.map(|f| (f, last))
+    }
+
+    /// Writes the pages of `cpus` (raw `trace_pipe_raw` bytes per CPU index) that
+    /// overlap `[from, to]` to `path` as a trace.dat, atomically and readable by the
+    /// owner only.
+    pub fn write(
+        &self,
+        cpus: &[Vec<u8>],
+        from: u64,
+        to: u64,
+        path: &Path,
+    ) -> Result<CaptureSummary> {
+        let mut sources = self.sources.clone();
+        let mut words = Vec::new();
+        let mut sum = CaptureSummary::default();
+        let mut writer_pages: Vec<Vec<u8>> = vec![Vec::new(); cpus.len().max(self.cpus)];
+        for (cpu, data) in cpus.iter().enumerate() {
+            for page in data.chunks_exact(self.page_size) {
+                let Ok(mut r) = PageReader::new(page, &self.meta.header_page, self.meta.endian)
+                else {
+                    continue;
+                };
+                let after_loss = r.header().missed.is_some();
+                let (mut first, mut last, mut n) = (None, 0, 0u64);
+                let mut page_words = Vec::new();
+                while let Ok(Some(ev)) = r.next_event() {
+                    first.get_or_insert(ev.ts);
+                    last = ev.ts;
+                    n += 1;
+                    self.symbols
+                        .words_in_text(&page[ev.start..ev.end], &mut page_words);
+                }
+                let Some(first) = first else { continue };
+                if last < from || first > to {
+                    continue;
+                }
+                writer_pages[cpu].extend_from_slice(page);
+                words.extend(page_words);
+                sum.events += n;
+                sum.pages += 1;
+                sum.pages_after_loss += u64::from(after_loss);
+                sum.first_ns = if sum.first_ns == 0 {
+                    first
+                } else {
+                    sum.first_ns.min(first)
+                };
+                sum.last_ns = sum.last_ns.max(last);
+            }
+        }
+        sources.kallsyms = self.symbols.subset(words);
+        let mut w = TraceDatWriter::new(
+            self.meta.endian,
+            self.meta.long_size as u8,
+            self.page_size as u32,
+            sources,
+        );
+        w.set_clock(&self.clock);
+        w.set_uname(&self.uname);
+        w.set_cpu_count(writer_pages.len());
+        for (cpu, pages) in writer_pages.iter().enumerate() {
+            if !pages.is_empty() {
+                w.add_pages(cpu, pages);
+            }
+        }
+        sum.bytes = write_atomic(path, |f| w.write(f))?;
+        Ok(sum)
+    }
+}
+
+/// Writes a file through a temporary name in the same directory and renames it into
+/// place, so a reader never sees half a file; mode 0600. Returns the size.
+pub fn write_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut std::io::BufWriter<&fs::File>) -> std::io::Result<()>,
+) -> Result<u64> {
+    let out_err = |p: &Path, e| RecordError::Output {
+        path: p.to_path_buf(),
+        source: e,
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp: PathBuf = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| out_err(&tmp, e))?;
+    let result = (|| {
+        let mut bw = std::io::BufWriter::new(&file);
+        fill(&mut bw)?;
+        bw.flush()?;
+        drop(bw);
+        file.sync_all()
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(out_err(path, e));
+    }
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    fs::rename(&tmp, path).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        out_err(path, e)
+    })?;
+    Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_files_are_private_and_complete() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("spike-001.txt");
+        let n = write_atomic(&p, |w| w.write_all(b"hello")).unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(fs::read(&p).unwrap(), b"hello");
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        // A failing writer leaves neither the file nor the temporary behind.
+        let q = dir.path().join("bad.txt");
+        assert!(write_atomic(&q, |_| Err(std::io::Error::other("boom"))).is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
