@@ -7,5 +7,7 @@
 //! wrapper (scheduling policy, CPU affinity, absolute sleeps, signals) and BPF.
 
 pub mod error;
+pub mod facts;
+pub mod probe;
 
 pub use error::{RecordError, Result};

@@ -1,0 +1,350 @@
+//! The machine's facts a diagnosis depends on (kernel, isolation, RT bandwidth, IRQ
+//! affinities, idle states), read from procfs and sysfs and written into a recording as
+//! `rtwhy-fact: KEY=VALUE` markers (docs/markers.md lists the keys).
+//!
+//! Reading never fails: a file that is missing or unreadable (debugfs under lockdown,
+//! no cpufreq in a VM) just leaves its fact out. Nothing is ever written.
+//!
+//! ```
+//! let facts = rtwhy_record::facts::snapshot_at(std::path::Path::new("/nonexistent"));
+//! assert!(facts.is_empty());
+//! assert!(rtwhy_record::facts::to_markers(&facts).is_empty());
+//! ```
+
+use std::path::Path;
+
+use rtwhy_model::{CpuList, FACT_PREFIX, MAX_MARKER_LEN};
+
+/// The facts of the running machine, in the order they are written.
+///
+/// Like [`snapshot_at`] on `/`, except that the kernel release and version come from
+/// `uname(2)`.
+pub fn snapshot() -> Vec<(String, String)> {
+    let root = Path::new("/");
+    let (release, version) = match uname() {
+        Some((r, v)) => (Some(r), Some(v)),
+        None => (
+            read_value(root, "proc/sys/kernel/osrelease"),
+            read_value(root, "proc/sys/kernel/version"),
+        ),
+    };
+    collect(root, release, version)
+}
+
+/// The facts of the system tree under `root` (`/` for this machine; a fake tree in
+/// tests). The kernel release and version come from `proc/sys/kernel/osrelease` and
+/// `proc/sys/kernel/version`.
+pub fn snapshot_at(root: &Path) -> Vec<(String, String)> {
+    let release = read_value(root, "proc/sys/kernel/osrelease");
+    let version = read_value(root, "proc/sys/kernel/version");
+    collect(root, release, version)
+}
+
+/// One `rtwhy-fact: key=value` marker line (no newline) per fact, each at most
+/// [`MAX_MARKER_LEN`] bytes: a longer value is cut at a character boundary.
+pub fn to_markers(facts: &[(String, String)]) -> Vec<String> {
+    facts
+        .iter()
+        .filter_map(|(key, value)| {
+            let mut line = format!("{FACT_PREFIX}{key}=");
+            if line.len() >= MAX_MARKER_LEN {
+                return None;
+            }
+            let room = MAX_MARKER_LEN - line.len();
+            let mut cut = value.len().min(room);
+            while !value.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.push_str(value.get(..cut).unwrap_or_default());
+            Some(line)
+        })
+        .collect()
+}
+
+fn collect(root: &Path, release: Option<String>, version: Option<String>) -> Vec<(String, String)> {
+    let mut facts = Facts::default();
+    let cmdline = read_value(root, "proc/cmdline");
+    let preempt = preempt_model(root, version.as_deref(), cmdline.as_deref());
+    facts.put("kernel.release", release);
+    facts.put("kernel.version", version);
+    facts.put("kernel.preempt", preempt);
+    facts.put("kernel.cmdline", cmdline);
+
+    let online = read_value(root, "sys/devices/system/cpu/online").and_then(|s| CpuList::parse(&s));
+    facts.put("cpu.count", online.as_ref().map(|l| l.0.len().to_string()));
+    // An empty list is a fact too (no CPU isolated), unlike a missing file.
+    for (key, file) in [("cpu.isolated", "isolated"), ("cpu.nohz_full", "nohz_full")] {
+        let path = root.join("sys/devices/system/cpu").join(file);
+        let list = std::fs::read_to_string(path).ok();
+        facts.put(key, list.map(|l| l.trim().to_string()));
+    }
+    facts.put(
+        "sched.rt_runtime_us",
+        read_value(root, "proc/sys/kernel/sched_rt_runtime_us"),
+    );
+    facts.put(
+        "sched.rt_period_us",
+        read_value(root, "proc/sys/kernel/sched_rt_period_us"),
+    );
+
+    if let Ok(text) = std::fs::read_to_string(root.join("proc/interrupts")) {
+        for (irq, name) in interrupt_names(&text) {
+            facts.put(
+                &format!("irq.{irq}.name"),
+                (!name.is_empty()).then_some(name),
+            );
+            let dir = format!("proc/irq/{irq}");
+            facts.put(
+                &format!("irq.{irq}.affinity"),
+                read_value(root, &format!("{dir}/smp_affinity_list")),
+            );
+            facts.put(
+                &format!("irq.{irq}.effective_affinity"),
+                read_value(root, &format!("{dir}/effective_affinity_list")),
+            );
+            facts.put(&format!("irq.{irq}.managed"), irq_managed(root, irq));
+        }
+    }
+
+    for cpu in cpu_numbers(root) {
+        let dir = format!("sys/devices/system/cpu/cpu{cpu}");
+        facts.put(
+            &format!("cpu.{cpu}.governor"),
+            read_value(root, &format!("{dir}/cpufreq/scaling_governor")),
+        );
+        facts.put(
+            &format!("cpu.{cpu}.idle_states"),
+            idle_states(root, &format!("{dir}/cpuidle")),
+        );
+    }
+    facts.0
+}
+
+#[derive(Default)]
+struct Facts(Vec<(String, String)>);
+
+impl Facts {
+    fn put(&mut self, key: &str, value: Option<String>) {
+        if let Some(value) = value {
+            self.0.push((key.to_string(), value));
+        }
+    }
+}
+
+/// A file's content as one trimmed line; `None` when it cannot be read or is empty.
+fn read_value(root: &Path, rel: &str) -> Option<String> {
+    let bytes = std::fs::read(root.join(rel)).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let line = line.trim();
+    (!line.is_empty()).then(|| line.to_string())
+}
+
+/// The preemption model: the active (parenthesised) entry of debugfs's
+/// `sched/preempt`; otherwise the build's model from the version string. A
+/// `PREEMPT_DYNAMIC` kernel's model is chosen at boot by `preempt=` (default: the
+/// build's `CONFIG_PREEMPT_*`, which the version string does not tell), so without the
+/// debugfs file only an explicit `preempt=` on the command line gives it.
+fn preempt_model(root: &Path, version: Option<&str>, cmdline: Option<&str>) -> Option<String> {
+    if let Some(text) = read_value(root, "sys/kernel/debug/sched/preempt") {
+        let active = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('(')?.strip_suffix(')'));
+        if let Some(active) = active {
+            return Some(active.to_string());
+        }
+    }
+    let words: Vec<&str> = version?.split_whitespace().collect();
+    if words.contains(&"PREEMPT_RT") {
+        Some("rt".into())
+    } else if words.contains(&"PREEMPT_DYNAMIC") {
+        cmdline?
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("preempt="))
+            .filter(|m| ["none", "voluntary", "full", "lazy"].contains(m))
+            .map(str::to_string)
+    } else if words.contains(&"PREEMPT_LAZY") {
+        Some("lazy".into())
+    } else if words.contains(&"PREEMPT") {
+        Some("full".into())
+    } else {
+        None
+    }
+}
+
+/// Numeric IRQs of `/proc/interrupts` with their action names: what follows the
+/// per-CPU counts, the chip name and the details of `kernel/irq/proc.c`'s
+/// `show_interrupts`.
+fn interrupt_names(text: &str) -> Vec<(u32, String)> {
+    let mut lines = text.lines();
+    let cpus = lines.next().map_or(0, |h| h.split_whitespace().count());
+    let mut out = Vec::new();
+    for line in lines {
+        let Some((irq, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Ok(irq) = irq.trim().parse::<u32>() else {
+            continue;
+        };
+        let mut rest = rest;
+        // The per-CPU counts.
+        for _ in 0..cpus {
+            let trimmed = rest.trim_start();
+            let end = trimmed.find(char::is_whitespace).unwrap_or(trimmed.len());
+            let Some(word) = trimmed.get(..end) else {
+                break;
+            };
+            if word.is_empty() || !word.bytes().all(|b| b.is_ascii_digit()) {
+                break;
+            }
+            rest = trimmed.get(end..).unwrap_or_default();
+        }
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        // After the chip name (one word) the kernel prints the hardware IRQ number, on
+        // some architectures `Edge`/`Level`, and the flow handler's name after a dash
+        // (`1-edge`, `9-fasteoi`, or `-edge` without a number).
+        let skip = 1 + words
+            .iter()
+            .skip(1)
+            .take_while(|w| is_irq_detail(w))
+            .count();
+        let name = words.get(skip..).unwrap_or_default().join(" ");
+        out.push((irq, name));
+    }
+    out
+}
+
+fn is_irq_detail(word: &str) -> bool {
+    if word == "Edge" || word == "Level" {
+        return true;
+    }
+    let (number, handler) = word.split_once('-').unwrap_or((word, ""));
+    number.bytes().all(|b| b.is_ascii_digit()) && (!number.is_empty() || !handler.is_empty())
+}
+
+/// `1` or `0` when the kernel says whether the IRQ's affinity is managed, read-only:
+/// only the IRQ debugfs (`CONFIG_GENERIC_IRQ_DEBUGFS`) shows `IRQD_AFFINITY_MANAGED`.
+/// Without it the fact is left out rather than probed by writing `smp_affinity`.
+fn irq_managed(root: &Path, irq: u32) -> Option<String> {
+    let text =
+        std::fs::read_to_string(root.join(format!("sys/kernel/debug/irq/irqs/{irq}"))).ok()?;
+    Some(
+        if text.contains("AFFINITY_MANAGED") {
+            "1"
+        } else {
+            "0"
+        }
+        .to_string(),
+    )
+}
+
+/// The numbers of the `cpuN` directories, ascending.
+fn cpu_numbers(root: &Path) -> Vec<u32> {
+    numbered_entries(&root.join("sys/devices/system/cpu"), "cpu")
+}
+
+fn numbered_entries(dir: &Path, prefix: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut numbers: Vec<u32> = entries
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_prefix(prefix)?
+                .parse()
+                .ok()
+        })
+        .collect();
+    numbers.sort_unstable();
+    numbers
+}
+
+/// `name:exit_latency_us,...` over the `stateK` directories of a cpuidle directory.
+fn idle_states(root: &Path, cpuidle: &str) -> Option<String> {
+    let states: Vec<String> = numbered_entries(&root.join(cpuidle), "state")
+        .into_iter()
+        .filter_map(|k| {
+            let dir = format!("{cpuidle}/state{k}");
+            let name = read_value(root, &format!("{dir}/name"))?;
+            let latency = read_value(root, &format!("{dir}/latency"))?;
+            Some(format!("{}:{latency}", name.replace(',', " ")))
+        })
+        .collect();
+    (!states.is_empty()).then(|| states.join(","))
+}
+
+/// The running kernel's release and version.
+fn uname() -> Option<(String, String)> {
+    // SAFETY: utsname is plain bytes, valid when zeroed; uname fills it and returns 0
+    // on success, so the fields are NUL-terminated strings afterwards.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `uts` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut uts) } != 0 {
+        return None;
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).trim().to_string()
+    };
+    Some((field(&uts.release), field(&uts.version)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupt_names_skip_counts_chip_and_details() {
+        let text = "           CPU0       CPU1       \n \
+             24:          1          0  IO-APIC   5-edge      ACPI:Ged\n \
+             36:          0     327023 PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n \
+             40:          3          0  IR-PCI-MSI 512000-edge      ahci[0000:00:17.0], snd_hda\n \
+             11:          3          0     GICv3  27 Level     arch_timer\n \
+             12:          3          0  XT-PIC      -fasteoi   cascade\n\
+             NMI:          0          0   Non-maskable interrupts\n\
+             ERR:          0\n";
+        assert_eq!(
+            interrupt_names(text),
+            vec![
+                (24, "ACPI:Ged".to_string()),
+                (36, "virtio1-req.0".to_string()),
+                (40, "ahci[0000:00:17.0], snd_hda".to_string()),
+                (11, "arch_timer".to_string()),
+                (12, "cascade".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn preempt_model_prefers_debugfs_then_version() {
+        let none = Path::new("/nonexistent");
+        let model = |v: &str, c: &str| preempt_model(none, Some(v), Some(c));
+        assert_eq!(model("#1 SMP PREEMPT_RT Tue", "").as_deref(), Some("rt"));
+        assert_eq!(model("#1 SMP PREEMPT Tue", "").as_deref(), Some("full"));
+        assert_eq!(model("#1 SMP PREEMPT_DYNAMIC @0", "quiet"), None);
+        assert_eq!(
+            model("#1 SMP PREEMPT_DYNAMIC @0", "quiet preempt=none").as_deref(),
+            Some("none")
+        );
+        assert_eq!(model("#1 SMP Tue", ""), None);
+    }
+
+    #[test]
+    fn long_values_are_cut_at_a_character() {
+        let facts = vec![("kernel.cmdline".to_string(), "é".repeat(600))];
+        let lines = to_markers(&facts);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].len() <= MAX_MARKER_LEN);
+        assert!(lines[0].len() > MAX_MARKER_LEN - 2);
+        assert!(lines[0].starts_with("rtwhy-fact: kernel.cmdline=éé"));
+    }
+}
