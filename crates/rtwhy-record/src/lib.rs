@@ -6,6 +6,7 @@
 //! This is the only crate of rtwhy allowed `unsafe`: system calls without a safe
 //! wrapper (scheduling policy, CPU affinity, absolute sleeps, signals) and BPF.
 
+pub mod bpf;
 pub mod error;
 pub mod facts;
 pub mod probe;

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+/*
+ * rtwhy's breach detector: for each tracked thread, the time from the moment it should
+ * have run (its sleep timer's expiry, or its sched_waking) to its sched_switch onto a
+ * CPU. A latency at or above the threshold becomes one `struct breach` in a ring buffer.
+ *
+ * The same logic comes in three attach flavours, and user space loads one of them
+ * (autoload off for the other two): tp_btf (typed arguments), raw_tp (untyped
+ * arguments) and classic tracepoints (the event record, pids instead of task pointers).
+ * Every path starts with one map lookup that misses for untracked tasks.
+ *
+ * All times are bpf_ktime_get_ns(): CLOCK_MONOTONIC, like the hrtimer expiries of
+ * CLOCK_MONOTONIC timers and the `mono` trace clock.
+ */
+#include "rtwhy_kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define COMM_LEN 16
+#define STACK_DEPTH 32
+#define MAX_THREADS 16384
+
+/* rt_throttled when it could not be read. */
+#define THROTTLED_UNKNOWN 2
+
+/* tracked_tgid values. */
+#define TRACK_ALL_THREADS 1
+#define TRACK_LISTED_THREADS 2
+
+const volatile u64 threshold_ns = 0;
+const volatile bool rt_only = true;
+const volatile bool want_stack = true;
+
+/*
+ * One late wake-up. User space parses it by offset (crates/rtwhy-record/src/bpf.rs,
+ * `parse_breach`): change both together.
+ */
+struct breach {
+	u64 latency;        /* 0 */
+	u64 expiry;         /* 8: 0 when the wake-up was not the thread's timer */
+	u64 waking;         /* 16 */
+	u64 switch_in;      /* 24 */
+	u32 tid;            /* 32 */
+	u32 cpu;            /* 36 */
+	s32 prio;           /* 40 */
+	u32 waker_tid;      /* 44 */
+	u32 prev_tid;       /* 48 */
+	u32 rt_throttled;   /* 52: 0, 1 or THROTTLED_UNKNOWN */
+	char comm[COMM_LEN];      /* 56 */
+	char prev_comm[COMM_LEN]; /* 72 */
+	s32 stack_bytes;    /* 88: bpf_get_stack's result, negative on error */
+	u32 pad;            /* 92 */
+	u64 stack[STACK_DEPTH]; /* 96 */
+};
+
+_Static_assert(sizeof(struct breach) == 96 + 8 * STACK_DEPTH, "struct breach layout");
+_Static_assert(__builtin_offsetof(struct breach, comm) == 56, "struct breach layout");
+_Static_assert(__builtin_offsetof(struct breach, stack_bytes) == 88, "struct breach layout");
+
+/* What is known about one tracked thread between its sleep and its switch-in. */
+struct thread_state {
+	u64 timer;       /* its armed sleep timer (struct hrtimer *), 0: none */
+	u64 expiry;      /* that timer's requested expiry (_softexpires) */
+	u64 waking;      /* pending wake-up: sched_waking time, 0: none */
+	u64 origin;      /* where the pending wake-up's latency starts */
+	u64 woke_expiry; /* the expiry that caused the pending wake-up, 0: not a timer */
+	u32 waker;       /* tid current at sched_waking, 0: the timer interrupt */
+	u32 rt_throttled;
+	u8 fired;        /* the timer ran (hrtimer_expire_entry) */
+	u8 asleep;       /* switched out sleeping (classic tracepoints only) */
+	u8 pad[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, u32);
+	__type(value, u32);
+} tracked_tgid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u32);
+} tracked_tid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, u32);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+/* Armed sleep timers of tracked threads: struct hrtimer * -> tid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, u64);
+	__type(value, u32);
+} timers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+/* Breaches dropped because the ring buffer was full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} lost SEC(".maps");
+
+/* ---- the logic, shared by the three flavours ---- */
+
+static __always_inline bool is_tracked(u32 tid, u32 tgid)
+{
+	u32 *mode = bpf_map_lookup_elem(&tracked_tgid, &tgid);
+
+	if (!mode)
+		return false;
+	if (*mode == TRACK_ALL_THREADS)
+		return true;
+	return bpf_map_lookup_elem(&tracked_tid, &tid) != 0;
+}
+
+static __always_inline struct thread_state *thread_get_or_create(u32 tid)
+{
+	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state zero = {};
+
+	if (st)
+		return st;
+	bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+static __always_inline void forget_timer(struct thread_state *st)
+{
+	if (st->timer) {
+		bpf_map_delete_elem(&timers, &st->timer);
+		st->timer = 0;
+	}
+	st->fired = 0;
+}
+
+static __always_inline u32 throttled_of(struct task_struct *p)
+{
+	struct rt_rq *rt_rq;
+
+	if (!bpf_core_field_exists(p->rt.rt_rq))
+		return THROTTLED_UNKNOWN;
+	rt_rq = BPF_CORE_READ(p, rt.rt_rq);
+	if (!rt_rq)
+		return THROTTLED_UNKNOWN;
+	return BPF_CORE_READ(rt_rq, rt_throttled) ? 1 : 0;
+}
+
+/*
+ * The current task armed `timer`. Only its own sleep timer counts (an hrtimer_sleeper
+ * whose task is current): a timer re-armed from interrupt context while a tracked
+ * thread happened to be current belongs to someone else.
+ */
+static __always_inline void on_timer_start(struct hrtimer *timer, s64 softexpires)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id, tgid = id >> 32;
+	struct hrtimer_sleeper *sleeper = (void *)timer;
+	struct thread_state *st;
+	u64 key = (u64)timer;
+
+	if (!is_tracked(tid, tgid))
+		return;
+	if ((u64)BPF_CORE_READ(sleeper, task) != bpf_get_current_task())
+		return;
+	if (BPF_CORE_READ(timer, base, clockid) != CLOCK_MONOTONIC)
+		return;
+	st = thread_get_or_create(tid);
+	if (!st)
+		return;
+	if (st->timer && st->timer != key)
+		bpf_map_delete_elem(&timers, &st->timer);
+	st->timer = key;
+	st->expiry = softexpires;
+	st->fired = 0;
+	bpf_map_update_elem(&timers, &key, &tid, BPF_ANY);
+}
+
+/*
+ * A cancelled sleep timer will not wake its thread. Some kernels also report a timer
+ * that is about to run as cancelled: at or after the expiry it is the timer firing,
+ * keep it.
+ */
+static __always_inline void on_timer_cancel(u64 timer)
+{
+	struct thread_state *st;
+	u32 *tid = bpf_map_lookup_elem(&timers, &timer);
+
+	if (!tid)
+		return;
+	st = bpf_map_lookup_elem(&threads, tid);
+	if (!st || st->timer != timer) {
+		bpf_map_delete_elem(&timers, &timer);
+		return;
+	}
+	if (bpf_ktime_get_ns() >= st->expiry)
+		return;
+	forget_timer(st);
+}
+
+/* A sleep timer runs (in the timer interrupt): the wake-up that follows is its own. */
+static __always_inline void on_timer_expire(u64 timer)
+{
+	struct thread_state *st;
+	u32 *tid = bpf_map_lookup_elem(&timers, &timer);
+
+	if (!tid)
+		return;
+	st = bpf_map_lookup_elem(&threads, tid);
+	if (st && st->timer == timer)
+		st->fired = 1;
+}
+
+/* A tracked thread is being woken; `st` is its state. */
+static __always_inline void on_waking(struct thread_state *st, u32 rt_throttled)
+{
+	u64 now = bpf_ktime_get_ns();
+
+	st->waking = now;
+	st->rt_throttled = rt_throttled;
+	if (st->timer && st->expiry && st->expiry <= now) {
+		st->origin = st->expiry;
+		st->woke_expiry = st->expiry;
+	} else {
+		st->origin = now;
+		st->woke_expiry = 0;
+	}
+	/* The timer's own wake-up runs in the timer interrupt: no waking thread. */
+	st->waker = (st->timer && st->fired) ? 0 : (u32)bpf_get_current_pid_tgid();
+	forget_timer(st);
+}
+
+/* `next_tid` is being switched in; emit a breach when its pending wake-up was late. */
+static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
+					 const void *next_comm, u32 prev_tid,
+					 const void *prev_comm)
+{
+	struct thread_state *st = bpf_map_lookup_elem(&threads, &next_tid);
+	struct breach *e;
+	u64 now, latency;
+	u32 zero = 0;
+	u64 *n;
+
+	if (!st || !st->waking)
+		return;
+	now = bpf_ktime_get_ns();
+	latency = now - st->origin;
+	if (latency < threshold_ns || (rt_only && next_prio >= 100) || now < st->origin) {
+		st->waking = 0;
+		return;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		st->waking = 0;
+		return;
+	}
+	e->latency = latency;
+	e->expiry = st->woke_expiry;
+	e->waking = st->waking;
+	e->switch_in = now;
+	e->tid = next_tid;
+	e->cpu = bpf_get_smp_processor_id();
+	e->prio = next_prio;
+	e->waker_tid = st->waker;
+	e->prev_tid = prev_tid;
+	e->rt_throttled = st->rt_throttled;
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), next_comm);
+	bpf_probe_read_kernel_str(e->prev_comm, sizeof(e->prev_comm), prev_comm);
+	e->pad = 0;
+	if (want_stack)
+		e->stack_bytes = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
+	else
+		e->stack_bytes = 0;
+	st->waking = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void on_fork(u32 parent_tgid, u32 child_tgid)
+{
+	u32 all = TRACK_ALL_THREADS;
+	u32 *mode;
+
+	if (parent_tgid == child_tgid)
+		return;
+	mode = bpf_map_lookup_elem(&tracked_tgid, &parent_tgid);
+	if (mode && *mode == TRACK_ALL_THREADS)
+		bpf_map_update_elem(&tracked_tgid, &child_tgid, &all, BPF_ANY);
+}
+
+/* The current task exits: drop its state, and its process once the last thread goes. */
+static __always_inline void on_exit(void)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id, tgid = id >> 32;
+	struct task_struct *task;
+	struct thread_state *st;
+
+	if (!bpf_map_lookup_elem(&tracked_tgid, &tgid))
+		return;
+	st = bpf_map_lookup_elem(&threads, &tid);
+	if (st) {
+		forget_timer(st);
+		bpf_map_delete_elem(&threads, &tid);
+	}
+	bpf_map_delete_elem(&tracked_tid, &tid);
+	task = (struct task_struct *)bpf_get_current_task();
+	if (BPF_CORE_READ(task, signal, live.counter) == 0)
+		bpf_map_delete_elem(&tracked_tgid, &tgid);
+}
+
+/*
+ * tp_btf and raw_tp get the same arguments (tp_btf typed, raw_tp as plain u64s), and
+ * every dereference below is a CO-RE probe read, so one body serves both.
+ */
+
+static __always_inline void task_waking(struct task_struct *p)
+{
+	u32 tid = BPF_CORE_READ(p, pid);
+	struct thread_state *st;
+
+	if (!is_tracked(tid, BPF_CORE_READ(p, tgid)))
+		return;
+	/* Still queued (woken before it switched out, or current waking itself): it never
+	 * waited for a CPU, there is no latency to measure. */
+	if (BPF_CORE_READ(p, on_rq))
+		return;
+	st = thread_get_or_create(tid);
+	if (st)
+		on_waking(st, throttled_of(p));
+}
+
+static __always_inline void task_switch(void *ctx, struct task_struct *prev,
+					struct task_struct *next)
+{
+	on_switch_in(ctx, BPF_CORE_READ(next, pid), BPF_CORE_READ(next, prio), &next->comm,
+		     BPF_CORE_READ(prev, pid), &prev->comm);
+}
+
+static __always_inline void task_fork(struct task_struct *parent, struct task_struct *child)
+{
+	on_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, tgid));
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	task_switch(ctx, prev, next);
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(btf_sched_waking, struct task_struct *p)
+{
+	task_waking(p);
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_start")
+int BPF_PROG(btf_hrtimer_start, struct hrtimer *timer)
+{
+	on_timer_start(timer, BPF_CORE_READ(timer, _softexpires));
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_cancel")
+int BPF_PROG(btf_hrtimer_cancel, struct hrtimer *timer)
+{
+	on_timer_cancel((u64)timer);
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(btf_hrtimer_expire_entry, struct hrtimer *timer)
+{
+	on_timer_expire((u64)timer);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(btf_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	task_fork(parent, child);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(btf_sched_process_exit)
+{
+	on_exit();
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	task_switch(ctx, prev, next);
+	return 0;
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(raw_sched_waking, struct task_struct *p)
+{
+	task_waking(p);
+	return 0;
+}
+
+SEC("raw_tp/hrtimer_start")
+int BPF_PROG(raw_hrtimer_start, struct hrtimer *timer)
+{
+	on_timer_start(timer, BPF_CORE_READ(timer, _softexpires));
+	return 0;
+}
+
+SEC("raw_tp/hrtimer_cancel")
+int BPF_PROG(raw_hrtimer_cancel, struct hrtimer *timer)
+{
+	on_timer_cancel((u64)timer);
+	return 0;
+}
+
+SEC("raw_tp/hrtimer_expire_entry")
+int BPF_PROG(raw_hrtimer_expire_entry, struct hrtimer *timer)
+{
+	on_timer_expire((u64)timer);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(raw_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	task_fork(parent, child);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(raw_sched_process_exit)
+{
+	on_exit();
+	return 0;
+}
+
+/*
+ * Classic tracepoints give pids, not task pointers. The woken task cannot be read, so
+ * a thread's state is created when it switches out to sleep (prev is current there),
+ * and a sched_waking counts only for a thread known to be asleep. Its prio comes from
+ * the event, rt_throttled from the current task's run queue when the wake-up targets
+ * the current CPU (unknown otherwise).
+ */
+
+/* TASK_REPORT_MAX: the prev_state the event reports for a preempted task ("R+"). */
+#define TP_STATE_PREEMPTED 0x100
+
+SEC("tracepoint/sched/sched_switch")
+int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 prev_tid = (u32)id;
+	long state = ctx->prev_state;
+	struct thread_state *st;
+
+	if (state != 0 && !(state & TP_STATE_PREEMPTED) && prev_tid != 0 &&
+	    is_tracked(prev_tid, id >> 32)) {
+		st = thread_get_or_create(prev_tid);
+		if (st) {
+			st->asleep = 1;
+			st->waking = 0;
+		}
+	}
+	on_switch_in(ctx, ctx->next_pid, ctx->next_prio, ctx->next_comm, ctx->prev_pid,
+		     ctx->prev_comm);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_waking")
+int tp_sched_waking(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	u32 tid = ctx->pid;
+	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	u32 throttled = THROTTLED_UNKNOWN;
+
+	if (!st || !st->asleep)
+		return 0;
+	st->asleep = 0;
+	if ((u32)ctx->target_cpu == bpf_get_smp_processor_id())
+		throttled = throttled_of((struct task_struct *)bpf_get_current_task());
+	on_waking(st, throttled);
+	return 0;
+}
+
+SEC("tracepoint/timer/hrtimer_start")
+int tp_hrtimer_start(struct trace_event_raw_hrtimer_start *ctx)
+{
+	on_timer_start(ctx->hrtimer, ctx->softexpires);
+	return 0;
+}
+
+SEC("tracepoint/timer/hrtimer_cancel")
+int tp_hrtimer_cancel(struct trace_event_raw_hrtimer_class *ctx)
+{
+	on_timer_cancel((u64)ctx->hrtimer);
+	return 0;
+}
+
+SEC("tracepoint/timer/hrtimer_expire_entry")
+int tp_hrtimer_expire_entry(struct trace_event_raw_hrtimer_expire_entry *ctx)
+{
+	on_timer_expire((u64)ctx->hrtimer);
+	return 0;
+}
+
+/* task_newtask rather than sched_process_fork: it carries the clone flags, so a new
+ * thread (same process) is told from a new process without reading the child. */
+SEC("tracepoint/task/task_newtask")
+int tp_task_newtask(struct trace_event_raw_task_newtask *ctx)
+{
+	if (ctx->clone_flags & CLONE_THREAD)
+		return 0;
+	on_fork(bpf_get_current_pid_tgid() >> 32, ctx->pid);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int tp_sched_process_exit(void *ctx)
+{
+	on_exit();
+	return 0;
+}

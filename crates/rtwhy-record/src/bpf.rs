@@ -1,0 +1,439 @@
+//! The eBPF breach detector: measures, in the kernel, how late each tracked thread ran
+//! after its timer expired or it was woken, and reports every latency at or above a
+//! threshold as a [`Breach`].
+//!
+//! The programs live in `bpf/detector.bpf.c` (compiled by `build.rs`). One object
+//! carries three flavours of the same logic; [`BpfDetector::start`] loads the first that
+//! works on the running kernel: `tp_btf`, then `raw_tp`, then classic `tracepoint`.
+//! Times are `bpf_ktime_get_ns()` (CLOCK_MONOTONIC), equal to the timestamps of a
+//! tracefs instance whose `trace_clock` is `mono`.
+//!
+//! ```no_run
+//! use rtwhy_record::bpf::{BpfDetector, DetectorConfig};
+//! use std::time::Duration;
+//!
+//! let cfg = DetectorConfig { threshold_ns: 100_000, ..DetectorConfig::default() };
+//! let mut detector = BpfDetector::start(&cfg)?;
+//! detector.track_process(4242)?;
+//! for breach in detector.poll(Duration::from_millis(100))? {
+//!     println!("{}", breach.record.to_marker());
+//! }
+//! # Ok::<(), rtwhy_record::RecordError>(())
+//! ```
+
+mod record;
+
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, OpenObject, PrintLevel, RingBuffer};
+
+use crate::{RecordError, Result};
+
+pub use record::{parse_breach, BREACH_SIZE};
+
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::expect_used,
+    clippy::unwrap_used,
+    missing_docs,
+    unsafe_code,
+    unused_imports,
+    unused_qualifications
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/detector.skel.rs"));
+}
+
+use skel::{DetectorSkel, DetectorSkelBuilder, OpenDetectorSkel};
+
+/// How the detector's programs are attached to the kernel's tracepoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttachMode {
+    /// BTF-typed tracepoints (`tp_btf`, kernel 5.5+ with BTF): typed task pointers.
+    TpBtf,
+    /// Raw tracepoints (`raw_tp`, 4.17+): the same arguments, read with probe reads.
+    RawTp,
+    /// Classic tracepoints (perf events on `events/<group>/<event>`): the event records,
+    /// pids instead of task pointers; the woken task's run queue is only read when the
+    /// wake-up targets the waker's CPU.
+    Tracepoint,
+}
+
+impl AttachMode {
+    /// The order [`BpfDetector::start`] tries them in.
+    pub const ALL: [AttachMode; 3] = [AttachMode::TpBtf, AttachMode::RawTp, AttachMode::Tracepoint];
+
+    /// The mode's name: `tp_btf`, `raw_tp` or `tracepoint`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AttachMode::TpBtf => "tp_btf",
+            AttachMode::RawTp => "raw_tp",
+            AttachMode::Tracepoint => "tracepoint",
+        }
+    }
+}
+
+impl std::fmt::Display for AttachMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the detector measures and reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DetectorConfig {
+    /// Latencies at or above this many nanoseconds are breaches.
+    pub threshold_ns: u64,
+    /// Measure only threads whose kernel prio is below 100 (SCHED_FIFO/SCHED_RR) when
+    /// they are switched in.
+    pub rt_only: bool,
+    /// Try only this attach mode (tests); `None` tries `tp_btf`, `raw_tp`, `tracepoint`.
+    pub force: Option<AttachMode>,
+    /// Capture the kernel stack at the switch-in.
+    pub stack: bool,
+}
+
+impl Default for DetectorConfig {
+    /// 100 us (the budget of a 1 kHz control loop), RT threads only, any mode, stacks.
+    fn default() -> Self {
+        DetectorConfig {
+            threshold_ns: 100_000,
+            rt_only: true,
+            force: None,
+            stack: true,
+        }
+    }
+}
+
+/// One late wake-up, as the detector measured it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Breach {
+    /// The measurement, `detector` set to `bpf`; `record.stack` is left empty.
+    pub record: rtwhy_model::BreachRecord,
+    /// Kernel stack at the switch-in, innermost first, as raw addresses (symbolize them
+    /// with `/proc/kallsyms`). Empty when stacks were not asked for or not available.
+    pub stack: Vec<u64>,
+}
+
+/// The loaded and attached detector. Dropping it detaches the programs.
+pub struct BpfDetector {
+    mode: AttachMode,
+    // Field order is drop order: the ring buffer goes before the map it reads.
+    ring: RingBuffer<'static>,
+    received: Arc<Mutex<Vec<Breach>>>,
+    // Never read: it keeps the ring buffer's map open for as long as `ring` polls it.
+    _events: MapHandle,
+    tracked_tgid: MapHandle,
+    tracked_tid: MapHandle,
+    lost: MapHandle,
+    links: Vec<Link>,
+}
+
+impl std::fmt::Debug for BpfDetector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfDetector")
+            .field("mode", &self.mode)
+            .field("links", &self.links.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Values of the `tracked_tgid` map (see `detector.bpf.c`).
+const TRACK_ALL_THREADS: u32 = 1;
+const TRACK_LISTED_THREADS: u32 = 2;
+
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+impl BpfDetector {
+    /// Loads and attaches the detector, trying the attach modes in order (or only
+    /// `cfg.force`). The error names what failed for each mode tried.
+    pub fn start(cfg: &DetectorConfig) -> Result<BpfDetector> {
+        let modes: Vec<AttachMode> = match cfg.force {
+            Some(m) => vec![m],
+            None => AttachMode::ALL.to_vec(),
+        };
+        let btf = Path::new(VMLINUX_BTF).exists();
+        let mut failures = Vec::new();
+        for mode in modes {
+            if mode != AttachMode::Tracepoint && !btf {
+                failures.push(format!("{mode}: no BTF at {VMLINUX_BTF}"));
+                continue;
+            }
+            match start_mode(cfg, mode) {
+                Ok(d) => return Ok(d),
+                Err(e) => failures.push(format!("{mode}: {e}")),
+            }
+        }
+        Err(RecordError::Bpf(failures.join("; ")))
+    }
+
+    /// The attach mode that was loaded.
+    pub fn mode(&self) -> AttachMode {
+        self.mode
+    }
+
+    /// Follows every thread of process `tgid`, present and future, and every process
+    /// it forks from now on.
+    pub fn track_process(&self, tgid: i32) -> Result<()> {
+        let key = pid_key(tgid)?;
+        self.tracked_tgid
+            .update(&key, &TRACK_ALL_THREADS.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| RecordError::Bpf(format!("tracking process {tgid}: {e}")))
+    }
+
+    /// Follows the one thread `tid` (other threads of its process are left alone,
+    /// unless the process is tracked as a whole).
+    pub fn track_thread(&self, tid: i32) -> Result<()> {
+        let key = pid_key(tid)?;
+        let tgid = thread_group_of(tid)?;
+        self.tracked_tid
+            .update(&key, &1u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| RecordError::Bpf(format!("tracking thread {tid}: {e}")))?;
+        // NO_EXIST: a process already tracked as a whole stays so.
+        match self.tracked_tgid.update(
+            &pid_key(tgid)?,
+            &TRACK_LISTED_THREADS.to_ne_bytes(),
+            MapFlags::NO_EXIST,
+        ) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(RecordError::Bpf(format!("tracking thread {tid}: {e}"))),
+        }
+    }
+
+    /// Waits at most `timeout` for breaches and returns those that arrived (possibly
+    /// none).
+    pub fn poll(&mut self, timeout: Duration) -> Result<Vec<Breach>> {
+        if let Err(e) = self.ring.poll(timeout) {
+            // A signal interrupting epoll_wait is not a failure of the detector.
+            if e.kind() != libbpf_rs::ErrorKind::Interrupted {
+                return Err(RecordError::Bpf(format!("reading the ring buffer: {e}")));
+            }
+        }
+        Ok(std::mem::take(&mut *lock(&self.received)))
+    }
+
+    /// Breaches dropped in the kernel because the ring buffer was full.
+    pub fn lost(&self) -> u64 {
+        match self.lost.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(v)) => v
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_ne_bytes),
+            _ => 0,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn pid_key(pid: i32) -> Result<[u8; 4]> {
+    u32::try_from(pid)
+        .ok()
+        .filter(|p| *p > 0)
+        .map(u32::to_ne_bytes)
+        .ok_or_else(|| RecordError::Bpf(format!("invalid pid {pid}")))
+}
+
+/// The process (thread group) a thread belongs to, from `/proc/<tid>/status`.
+fn thread_group_of(tid: i32) -> Result<i32> {
+    let path = format!("/proc/{tid}/status");
+    let status = std::fs::read_to_string(&path)
+        .map_err(|e| RecordError::Bpf(format!("thread {tid}: {path}: {e}")))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| RecordError::Bpf(format!("thread {tid}: no Tgid in {path}")))
+}
+
+/// libbpf's messages during one load, kept to explain a failure in one line instead of
+/// letting libbpf print the verifier log to stderr.
+static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn capture_libbpf(level: PrintLevel, msg: String) {
+    if level == PrintLevel::Debug {
+        return;
+    }
+    let mut log = lock(&LIBBPF_LOG);
+    // The verifier log of one program can run to thousands of lines; only the last
+    // ones explain the failure.
+    if log.len() > 200 {
+        log.drain(..100);
+    }
+    log.extend(msg.lines().map(str::to_owned));
+}
+
+/// The most telling line libbpf logged: its last "failed" line, else the last line.
+fn libbpf_reason(log: &[String]) -> Option<String> {
+    log.iter()
+        .rev()
+        .find(|l| l.contains("failed") || l.contains("error"))
+        .or_else(|| log.last())
+        .map(|l| l.trim().trim_start_matches("libbpf: ").to_owned())
+}
+
+fn start_mode(cfg: &DetectorConfig, mode: AttachMode) -> Result<BpfDetector> {
+    lock(&LIBBPF_LOG).clear();
+    let previous = libbpf_rs::set_print(Some((PrintLevel::Warn, capture_libbpf)));
+    let mut storage = MaybeUninit::<OpenObject>::uninit();
+    let result = load_and_attach(cfg, mode, &mut storage);
+    libbpf_rs::set_print(previous);
+    let log = std::mem::take(&mut *lock(&LIBBPF_LOG));
+    result.map_err(|(what, e)| {
+        let reason = if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
+            "permission denied (need CAP_BPF+CAP_PERFMON or root)".to_owned()
+        } else {
+            libbpf_reason(&log).unwrap_or_else(|| e.to_string())
+        };
+        RecordError::Bpf(format!("{what}: {reason}"))
+    })
+}
+
+type Step<T> = std::result::Result<T, (&'static str, libbpf_rs::Error)>;
+
+fn load_and_attach(
+    cfg: &DetectorConfig,
+    mode: AttachMode,
+    storage: &mut MaybeUninit<OpenObject>,
+) -> Step<BpfDetector> {
+    let open = DetectorSkelBuilder::default()
+        .open(storage)
+        .map_err(|e| ("opening the BPF object", e))?;
+    let open = configure(open, cfg, mode).map_err(|e| ("configuring the BPF object", e))?;
+    let mut skel: DetectorSkel<'_> = open.load().map_err(|e| ("loading programs", e))?;
+    skel.attach().map_err(|e| ("attaching programs", e))?;
+
+    let links = take_links(&mut skel.links);
+    let handle = |m: &libbpf_rs::MapMut<'_>| MapHandle::try_from(m);
+    let maps = &skel.maps;
+    let events = handle(&maps.events).map_err(|e| ("opening the ring buffer", e))?;
+    let tracked_tgid = handle(&maps.tracked_tgid).map_err(|e| ("opening maps", e))?;
+    let tracked_tid = handle(&maps.tracked_tid).map_err(|e| ("opening maps", e))?;
+    let lost = handle(&maps.lost).map_err(|e| ("opening maps", e))?;
+
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&received);
+    let threshold = cfg.threshold_ns;
+    let mut builder = libbpf_rs::RingBufferBuilder::new();
+    builder
+        .add(&events, move |data: &[u8]| {
+            if let Some(b) = parse_breach(data, threshold) {
+                lock(&sink).push(b);
+            }
+            0
+        })
+        .map_err(|e| ("opening the ring buffer", e))?;
+    let ring = builder
+        .build()
+        .map_err(|e| ("opening the ring buffer", e))?;
+    // `skel` (the object and its program fds) is dropped here: the links keep the
+    // programs attached and the map handles keep the maps.
+    Ok(BpfDetector {
+        mode,
+        ring,
+        received,
+        _events: events,
+        tracked_tgid,
+        tracked_tid,
+        lost,
+        links,
+    })
+}
+
+fn configure<'obj>(
+    mut open: OpenDetectorSkel<'obj>,
+    cfg: &DetectorConfig,
+    mode: AttachMode,
+) -> libbpf_rs::Result<OpenDetectorSkel<'obj>> {
+    let rodata = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .ok_or_else(|| libbpf_rs::Error::from(std::io::Error::other("no .rodata")))?;
+    rodata.threshold_ns = cfg.threshold_ns;
+    rodata.rt_only = cfg.rt_only;
+    rodata.want_stack = cfg.stack;
+
+    let p = &mut open.progs;
+    let flavours = [
+        (
+            AttachMode::TpBtf,
+            [
+                &mut p.btf_sched_switch,
+                &mut p.btf_sched_waking,
+                &mut p.btf_hrtimer_start,
+                &mut p.btf_hrtimer_cancel,
+                &mut p.btf_hrtimer_expire_entry,
+                &mut p.btf_sched_process_fork,
+                &mut p.btf_sched_process_exit,
+            ],
+        ),
+        (
+            AttachMode::RawTp,
+            [
+                &mut p.raw_sched_switch,
+                &mut p.raw_sched_waking,
+                &mut p.raw_hrtimer_start,
+                &mut p.raw_hrtimer_cancel,
+                &mut p.raw_hrtimer_expire_entry,
+                &mut p.raw_sched_process_fork,
+                &mut p.raw_sched_process_exit,
+            ],
+        ),
+        (
+            AttachMode::Tracepoint,
+            [
+                &mut p.tp_sched_switch,
+                &mut p.tp_sched_waking,
+                &mut p.tp_hrtimer_start,
+                &mut p.tp_hrtimer_cancel,
+                &mut p.tp_hrtimer_expire_entry,
+                &mut p.tp_task_newtask,
+                &mut p.tp_sched_process_exit,
+            ],
+        ),
+    ];
+    for (m, progs) in flavours {
+        for prog in progs {
+            prog.set_autoload(m == mode);
+        }
+    }
+    Ok(open)
+}
+
+fn take_links(l: &mut skel::DetectorLinks) -> Vec<Link> {
+    [
+        l.btf_sched_switch.take(),
+        l.btf_sched_waking.take(),
+        l.btf_hrtimer_start.take(),
+        l.btf_hrtimer_cancel.take(),
+        l.btf_hrtimer_expire_entry.take(),
+        l.btf_sched_process_fork.take(),
+        l.btf_sched_process_exit.take(),
+        l.raw_sched_switch.take(),
+        l.raw_sched_waking.take(),
+        l.raw_hrtimer_start.take(),
+        l.raw_hrtimer_cancel.take(),
+        l.raw_hrtimer_expire_entry.take(),
+        l.raw_sched_process_fork.take(),
+        l.raw_sched_process_exit.take(),
+        l.tp_sched_switch.take(),
+        l.tp_sched_waking.take(),
+        l.tp_hrtimer_start.take(),
+        l.tp_hrtimer_cancel.take(),
+        l.tp_hrtimer_expire_entry.take(),
+        l.tp_task_newtask.take(),
+        l.tp_sched_process_exit.take(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}

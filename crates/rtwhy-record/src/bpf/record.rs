@@ -1,0 +1,174 @@
+//! The detector's ring-buffer record (`struct breach` in `bpf/detector.bpf.c`), parsed
+//! by offset. The layout, all integers in the machine's byte order:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | latency (ns) |
+//! | 8 | 8 | timer expiry (ns), 0 when the wake-up was not the thread's timer |
+//! | 16 | 8 | `sched_waking` time (ns) |
+//! | 24 | 8 | switch-in time (ns) |
+//! | 32 | 4 | tid |
+//! | 36 | 4 | CPU |
+//! | 40 | 4 | kernel prio at switch-in (signed) |
+//! | 44 | 4 | waker tid, 0 for the timer interrupt |
+//! | 48 | 4 | prev tid |
+//! | 52 | 4 | rt_throttled: 0, 1, 2 = unknown |
+//! | 56 | 16 | comm, NUL-padded |
+//! | 72 | 16 | prev comm, NUL-padded |
+//! | 88 | 4 | stack bytes written by `bpf_get_stack` (signed, negative on error) |
+//! | 92 | 4 | padding |
+//! | 96 | 8 * 32 | kernel stack addresses, innermost first |
+
+use rtwhy_model::{BreachRecord, Comm, Nanos};
+
+use super::Breach;
+
+/// Size of one record in bytes.
+pub const BREACH_SIZE: usize = 96 + 8 * STACK_DEPTH;
+
+const STACK_DEPTH: usize = 32;
+const STACK_OFFSET: usize = 96;
+
+fn bytes<const N: usize>(data: &[u8], at: usize) -> Option<[u8; N]> {
+    data.get(at..at + N)?.try_into().ok()
+}
+
+fn u64_at(data: &[u8], at: usize) -> Option<u64> {
+    bytes(data, at).map(u64::from_ne_bytes)
+}
+
+fn u32_at(data: &[u8], at: usize) -> Option<u32> {
+    bytes(data, at).map(u32::from_ne_bytes)
+}
+
+fn i32_at(data: &[u8], at: usize) -> Option<i32> {
+    bytes(data, at).map(i32::from_ne_bytes)
+}
+
+fn tid_at(data: &[u8], at: usize) -> Option<i32> {
+    i32::try_from(u32_at(data, at)?).ok()
+}
+
+/// Parses one ring-buffer record into a [`Breach`] (`threshold_ns`: the threshold the
+/// detector ran with). `None` when the record is shorter than [`BREACH_SIZE`] or holds
+/// an impossible tid.
+pub fn parse_breach(data: &[u8], threshold_ns: u64) -> Option<Breach> {
+    if data.len() < BREACH_SIZE {
+        return None;
+    }
+    let expiry = u64_at(data, 8)?;
+    let stack_bytes = usize::try_from(i32_at(data, 88)?).unwrap_or(0);
+    let frames = (stack_bytes / 8).min(STACK_DEPTH);
+    let stack = (0..frames)
+        .filter_map(|i| u64_at(data, STACK_OFFSET + 8 * i))
+        .take_while(|a| *a != 0)
+        .collect();
+    let record = BreachRecord {
+        tid: tid_at(data, 32)?,
+        comm: Comm::from_bytes(data.get(56..72)?),
+        cpu: u32_at(data, 36)?,
+        prio: Some(i32_at(data, 40)?),
+        latency: Nanos(u64_at(data, 0)?),
+        threshold: Some(Nanos(threshold_ns)),
+        expiry: (expiry != 0).then_some(Nanos(expiry)),
+        waking: Some(Nanos(u64_at(data, 16)?)),
+        switch_in: Nanos(u64_at(data, 24)?),
+        waker_tid: Some(tid_at(data, 44)?),
+        prev_tid: Some(tid_at(data, 48)?),
+        prev_comm: Some(Comm::from_bytes(data.get(72..88)?)),
+        rt_throttled: match u32_at(data, 52)? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        },
+        detector: Some("bpf".to_owned()),
+        stack: Vec::new(),
+    };
+    Some(Breach { record, stack })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A record laid out as the BPF program writes it.
+    fn raw(stack: &[u64], stack_bytes: i32, throttled: u32, expiry: u64) -> Vec<u8> {
+        let mut d = vec![0u8; BREACH_SIZE];
+        let mut put = |at: usize, b: &[u8]| d[at..at + b.len()].copy_from_slice(b);
+        put(0, &153_210u64.to_ne_bytes());
+        put(8, &expiry.to_ne_bytes());
+        put(16, &308_556_570_000u64.to_ne_bytes());
+        put(24, &308_556_723_000u64.to_ne_bytes());
+        put(32, &4242u32.to_ne_bytes());
+        put(36, &1u32.to_ne_bytes());
+        put(40, &19i32.to_ne_bytes());
+        put(44, &0u32.to_ne_bytes());
+        put(48, &11850u32.to_ne_bytes());
+        put(52, &throttled.to_ne_bytes());
+        put(56, b"cyclictest\0\0\0\0\0\0");
+        put(72, b"rtwhy-spinner-1\0");
+        put(88, &stack_bytes.to_ne_bytes());
+        for (i, a) in stack.iter().enumerate() {
+            put(96 + 8 * i, &a.to_ne_bytes());
+        }
+        d
+    }
+
+    #[test]
+    fn parses_every_field() {
+        let stack = [0xffff_ffff_8100_0010u64, 0xffff_ffff_8100_0020];
+        let b = parse_breach(&raw(&stack, 16, 0, 308_556_569_790), 100_000).unwrap();
+        let r = &b.record;
+        assert_eq!(r.tid, 4242);
+        assert_eq!(r.comm.to_str_lossy(), "cyclictest");
+        assert_eq!(r.cpu, 1);
+        assert_eq!(r.prio, Some(19));
+        assert_eq!(r.latency, Nanos(153_210));
+        assert_eq!(r.threshold, Some(Nanos(100_000)));
+        assert_eq!(r.expiry, Some(Nanos(308_556_569_790)));
+        assert_eq!(r.waking, Some(Nanos(308_556_570_000)));
+        assert_eq!(r.switch_in, Nanos(308_556_723_000));
+        assert_eq!(r.waker_tid, Some(0));
+        assert_eq!(r.prev_tid, Some(11850));
+        assert_eq!(r.prev_comm.unwrap().to_str_lossy(), "rtwhy-spinner-1");
+        assert_eq!(r.rt_throttled, Some(false));
+        assert_eq!(r.detector.as_deref(), Some("bpf"));
+        assert!(r.stack.is_empty());
+        assert_eq!(b.stack, stack);
+    }
+
+    #[test]
+    fn no_timer_no_expiry_and_unknown_throttling() {
+        let b = parse_breach(&raw(&[], 0, 2, 0), 50_000).unwrap();
+        assert_eq!(b.record.expiry, None);
+        assert_eq!(b.record.rt_throttled, None);
+        assert!(b.stack.is_empty());
+        let b = parse_breach(&raw(&[], 0, 1, 0), 50_000).unwrap();
+        assert_eq!(b.record.rt_throttled, Some(true));
+    }
+
+    #[test]
+    fn failed_stack_capture_gives_no_frames() {
+        // bpf_get_stack returns a negative errno on failure; the slots are garbage.
+        let b = parse_breach(&raw(&[1, 2, 3], -14, 0, 0), 50_000).unwrap();
+        assert!(b.stack.is_empty());
+    }
+
+    #[test]
+    fn stack_bytes_beyond_the_array_are_capped() {
+        let full: Vec<u64> = (1..=32).collect();
+        let b = parse_breach(&raw(&full, 4096, 0, 0), 50_000).unwrap();
+        assert_eq!(b.stack, full);
+    }
+
+    #[test]
+    fn short_or_impossible_records_are_refused() {
+        let d = raw(&[], 0, 0, 0);
+        assert!(parse_breach(&d[..BREACH_SIZE - 1], 1).is_none());
+        assert!(parse_breach(&[], 1).is_none());
+        let mut bad = d.clone();
+        bad[32..36].copy_from_slice(&u32::MAX.to_ne_bytes());
+        assert!(parse_breach(&bad, 1).is_none());
+    }
+}

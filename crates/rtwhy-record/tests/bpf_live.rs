@@ -1,0 +1,319 @@
+//! Live test of the eBPF breach detector against the real peer: cyclictest measuring its
+//! own wake-ups on CPU 1 while a bounded SCHED_FIFO spinner makes them late. Each attach
+//! mode is loaded in turn (forced) and must report breaches that agree with what
+//! cyclictest itself sees, for the tracked cyclictest only.
+//!
+//! Needs root, BTF, cyclictest and a second CPU. Without them the test is skipped, but
+//! under `CI=true` or `RTWHY_LIVE_TESTS=1` that is a failure.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rtwhy_record::bpf::{AttachMode, BpfDetector, Breach, DetectorConfig};
+
+/// The modes run one at a time: they share CPU 1.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const THRESHOLD_NS: u64 = 50_000;
+const SPINNER: &str = "rtwhy-spinner";
+/// The victim's CPU; CPU 0 never gets a FIFO busy loop.
+const CPU: u32 = 1;
+
+fn live_capable() -> bool {
+    let required = std::env::var("CI").is_ok_and(|v| v == "true")
+        || std::env::var("RTWHY_LIVE_TESTS").is_ok_and(|v| v == "1");
+    let mut missing = Vec::new();
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false);
+    if !root {
+        missing.push("root");
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        missing.push("kernel BTF (/sys/kernel/btf/vmlinux)");
+    }
+    if Command::new("cyclictest").arg("--help").output().is_err() {
+        missing.push("cyclictest (rt-tests)");
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        missing.push("a second CPU");
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let msg = format!("BPF live test needs {}", missing.join(", "));
+    assert!(
+        !required,
+        "{msg} (required under CI=true / RTWHY_LIVE_TESTS=1)"
+    );
+    eprintln!("skipped: {msg}");
+    false
+}
+
+/// A child process killed and reaped when dropped.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn cyclictest(prio: u32) -> ChildGuard {
+    let child = Command::new("cyclictest")
+        .args(["-m", "-q", "-p", &prio.to_string(), "-i", "1000"])
+        .args(["-a", &CPU.to_string(), "-t", "1", "-l", "2000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawning cyclictest");
+    ChildGuard(child)
+}
+
+/// A SCHED_FIFO 90 thread pinned to CPU 1 that spins 300 us every 5 ms for at most
+/// `length`; stopped and joined when dropped.
+struct Spinner {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Spinner {
+    fn start(length: Duration) -> Spinner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<bool>();
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name(SPINNER.to_owned())
+            .spawn(move || {
+                let tid = std::fs::read_link("/proc/thread-self")
+                    .ok()
+                    .and_then(|p| p.file_name()?.to_str()?.parse::<i32>().ok());
+                let _ = tid_tx.send(tid);
+                // Spin only once pinned to CPU 1 and raised to FIFO 90.
+                if !go_rx.recv().unwrap_or(false) {
+                    return;
+                }
+                let end = Instant::now() + length;
+                while Instant::now() < end && !flag.load(Ordering::Relaxed) {
+                    let burst = Instant::now() + Duration::from_micros(300);
+                    while Instant::now() < burst {
+                        std::hint::spin_loop();
+                    }
+                    std::thread::sleep(Duration::from_micros(4700));
+                }
+            })
+            .expect("spawning the spinner thread");
+        let mut spinner = Spinner {
+            stop,
+            thread: Some(thread),
+        };
+        let tid = tid_rx.recv().ok().flatten().expect("spinner tid");
+        let pinned = Command::new("taskset")
+            .args(["-p", "-c", &CPU.to_string(), &tid.to_string()])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        let raised = pinned
+            && Command::new("chrt")
+                .args(["-f", "-p", "90", &tid.to_string()])
+                .status()
+                .is_ok_and(|s| s.success());
+        let _ = go_tx.send(pinned && raised);
+        if !(pinned && raised) {
+            spinner.stop();
+            panic!("could not pin the spinner to CPU {CPU} and raise it to FIFO 90");
+        }
+        spinner
+    }
+
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn tids_of(pid: u32, into: &mut HashSet<i32>) {
+    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        into.extend(
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()),
+        );
+    }
+}
+
+/// cyclictest's own maximum (us), from its summary line `... Max:     312`.
+fn cyclictest_max(output: &str) -> Option<u64> {
+    output
+        .lines()
+        .rev()
+        .find_map(|l| l.split("Max:").nth(1))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn run_mode(mode: AttachMode) {
+    if !live_capable() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = DetectorConfig {
+        threshold_ns: THRESHOLD_NS,
+        rt_only: true,
+        force: Some(mode),
+        stack: true,
+    };
+    let t0 = Instant::now();
+    let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
+    let load_ms = t0.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(detector.mode(), mode);
+
+    let mut tracked = cyclictest(80);
+    let tracked_pid = tracked.0.id();
+    detector
+        .track_process(i32::try_from(tracked_pid).expect("pid"))
+        .expect("track_process");
+    // Lower priority on the same CPU: just as late, never tracked.
+    let mut untracked = cyclictest(70);
+    let untracked_pid = untracked.0.id();
+    let spinner = Spinner::start(Duration::from_millis(2500));
+
+    let mut breaches: Vec<Breach> = Vec::new();
+    let mut tracked_tids = HashSet::new();
+    let mut untracked_tids = HashSet::new();
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < deadline {
+        tids_of(tracked_pid, &mut tracked_tids);
+        tids_of(untracked_pid, &mut untracked_tids);
+        breaches.extend(detector.poll(Duration::from_millis(50)).expect("poll"));
+        if tracked.0.try_wait().ok().flatten().is_some() {
+            break;
+        }
+    }
+    drop(spinner);
+    breaches.extend(detector.poll(Duration::from_millis(100)).expect("poll"));
+    let _ = untracked.0.wait();
+    let mut out = String::new();
+    if let Some(mut s) = tracked.0.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    let max_us = cyclictest_max(&out);
+
+    eprintln!(
+        "{mode}: load+attach {load_ms:.1} ms, {} breaches, {} lost, cyclictest max {max_us:?} us",
+        breaches.len(),
+        detector.lost()
+    );
+    for b in breaches.iter().take(3) {
+        eprintln!("  {}  stack {} frames", b.record.to_marker(), b.stack.len());
+    }
+    let worst = breaches.iter().map(|b| b.record.latency.0).max();
+    eprintln!("  worst breach {:?} us", worst.map(|n| n / 1000));
+
+    assert!(!breaches.is_empty(), "{mode}: no breach reported");
+    assert_eq!(detector.lost(), 0, "{mode}: breaches lost");
+    let own: HashSet<i32> = {
+        let mut s = HashSet::new();
+        tids_of(std::process::id(), &mut s);
+        s
+    };
+    for b in &breaches {
+        let r = &b.record;
+        assert!(
+            !untracked_tids.contains(&r.tid) && !own.contains(&r.tid),
+            "{mode}: an untracked thread was reported: {}",
+            r.to_marker()
+        );
+        assert!(
+            tracked_tids.contains(&r.tid),
+            "{mode}: breach of a thread not in cyclictest {tracked_pid}: {}",
+            r.to_marker()
+        );
+        assert_eq!(r.comm.to_str_lossy(), "cyclictest");
+        assert_eq!(r.cpu, CPU, "{}", r.to_marker());
+        assert!(r.latency.0 >= THRESHOLD_NS, "{}", r.to_marker());
+        assert_eq!(
+            r.prio,
+            Some(19),
+            "FIFO 80 is kernel prio 19: {}",
+            r.to_marker()
+        );
+        assert_eq!(r.detector.as_deref(), Some("bpf"));
+        let origin = r.expiry.or(r.waking).expect("a start").0;
+        assert_eq!(r.latency.0, r.switch_in.0 - origin, "{}", r.to_marker());
+        if let Some(expiry) = r.expiry {
+            assert!(r.switch_in > expiry, "{}", r.to_marker());
+        }
+        if mode != AttachMode::Tracepoint {
+            assert!(!b.stack.is_empty(), "{mode}: no stack: {}", r.to_marker());
+        }
+    }
+    assert!(
+        breaches.iter().any(|b| b.record.expiry.is_some()),
+        "{mode}: cyclictest's wake-ups are its timer's, yet no breach carries an expiry"
+    );
+    assert!(
+        breaches.iter().any(|b| b
+            .record
+            .prev_comm
+            .is_some_and(|c| c.to_str_lossy() == SPINNER)),
+        "{mode}: no breach names the spinner as the task it preempted"
+    );
+    if let Some(max_us) = max_us {
+        // Both measure the same wake-ups; cyclictest's clock read comes a little after
+        // the switch-in, so its maximum is never much below the detector's.
+        let worst_us = worst.unwrap_or(0) / 1000;
+        assert!(
+            max_us + 20 >= worst_us,
+            "{mode}: detector saw {worst_us} us, cyclictest's max is {max_us} us"
+        );
+    }
+}
+
+#[test]
+fn tp_btf_reports_cyclictest_breaches() {
+    run_mode(AttachMode::TpBtf);
+}
+
+#[test]
+fn raw_tp_reports_cyclictest_breaches() {
+    run_mode(AttachMode::RawTp);
+}
+
+#[test]
+fn tracepoint_reports_cyclictest_breaches() {
+    run_mode(AttachMode::Tracepoint);
+}
+
+#[test]
+fn default_start_picks_tp_btf_here() {
+    if !live_capable() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = BpfDetector::start(&DetectorConfig::default()).expect("start");
+    assert_eq!(d.mode(), AttachMode::TpBtf);
+    assert!(d.track_thread(-1).is_err());
+    assert!(d.track_thread(i32::MAX).is_err());
+}
