@@ -21,7 +21,7 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" clang llvm libelf-dev zlib1g-dev pkg-config >/dev/null
 fi
 echo "trace-cmd: $(trace-cmd --version 2>&1 | grep -m1 version || true)"
 
