@@ -116,7 +116,12 @@ pub struct Breach {
     /// The measurement, `detector` set to `bpf`; `record.stack` is left empty.
     pub record: rtwhy_model::BreachRecord,
     /// Kernel stack at the switch-in, innermost first, as raw addresses (symbolize them
-    /// with `/proc/kallsyms`). Empty when stacks were not asked for or not available.
+    /// with `/proc/kallsyms`). It is the stack of the task switched *out* (the
+    /// tracepoint runs in its context): how it came to give up the CPU, e.g.
+    /// `__schedule, schedule, do_nanosleep, ...` or a `cond_resched` deep in a kernel
+    /// thread. The innermost frames are the probe's own plumbing (the BPF program,
+    /// `bpf_trace_run4`, `__traceiter_sched_switch`; fewer in `tracepoint` mode): trim up
+    /// to `__schedule`. Empty when stacks were not asked for or not available.
     pub stack: Vec<u64>,
 }
 

@@ -9,7 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +27,8 @@ const THRESHOLD_NS: u64 = 50_000;
 const SPINNER: &str = "rtwhy-spinner";
 /// The victim's CPU; CPU 0 never gets a FIFO busy loop.
 const CPU: u32 = 1;
+/// Kernel addresses on x86_64 and arm64 are all above this.
+const KERNEL_TEXT: u64 = 0xffff_0000_0000_0000;
 
 fn live_capable() -> bool {
     let required = std::env::var("CI").is_ok_and(|v| v == "true")
@@ -73,15 +76,69 @@ impl Drop for ChildGuard {
     }
 }
 
+fn cyclictest_args(prio: u32) -> Vec<String> {
+    let cpu = CPU.to_string();
+    let prio = prio.to_string();
+    [
+        "-m", "-q", "-p", &prio, "-i", "1000", "-a", &cpu, "-t", "1", "-l", "2000",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 fn cyclictest(prio: u32) -> ChildGuard {
     let child = Command::new("cyclictest")
-        .args(["-m", "-q", "-p", &prio.to_string(), "-i", "1000"])
-        .args(["-a", &CPU.to_string(), "-t", "1", "-l", "2000"])
+        .args(cyclictest_args(prio))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawning cyclictest");
     ChildGuard(child)
+}
+
+/// A shell that forks cyclictest once a line arrives on its stdin (so the shell can be
+/// tracked before it forks); its process group is killed when dropped.
+struct ForkingShell(Child);
+
+impl ForkingShell {
+    fn spawn(prio: u32) -> ForkingShell {
+        let script = format!("read go; cyclictest {}; :", cyclictest_args(prio).join(" "));
+        let child = Command::new("sh")
+            .args(["-c", &script])
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawning sh");
+        ForkingShell(child)
+    }
+
+    fn go(&mut self) {
+        let stdin = self.0.stdin.as_mut().expect("sh stdin");
+        stdin.write_all(b"go\n").expect("writing to sh");
+    }
+
+    /// The processes the shell forked.
+    fn children(&self) -> Vec<u32> {
+        let pid = self.0.id();
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for ForkingShell {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.0.wait();
+    }
 }
 
 /// A SCHED_FIFO 90 thread pinned to CPU 1 that spins 300 us every 5 ms for at most
@@ -194,6 +251,12 @@ fn run_mode(mode: AttachMode) {
     detector
         .track_process(i32::try_from(tracked_pid).expect("pid"))
         .expect("track_process");
+    // Followed through its fork: a shell tracked before it starts cyclictest.
+    let mut shell = ForkingShell::spawn(75);
+    detector
+        .track_process(i32::try_from(shell.0.id()).expect("pid"))
+        .expect("track_process");
+    shell.go();
     // Lower priority on the same CPU: just as late, never tracked.
     let mut untracked = cyclictest(70);
     let untracked_pid = untracked.0.id();
@@ -201,10 +264,14 @@ fn run_mode(mode: AttachMode) {
 
     let mut breaches: Vec<Breach> = Vec::new();
     let mut tracked_tids = HashSet::new();
+    let mut forked_tids = HashSet::new();
     let mut untracked_tids = HashSet::new();
     let deadline = Instant::now() + Duration::from_secs(6);
     while Instant::now() < deadline {
         tids_of(tracked_pid, &mut tracked_tids);
+        for child in shell.children() {
+            tids_of(child, &mut forked_tids);
+        }
         tids_of(untracked_pid, &mut untracked_tids);
         breaches.extend(detector.poll(Duration::from_millis(50)).expect("poll"));
         if tracked.0.try_wait().ok().flatten().is_some() {
@@ -214,24 +281,42 @@ fn run_mode(mode: AttachMode) {
     drop(spinner);
     breaches.extend(detector.poll(Duration::from_millis(100)).expect("poll"));
     let _ = untracked.0.wait();
+    let _ = shell.0.wait();
     let mut out = String::new();
     if let Some(mut s) = tracked.0.stdout.take() {
         let _ = s.read_to_string(&mut out);
     }
     let max_us = cyclictest_max(&out);
 
+    let direct: Vec<&Breach> = breaches
+        .iter()
+        .filter(|b| tracked_tids.contains(&b.record.tid))
+        .collect();
+    let forked = breaches
+        .iter()
+        .filter(|b| forked_tids.contains(&b.record.tid))
+        .count();
     eprintln!(
-        "{mode}: load+attach {load_ms:.1} ms, {} breaches, {} lost, cyclictest max {max_us:?} us",
+        "{mode}: load+attach {load_ms:.1} ms, {} breaches ({} direct, {forked} forked), {} lost, \
+         cyclictest max {max_us:?} us",
         breaches.len(),
+        direct.len(),
         detector.lost()
     );
-    for b in breaches.iter().take(3) {
+    for b in direct.iter().take(3) {
         eprintln!("  {}  stack {} frames", b.record.to_marker(), b.stack.len());
     }
-    let worst = breaches.iter().map(|b| b.record.latency.0).max();
+    let worst = direct.iter().map(|b| b.record.latency.0).max();
     eprintln!("  worst breach {:?} us", worst.map(|n| n / 1000));
 
-    assert!(!breaches.is_empty(), "{mode}: no breach reported");
+    assert!(
+        !direct.is_empty(),
+        "{mode}: no breach reported for cyclictest"
+    );
+    assert!(
+        forked > 0,
+        "{mode}: no breach from the cyclictest the tracked shell forked"
+    );
     assert_eq!(detector.lost(), 0, "{mode}: breaches lost");
     let own: HashSet<i32> = {
         let mut s = HashSet::new();
@@ -245,20 +330,20 @@ fn run_mode(mode: AttachMode) {
             "{mode}: an untracked thread was reported: {}",
             r.to_marker()
         );
-        assert!(
-            tracked_tids.contains(&r.tid),
-            "{mode}: breach of a thread not in cyclictest {tracked_pid}: {}",
-            r.to_marker()
-        );
+        let prio = if tracked_tids.contains(&r.tid) {
+            19 // FIFO 80
+        } else {
+            assert!(
+                forked_tids.contains(&r.tid),
+                "{mode}: breach of a thread of neither tracked process: {}",
+                r.to_marker()
+            );
+            24 // FIFO 75
+        };
         assert_eq!(r.comm.to_str_lossy(), "cyclictest");
         assert_eq!(r.cpu, CPU, "{}", r.to_marker());
         assert!(r.latency.0 >= THRESHOLD_NS, "{}", r.to_marker());
-        assert_eq!(
-            r.prio,
-            Some(19),
-            "FIFO 80 is kernel prio 19: {}",
-            r.to_marker()
-        );
+        assert_eq!(r.prio, Some(prio), "{}", r.to_marker());
         assert_eq!(r.detector.as_deref(), Some("bpf"));
         let origin = r.expiry.or(r.waking).expect("a start").0;
         assert_eq!(r.latency.0, r.switch_in.0 - origin, "{}", r.to_marker());
@@ -268,9 +353,16 @@ fn run_mode(mode: AttachMode) {
         if mode != AttachMode::Tracepoint {
             assert!(!b.stack.is_empty(), "{mode}: no stack: {}", r.to_marker());
         }
+        assert!(
+            b.stack.iter().all(|a| *a >= KERNEL_TEXT),
+            "{mode}: not kernel addresses: {:x?}",
+            b.stack
+        );
     }
     assert!(
-        breaches.iter().any(|b| b.record.expiry.is_some()),
+        direct
+            .iter()
+            .any(|b| b.record.expiry.is_some() && b.record.waker_tid == Some(0)),
         "{mode}: cyclictest's wake-ups are its timer's, yet no breach carries an expiry"
     );
     assert!(
