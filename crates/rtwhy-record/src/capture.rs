@@ -66,7 +66,7 @@ pub struct CaptureLayout {
 }
 
 /// What one capture file holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CaptureSummary {
     /// Events in the file.
     pub events: u64,

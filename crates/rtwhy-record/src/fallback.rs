@@ -28,6 +28,7 @@ pub const EVENTS: &[(&str, &str)] = &[
 
 #[derive(Debug, Clone, Copy)]
 struct Pending {
+    comm: rtwhy_model::Comm,
     waking: u64,
     expiry: Option<u64>,
     waker: i32,
@@ -89,37 +90,34 @@ impl FallbackDetector {
                 next_pid,
                 next_prio,
                 ..
-            } => {
-                if self.tracked.contains(next_pid) {
-                    self.prio.insert(*next_pid, *next_prio);
-                    if self.pending.contains_key(next_pid) {
-                        let prev = (*prev_pid, prev_comm.to_str_lossy().into_owned());
-                        return self.finish(*next_pid, ts, ev.cpu, Some(prev)).or(out);
-                    }
+            } if self.tracked.contains(next_pid) => {
+                self.prio.insert(*next_pid, *next_prio);
+                if self.pending.contains_key(next_pid) {
+                    let prev = (*prev_pid, prev_comm.to_str_lossy().into_owned());
+                    return self.finish(*next_pid, ts, ev.cpu, Some(prev)).or(out);
                 }
             }
-            EventKind::SchedWaking { pid, prio, .. } => {
-                if self.tracked.contains(pid) {
-                    self.prio.insert(*pid, *prio);
-                    if !self.rt_only || *prio < 100 {
-                        let expiry = self.expired.remove(pid).filter(|e| *e <= ts);
-                        self.pending.insert(
-                            *pid,
-                            Pending {
-                                waking: ts,
-                                expiry,
-                                waker: ev.pid,
-                            },
-                        );
-                    }
+            EventKind::SchedWaking {
+                pid, prio, comm, ..
+            } if self.tracked.contains(pid) => {
+                self.prio.insert(*pid, *prio);
+                if !self.rt_only || *prio < 100 {
+                    let expiry = self.expired.remove(pid).filter(|e| *e <= ts);
+                    self.pending.insert(
+                        *pid,
+                        Pending {
+                            comm: *comm,
+                            waking: ts,
+                            expiry,
+                            waker: ev.pid,
+                        },
+                    );
                 }
             }
             EventKind::HrtimerStart {
                 hrtimer, expires, ..
-            } => {
-                if self.tracked.contains(&ev.pid) && self.timers.len() < MAX_TIMERS {
-                    self.timers.insert(*hrtimer, (ev.pid, *expires as u64));
-                }
+            } if self.tracked.contains(&ev.pid) && self.timers.len() < MAX_TIMERS => {
+                self.timers.insert(*hrtimer, (ev.pid, *expires as u64));
             }
             EventKind::HrtimerCancel { hrtimer } => {
                 self.timers.remove(hrtimer);
@@ -166,6 +164,7 @@ impl FallbackDetector {
         }
         Some(BreachRecord {
             tid,
+            comm: p.comm,
             cpu,
             prio: self.prio.get(&tid).copied(),
             latency: Nanos(latency),

@@ -6,9 +6,19 @@
 //! This is the only crate of rtwhy allowed `unsafe`: system calls without a safe
 //! wrapper (scheduling policy, CPU affinity, absolute sleeps, signals) and BPF.
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod bpf;
+pub mod capture;
+pub mod child;
 pub mod error;
+pub mod events;
 pub mod facts;
+pub mod fallback;
 pub mod probe;
+pub mod session;
+pub mod symbols;
+pub mod tracefs;
+pub mod watch;
 
 pub use error::{RecordError, Result};

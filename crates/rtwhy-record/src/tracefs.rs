@@ -210,12 +210,22 @@ fn is_rtwhy_process(proc: &Path, pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// Reads a whole tracefs file. Some tracefs files (`events/header_page`) answer a small
+/// first read with a fragment and then end-of-file, so reads go in large chunks rather
+/// than `read_to_string`'s small probe.
 fn read_text(path: &Path) -> Result<String> {
-    let mut s = String::new();
-    fs::File::open(path)
-        .and_then(|mut f| f.read_to_string(&mut s))
-        .map_err(|e| io_err(path, e))?;
-    Ok(s)
+    let mut f = fs::File::open(path).map_err(|e| io_err(path, e))?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(path, e)),
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 fn write_file(path: &Path, value: &str) -> Result<()> {
@@ -392,7 +402,6 @@ impl Instance {
     pub fn marker(&self, text: &str) -> Result<()> {
         let p = self.dir.join("trace_marker");
         let mut f = fs::OpenOptions::new()
-            .write(true)
             .create(!is_tracefs(&self.dir))
             .append(true)
             .open(&p)

@@ -22,6 +22,89 @@ pub enum Command {
     /// Find every latency spike in a trace and name its root cause, with evidence and a
     /// breakdown of every microsecond. Exit code 0: no spike, 1: spikes found, 2: error.
     Analyze(AnalyzeArgs),
+    /// Flight-record the machine while a command (or rtwhy's own cyclic probe) runs, and
+    /// save and diagnose a window around every latency breach. Needs root.
+    /// Exit code: the command's when it failed, else 0 (no breach) or 1 (breaches), 2: error.
+    Record(RecordArgs),
+    /// Remove tracefs instances left behind by a recorder that was killed.
+    Cleanup,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DetectorArg {
+    /// eBPF where the kernel allows it, else the tracefs-only detector.
+    Auto,
+    /// eBPF only (an error where it cannot load).
+    Bpf,
+    /// The tracefs-only detector (no BPF).
+    Tracefs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PresetArg {
+    /// Scheduling, interrupts, timer expiry.
+    Minimal,
+    /// Everything the analyzer uses.
+    Default,
+    /// Whole sched, irq, timer, ipi, workqueue, power systems.
+    Full,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Latency that counts as a breach (`100us`, `1ms`; a bare number is us).
+    #[arg(long, short = 't', default_value = "100us", value_parser = parse_threshold)]
+    pub threshold: rtwhy_model::Nanos,
+    /// Recording kept before each breach.
+    #[arg(long, default_value = "200ms", value_parser = parse_span)]
+    pub before: rtwhy_model::Nanos,
+    /// Recording kept after each breach.
+    #[arg(long, default_value = "5ms", value_parser = parse_span)]
+    pub after: rtwhy_model::Nanos,
+    /// Trace only these CPUs (`1-3,5`); default all.
+    #[arg(long, value_parser = parse_cpu_list)]
+    pub cpus: Option<rtwhy_model::CpuList>,
+    /// Output directory (default `./rtwhy-YYYYmmdd-HHMMSS`).
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// End the session after this many captures.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_spikes: u32,
+    /// End the session after this long (`30s`, `10m`, `2h`).
+    #[arg(long, value_parser = parse_span)]
+    pub duration: Option<rtwhy_model::Nanos>,
+    /// Also treat `trace_marker` lines matching this regular expression as breaches
+    /// (e.g. 'hit latency threshold' for cyclictest --tracemark). Repeatable.
+    #[arg(long)]
+    pub marker: Vec<String>,
+    /// Event set.
+    #[arg(long, value_enum, default_value_t = PresetArg::Default)]
+    pub preset: PresetArg,
+    /// More events, `system:event` or `system:*`, comma-separated or repeated.
+    #[arg(long, value_delimiter = ',')]
+    pub events: Vec<String>,
+    /// Flight-recorder buffer per CPU, in KiB.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..=1_048_576))]
+    pub buffer_kb: u64,
+    /// Breach detector.
+    #[arg(long, value_enum, default_value_t = DetectorArg::Auto)]
+    pub detector: DetectorArg,
+    /// Measure SCHED_OTHER threads too (default: SCHED_FIFO/RR threads only).
+    #[arg(long)]
+    pub all_policies: bool,
+    /// Without a command: run rtwhy's cyclic probe on these CPUs (default: the isolated
+    /// CPUs, else all).
+    #[arg(long, value_parser = parse_cpu_list)]
+    pub probe_cpus: Option<rtwhy_model::CpuList>,
+    /// The probe's period.
+    #[arg(long, default_value = "1ms", value_parser = parse_span)]
+    pub interval: rtwhy_model::Nanos,
+    /// The probe's SCHED_FIFO priority.
+    #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub probe_priority: i32,
+    /// The command to run and follow (all its threads and children), after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -97,6 +180,21 @@ fn parse_threshold(s: &str) -> Result<rtwhy_model::Nanos, String> {
             "`{s}` is not a duration; use a number with a unit: 100us, 2ms, 1.5ms"
         )),
     }
+}
+
+/// A duration with a unit: ns, us, ms, s, m, h.
+fn parse_span(s: &str) -> Result<rtwhy_model::Nanos, String> {
+    let t = s.trim();
+    let scaled = |suffix: &str, factor: u64| {
+        t.strip_suffix(suffix)
+            .and_then(|n| n.parse::<u64>().ok())
+            .and_then(|n| n.checked_mul(factor))
+            .map(rtwhy_model::Nanos)
+    };
+    scaled("m", 60_000_000_000)
+        .or_else(|| scaled("h", 3_600_000_000_000))
+        .or_else(|| rtwhy_analyze::parse_duration(t).filter(|_| t != "m"))
+        .ok_or_else(|| format!("`{s}` is not a duration; use a number with a unit: 5ms, 30s, 10m"))
 }
 
 fn parse_cpu_list(s: &str) -> Result<rtwhy_model::CpuList, String> {

@@ -5,6 +5,7 @@ mod cli;
 mod dump;
 mod info;
 mod input;
+mod record;
 mod render;
 
 use std::io::Write;
@@ -36,6 +37,8 @@ fn main() -> ExitCode {
         cli::Command::Dump(a) => dump::run(&a),
         cli::Command::Info(a) => info::run(&a),
         cli::Command::Analyze(a) => analyze::run(&a),
+        cli::Command::Record(a) => record::run(&a),
+        cli::Command::Cleanup => record::cleanup(),
     };
     match result {
         Ok(code) => code,

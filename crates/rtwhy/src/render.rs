@@ -13,7 +13,7 @@ use crate::analyze::Source;
 /// The JSON schema's name and version; bump the version on incompatible changes.
 pub const SCHEMA: &str = "rtwhy.analysis/1";
 
-fn dur(ns: u64) -> String {
+pub fn dur(ns: u64) -> String {
     if ns >= 10_000_000 {
         format!("{:.1} ms", ns as f64 / 1e6)
     } else if ns >= 1_000_000 {

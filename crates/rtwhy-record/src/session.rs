@@ -1,0 +1,969 @@
+//! A recording session: set up the instances and the detector, run the workload (a
+//! command or the built-in probe), capture a window around every breach, and undo every
+//! tracefs change at the end, whatever ends it.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rtwhy_model::{BreachRecord, Event, EventKind};
+use serde::Serialize;
+
+use crate::bpf::{BpfDetector, DetectorConfig};
+use crate::capture::{drain_pipe, CaptureLayout, CaptureSummary};
+use crate::child::{Child, Exit};
+use crate::error::{RecordError, Result};
+use crate::events::{split_event, Preset};
+use crate::fallback::{FallbackDetector, EVENTS as FALLBACK_EVENTS};
+use crate::probe::{Probe, ProbeConfig, ThreadStats};
+use crate::symbols::KernelSymbols;
+use crate::tracefs::{Instance, Tracefs};
+use crate::watch::Watch;
+
+/// Which breach detector to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DetectorChoice {
+    /// BPF where it loads, else the tracefs-only detector.
+    Auto,
+    /// BPF or nothing.
+    Bpf,
+    /// The tracefs-only detector, even where BPF would load.
+    Tracefs,
+}
+
+/// What runs under the recorder.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// A command and its arguments.
+    Command(Vec<String>),
+    /// rtwhy's built-in cyclic probe.
+    Probe(ProbeConfig),
+}
+
+/// Everything a session needs to know.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Latency that counts as a breach.
+    pub threshold_ns: u64,
+    /// Recording kept before a breach.
+    pub before: Duration,
+    /// Recording kept after a breach.
+    pub after: Duration,
+    /// Flight-recorder buffer per CPU, KiB.
+    pub buffer_kb: u64,
+    /// Event preset.
+    pub preset: Preset,
+    /// More events (`system:event`, `system:*`).
+    pub extra_events: Vec<String>,
+    /// CPUs to trace (all when `None`).
+    pub cpus: Option<Vec<u32>>,
+    /// Output directory (created).
+    pub out_dir: PathBuf,
+    /// The session ends after this many captures.
+    pub max_spikes: usize,
+    /// The session ends after this long.
+    pub duration: Option<Duration>,
+    /// Markers (written by the application to `trace_marker`) that count as breaches.
+    pub markers: Vec<regex::Regex>,
+    /// Detector choice.
+    pub detector: DetectorChoice,
+    /// Measure only SCHED_FIFO/RR threads.
+    pub rt_only: bool,
+    /// The workload.
+    pub workload: Workload,
+}
+
+/// What set off a capture.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Trigger {
+    /// A detector's measurement.
+    Breach {
+        /// The record (also written into the capture as a marker).
+        record: BreachRecord,
+    },
+    /// An application's marker matching `--marker`.
+    Marker {
+        /// The marker text.
+        text: String,
+        /// The thread that wrote it.
+        tid: i32,
+        /// Its CPU.
+        cpu: u32,
+        /// When (trace clock ns).
+        ts: u64,
+    },
+}
+
+impl Trigger {
+    fn end(&self) -> u64 {
+        match self {
+            Trigger::Breach { record } => record.switch_in.0,
+            Trigger::Marker { ts, .. } => *ts,
+        }
+    }
+
+    fn start(&self) -> u64 {
+        match self {
+            Trigger::Breach { record } => record
+                .expiry
+                .or(record.waking)
+                .map(|n| n.0)
+                .unwrap_or(record.switch_in.0.saturating_sub(record.latency.0)),
+            Trigger::Marker { ts, .. } => *ts,
+        }
+    }
+}
+
+/// One saved window.
+#[derive(Debug, Clone, Serialize)]
+pub struct Capture {
+    /// 1-based number (`spike-001`).
+    pub index: usize,
+    /// The trace.dat.
+    pub path: PathBuf,
+    /// What set it off.
+    pub trigger: Trigger,
+    /// Further breaches that fell in the same window.
+    pub also: Vec<BreachRecord>,
+    /// File contents.
+    pub summary: CaptureSummary,
+    /// The window asked for (trace clock ns).
+    pub window_ns: (u64, u64),
+    /// From the breach's end to the detector's report reaching the recorder.
+    pub detect_delay_ns: u64,
+    /// From the breach's end plus the tail (`--after`) to the instance stopping.
+    pub freeze_delay_ns: u64,
+    /// The instance was off (not recording) this long.
+    pub dead_time_ns: u64,
+}
+
+/// Told about the session as it goes.
+pub trait Observer {
+    /// The detector is armed; the workload starts next.
+    fn armed(&mut self, info: &Armed);
+    /// Something the user should know (one line).
+    fn warning(&mut self, line: &str);
+    /// A capture was written.
+    fn captured(&mut self, capture: &Capture);
+}
+
+/// The session as armed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Armed {
+    /// `bpf` or `tracefs`.
+    pub detector: String,
+    /// BPF attach flavour (`tp_btf`, `raw_tp`, `tracepoint`), when BPF.
+    pub attach: Option<String>,
+    /// The flight-recorder instance.
+    pub instance: String,
+    /// Events enabled.
+    pub events: Vec<String>,
+    /// Events asked for that this kernel lacks.
+    pub missing_events: Vec<String>,
+    /// From start to armed.
+    pub armed_after_ns: u64,
+    /// The trace clock.
+    pub clock: String,
+    /// Stale instances removed at start.
+    pub removed_stale: Vec<String>,
+}
+
+/// Worst latency seen per thread.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadWorst {
+    /// Thread id.
+    pub tid: i32,
+    /// Its name.
+    pub comm: String,
+    /// Breaches measured.
+    pub breaches: u64,
+    /// The worst.
+    pub worst_ns: u64,
+}
+
+/// The built-in probe's own measurement of one thread (as cyclictest prints it).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeThread {
+    /// Thread id.
+    pub tid: i32,
+    /// Its CPU.
+    pub cpu: u32,
+    /// Cycles measured.
+    pub loops: u64,
+    /// Smallest latency.
+    pub min_ns: u64,
+    /// Mean latency.
+    pub avg_ns: u64,
+    /// Largest latency.
+    pub max_ns: u64,
+    /// Cycles above the threshold.
+    pub over_threshold: u64,
+}
+
+impl From<&ThreadStats> for ProbeThread {
+    fn from(s: &ThreadStats) -> ProbeThread {
+        ProbeThread {
+            tid: s.tid,
+            cpu: s.cpu,
+            loops: s.loops,
+            min_ns: s.min_ns,
+            avg_ns: s.avg_ns,
+            max_ns: s.max_ns,
+            over_threshold: s.over_threshold,
+        }
+    }
+}
+
+/// The whole session, for `session.json` and the summary table.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionReport {
+    /// How it was armed.
+    pub armed: Option<Armed>,
+    /// Captures written.
+    pub captures: Vec<Capture>,
+    /// Breaches measured (captured or not).
+    pub breaches: u64,
+    /// Breaches that fell while the instance was off.
+    pub breaches_in_dead_time: u64,
+    /// Breaches not captured because `--max-spikes` was reached.
+    pub breaches_after_max: u64,
+    /// Worst latency per thread.
+    pub threads: Vec<ThreadWorst>,
+    /// Detector records lost (BPF ring buffer full).
+    pub detector_lost: u64,
+    /// Events the streaming instance dropped.
+    pub watch_events_lost: u64,
+    /// The built-in probe's figures.
+    pub probe: Vec<ProbeThread>,
+    /// Why the session ended.
+    pub ended_by: String,
+    /// The command's exit code (128 + signal when killed), when there was one.
+    pub child_exit: Option<i32>,
+    /// The child was killed by this signal.
+    pub child_signal: Option<i32>,
+    /// Session length.
+    pub duration_ns: u64,
+}
+
+/// CLOCK_MONOTONIC now, in ns: the clock of BPF, of the probe, and of the instances.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+enum Detector {
+    Bpf(Box<BpfDetector>),
+    Tracefs(Box<FallbackDetector>),
+}
+
+fn threads_of(pid: i32) -> Vec<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+fn comm_of(tid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_default()
+}
+
+fn online_cpus(tracefs: &Tracefs) -> usize {
+    std::fs::read_dir(tracefs.root().join("per_cpu"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_prefix("cpu")?
+                .parse::<usize>()
+                .ok()
+        })
+        .max()
+        .map_or(1, |m| m + 1)
+}
+
+fn uname() -> String {
+    // SAFETY: utsname is plain old data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid out-pointer.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    let f = |b: &[libc::c_char]| {
+        let bytes: Vec<u8> = b
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!(
+        "{} {} {} {} {}",
+        f(&u.sysname),
+        f(&u.nodename),
+        f(&u.release),
+        f(&u.version),
+        f(&u.machine)
+    )
+}
+
+/// `(system, event)`.
+type EventName = (String, String);
+
+/// Resolves the event list: preset plus extras, `system:*` expanded, missing ones apart.
+fn resolve_events(
+    tracefs: &Tracefs,
+    preset: Preset,
+    extra: &[String],
+) -> Result<(Vec<EventName>, Vec<String>)> {
+    let mut specs: Vec<String> = preset.events().iter().map(|s| s.to_string()).collect();
+    specs.extend(extra.iter().cloned());
+    let mut have = Vec::new();
+    let mut missing = Vec::new();
+    for spec in &specs {
+        let Some((sys, ev)) = split_event(spec) else {
+            return Err(RecordError::Other(format!(
+                "--events: {spec:?} is not SYSTEM:EVENT (e.g. sched:sched_switch or irq:*)"
+            )));
+        };
+        let names = if ev == "*" {
+            tracefs.events_of(sys)
+        } else if tracefs.has_event(sys, ev) {
+            vec![ev.to_string()]
+        } else {
+            Vec::new()
+        };
+        if names.is_empty() {
+            missing.push(spec.clone());
+        }
+        for n in names {
+            let pair = (sys.to_string(), n);
+            if !have.contains(&pair) {
+                have.push(pair);
+            }
+        }
+    }
+    Ok((have, missing))
+}
+
+fn check_root() -> Result<()> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(RecordError::Privilege(
+            "rtwhy record needs root: it creates a tracefs instance and loads BPF programs".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn make_out_dir(dir: &Path) -> Result<()> {
+    let err = |e| RecordError::Output {
+        path: dir.to_path_buf(),
+        source: e,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(err)?;
+    // Prove it is writable before anything is armed.
+    let probe = dir.join(format!(".rtwhy-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(err)?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// Stop requests from signals.
+struct Signals {
+    int: Arc<AtomicBool>,
+    term: Arc<AtomicBool>,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl Signals {
+    fn register() -> Signals {
+        let int = Arc::new(AtomicBool::new(false));
+        let term = Arc::new(AtomicBool::new(false));
+        let mut ids = Vec::new();
+        for (sig, flag) in [
+            (signal_hook::consts::SIGINT, &int),
+            (signal_hook::consts::SIGTERM, &term),
+            (signal_hook::consts::SIGHUP, &term),
+        ] {
+            if let Ok(id) = signal_hook::flag::register(sig, flag.clone()) {
+                ids.push(id);
+            }
+        }
+        Signals { int, term, ids }
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+struct Runner<'a> {
+    cfg: &'a SessionConfig,
+    obs: &'a mut dyn Observer,
+    flight: Instance,
+    marker: std::fs::File,
+    layout: CaptureLayout,
+    fact_lines: Vec<String>,
+    detector: Detector,
+    watch: Option<Watch>,
+    cpus: usize,
+    report: SessionReport,
+    worst: BTreeMap<i32, ThreadWorst>,
+    last_freeze: u64,
+    last_rearm: u64,
+}
+
+/// Runs a session to its end. Every tracefs change is undone before this returns,
+/// also on error.
+pub fn run(cfg: &SessionConfig, obs: &mut dyn Observer) -> Result<SessionReport> {
+    let t0 = Instant::now();
+    check_root()?;
+    if let Workload::Command(argv) = &cfg.workload {
+        if argv.is_empty() {
+            return Err(RecordError::Other("empty command".into()));
+        }
+    }
+    let mut tracefs = Tracefs::open()?;
+    let result = run_with(cfg, obs, &tracefs, t0);
+    tracefs.release();
+    result
+}
+
+fn run_with(
+    cfg: &SessionConfig,
+    obs: &mut dyn Observer,
+    tracefs: &Tracefs,
+    t0: Instant,
+) -> Result<SessionReport> {
+    let removed_stale = tracefs.remove_stale(Path::new("/proc"))?;
+    for name in &removed_stale {
+        obs.warning(&format!(
+            "removed tracefs instance {name} left by a recorder that was killed"
+        ));
+    }
+    make_out_dir(&cfg.out_dir)?;
+    let facts = crate::facts::snapshot();
+    let fact_lines = crate::facts::to_markers(&facts);
+
+    let (events, missing) = resolve_events(tracefs, cfg.preset, &cfg.extra_events)?;
+    for m in &missing {
+        obs.warning(&format!(
+            "event {m} does not exist on this kernel; recording without it"
+        ));
+    }
+    let pid = std::process::id();
+    let flight = tracefs.create_instance(&format!("rtwhy-{pid}"))?;
+    flight.set_tracing_on(false)?;
+    flight.set_buffer_kb(cfg.buffer_kb)?;
+    flight.set_overwrite(true)?;
+    if !flight.set_option("copy_trace_marker", true)? && !cfg.markers.is_empty() {
+        obs.warning(
+            "this kernel has no options/copy_trace_marker: application markers are not seen",
+        );
+    }
+    flight.set_clock("mono")?;
+    if let Some(cpus) = &cfg.cpus {
+        flight.set_cpus(cpus)?;
+    }
+    let mut enabled = Vec::new();
+    for (sys, ev) in &events {
+        if flight.enable_event(sys, ev)? {
+            enabled.push(format!("{sys}:{ev}"));
+        }
+    }
+    let cpus = online_cpus(tracefs);
+    let page_size = flight
+        .read("buffer_subbuf_size_kb")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .map_or(4096, |kb| kb * 1024);
+    let mut meta_events = events.clone();
+    for (s, e) in FALLBACK_EVENTS {
+        let pair = (s.to_string(), e.to_string());
+        if tracefs.has_event(s, e) && !meta_events.contains(&pair) {
+            meta_events.push(pair);
+        }
+    }
+    let sources = tracefs.meta_sources(&meta_events, None)?;
+    let layout = CaptureLayout::new(
+        sources,
+        KernelSymbols::load(),
+        page_size,
+        "mono",
+        &uname(),
+        cpus,
+    )?;
+
+    let rt_only = cfg.rt_only;
+    let detector = match cfg.detector {
+        DetectorChoice::Tracefs => {
+            Detector::Tracefs(Box::new(FallbackDetector::new(cfg.threshold_ns, rt_only)))
+        }
+        choice => {
+            let dc = DetectorConfig {
+                threshold_ns: cfg.threshold_ns,
+                rt_only,
+                force: None,
+                stack: true,
+            };
+            match BpfDetector::start(&dc) {
+                Ok(d) => Detector::Bpf(Box::new(d)),
+                Err(e) if choice == DetectorChoice::Auto => {
+                    obs.warning(&format!(
+                        "{e}; using the tracefs-only detector (higher overhead, switch-in times may be late where ftrace drops events)"
+                    ));
+                    Detector::Tracefs(Box::new(FallbackDetector::new(cfg.threshold_ns, rt_only)))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    let need_watch = matches!(detector, Detector::Tracefs(_)) || !cfg.markers.is_empty();
+    let watch_instance = if need_watch {
+        let w = tracefs.create_instance(&format!("rtwhy-{pid}-watch"))?;
+        w.set_tracing_on(false)?;
+        w.set_buffer_kb(1024)?;
+        w.set_overwrite(false)?;
+        w.set_option("copy_trace_marker", true)?;
+        w.set_clock("mono")?;
+        if matches!(detector, Detector::Tracefs(_)) {
+            for (s, e) in FALLBACK_EVENTS {
+                w.enable_event(s, e)?;
+            }
+        }
+        Some(w)
+    } else {
+        None
+    };
+    let watch = match &watch_instance {
+        Some(w) => {
+            let pipes = (0..cpus as u32).map(|c| w.raw_pipe(c)).collect();
+            let meta = Arc::new(layout.meta().clone());
+            w.set_tracing_on(true)?;
+            Some(Watch::start(pipes, meta)?)
+        }
+        None => None,
+    };
+    flight.set_tracing_on(true)?;
+    let marker = flight.marker_file()?;
+    let armed = Armed {
+        detector: match &detector {
+            Detector::Bpf(_) => "bpf".into(),
+            Detector::Tracefs(_) => "tracefs".into(),
+        },
+        attach: match &detector {
+            Detector::Bpf(d) => Some(d.mode().as_str().into()),
+            Detector::Tracefs(_) => None,
+        },
+        instance: flight.name().to_string(),
+        events: enabled,
+        missing_events: missing,
+        armed_after_ns: t0.elapsed().as_nanos() as u64,
+        clock: flight.clock().unwrap_or_default(),
+        removed_stale,
+    };
+    obs.armed(&armed);
+
+    let mut runner = Runner {
+        cfg,
+        obs,
+        flight,
+        marker,
+        layout,
+        fact_lines,
+        detector,
+        watch,
+        cpus,
+        report: SessionReport {
+            armed: Some(armed),
+            captures: Vec::new(),
+            breaches: 0,
+            breaches_in_dead_time: 0,
+            breaches_after_max: 0,
+            threads: Vec::new(),
+            detector_lost: 0,
+            watch_events_lost: 0,
+            probe: Vec::new(),
+            ended_by: String::new(),
+            child_exit: None,
+            child_signal: None,
+            duration_ns: 0,
+        },
+        worst: BTreeMap::new(),
+        last_freeze: 0,
+        last_rearm: 0,
+    };
+    let outcome = runner.run_workload(t0);
+    // Stop reading before the instances go.
+    if let Some(mut w) = runner.watch.take() {
+        w.stop();
+    }
+    if let Some(w) = &watch_instance {
+        runner.report.watch_events_lost = (0..cpus as u32).map(|c| w.lost_events(c)).sum();
+    }
+    let Runner {
+        flight,
+        marker,
+        mut report,
+        worst,
+        ..
+    } = runner;
+    // The marker file holds the instance busy.
+    drop(marker);
+    flight.remove()?;
+    if let Some(w) = watch_instance {
+        w.remove()?;
+    }
+    outcome?;
+    report.threads = worst.into_values().collect();
+    report.duration_ns = t0.elapsed().as_nanos() as u64;
+    Ok(report)
+}
+
+impl Runner<'_> {
+    fn run_workload(&mut self, t0: Instant) -> Result<()> {
+        let signals = Signals::register();
+        let mut child: Option<Child> = None;
+        let mut probe = None;
+        match &self.cfg.workload {
+            Workload::Command(argv) => {
+                let mut c = Child::spawn(argv)?;
+                self.track_process(c.pid())?;
+                c.release(&argv[0])?;
+                child = Some(c);
+            }
+            Workload::Probe(pc) => {
+                let p = Probe::start(pc)?;
+                for tid in p.tids() {
+                    self.track_thread(tid)?;
+                }
+                probe = Some(p);
+            }
+        }
+        let deadline = self.cfg.duration.map(|d| t0 + d);
+        let ended_by = loop {
+            if signals.int.load(Ordering::Relaxed) {
+                break "interrupted (SIGINT)".to_string();
+            }
+            if signals.term.load(Ordering::Relaxed) {
+                break "terminated (SIGTERM)".to_string();
+            }
+            if let Some(c) = child.as_mut() {
+                if let Some(exit) = c.try_wait() {
+                    self.set_child_status(exit);
+                    // Breaches still queued belong to the session.
+                    self.poll_once(Duration::from_millis(20))?;
+                    break "the command exited".to_string();
+                }
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break "--duration reached".to_string();
+            }
+            if self.report.captures.len() >= self.cfg.max_spikes {
+                break "--max-spikes reached".to_string();
+            }
+            self.poll_once(Duration::from_millis(10))?;
+        };
+        self.report.ended_by = ended_by;
+        if let Some(p) = probe {
+            self.report.probe = p.stop().iter().map(ProbeThread::from).collect();
+        }
+        if let Some(mut c) = child.take() {
+            // Ctrl-C in a terminal reached the command too; SIGTERM and the other ends
+            // are passed on here.
+            if let Some(exit) = c.terminate(Duration::from_secs(3)) {
+                self.set_child_status(exit);
+            }
+        }
+        if let Detector::Bpf(d) = &self.detector {
+            self.report.detector_lost = d.lost();
+        }
+        Ok(())
+    }
+
+    fn set_child_status(&mut self, exit: Exit) {
+        match exit {
+            Exit::Code(code) => self.report.child_exit = Some(code),
+            Exit::Signal(sig) => {
+                self.report.child_signal = Some(sig);
+                self.report.child_exit = Some(128 + sig);
+            }
+        }
+    }
+
+    fn track_process(&mut self, pid: i32) -> Result<()> {
+        match &mut self.detector {
+            Detector::Bpf(d) => d.track_process(pid),
+            Detector::Tracefs(d) => {
+                d.track(pid);
+                for tid in threads_of(pid) {
+                    d.track(tid);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn track_thread(&mut self, tid: i32) -> Result<()> {
+        match &mut self.detector {
+            Detector::Bpf(d) => d.track_thread(tid),
+            Detector::Tracefs(d) => {
+                d.track(tid);
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for breaches and markers; captures what came.
+    fn poll_once(&mut self, timeout: Duration) -> Result<()> {
+        let mut triggers = Vec::new();
+        let events: Vec<Event> = match &self.watch {
+            Some(w) => w.next(if matches!(self.detector, Detector::Tracefs(_)) {
+                timeout
+            } else {
+                Duration::ZERO
+            }),
+            None => Vec::new(),
+        };
+        for ev in &events {
+            if let EventKind::Print { text } = &ev.kind {
+                let line = text.trim_end();
+                if self.cfg.markers.iter().any(|r| r.is_match(line)) {
+                    triggers.push(Trigger::Marker {
+                        text: line.to_string(),
+                        tid: ev.pid,
+                        cpu: ev.cpu,
+                        ts: ev.ts.0,
+                    });
+                }
+            }
+        }
+        match &mut self.detector {
+            Detector::Bpf(d) => {
+                for b in d.poll(timeout)? {
+                    let mut r = b.record;
+                    r.stack = b
+                        .stack
+                        .iter()
+                        .map(|a| self.layout.symbols().name(*a).unwrap_or(format!("{a:#x}")))
+                        .collect();
+                    triggers.push(Trigger::Breach { record: r });
+                }
+            }
+            Detector::Tracefs(d) => {
+                for ev in &events {
+                    if let Some(r) = d.push(ev) {
+                        triggers.push(Trigger::Breach { record: r });
+                    }
+                }
+            }
+        }
+        if triggers.is_empty() {
+            return Ok(());
+        }
+        let now = mono_ns();
+        triggers.sort_by_key(|t| t.end());
+        let mut pending: Vec<Trigger> = Vec::new();
+        for t in triggers {
+            if let Trigger::Breach { record } = &t {
+                self.note_breach(record);
+                if record.switch_in.0 <= self.last_freeze {
+                    continue; // inside the previous capture already
+                }
+                if record.switch_in.0 < self.last_rearm {
+                    self.report.breaches_in_dead_time += 1;
+                    continue;
+                }
+            }
+            pending.push(t);
+        }
+        let Some((first, rest)) = pending.split_first() else {
+            return Ok(());
+        };
+        if self.report.captures.len() >= self.cfg.max_spikes {
+            self.report.breaches_after_max += pending.len() as u64;
+            return Ok(());
+        }
+        let also: Vec<BreachRecord> = rest
+            .iter()
+            .filter_map(|t| match t {
+                Trigger::Breach { record } => Some(record.clone()),
+                Trigger::Marker { .. } => None,
+            })
+            .collect();
+        self.capture(first.clone(), also, now)
+    }
+
+    fn note_breach(&mut self, r: &BreachRecord) {
+        self.report.breaches += 1;
+        let comm = r.comm.to_str_lossy().into_owned();
+        let w = self.worst.entry(r.tid).or_insert_with(|| ThreadWorst {
+            tid: r.tid,
+            comm: if comm.is_empty() {
+                comm_of(r.tid)
+            } else {
+                comm
+            },
+            breaches: 0,
+            worst_ns: 0,
+        });
+        w.breaches += 1;
+        w.worst_ns = w.worst_ns.max(r.latency.0);
+    }
+
+    fn capture(
+        &mut self,
+        trigger: Trigger,
+        mut also: Vec<BreachRecord>,
+        seen_ns: u64,
+    ) -> Result<()> {
+        let index = self.report.captures.len() + 1;
+        let end = trigger.end();
+        // Facts first (the flight buffer has long overwritten anything written at start),
+        // then the breach records.
+        for line in &self.fact_lines {
+            let _ = self.marker.write_all(line.as_bytes());
+        }
+        let write_breach = |r: &BreachRecord, marker: &mut std::fs::File| {
+            let _ = marker.write_all(r.to_marker().as_bytes());
+        };
+        if let Trigger::Breach { record } = &trigger {
+            write_breach(record, &mut self.marker);
+        }
+        for r in &also {
+            write_breach(r, &mut self.marker);
+        }
+        let freeze_at = end.saturating_add(self.cfg.after.as_nanos() as u64);
+        loop {
+            let now = mono_ns();
+            if now >= freeze_at {
+                break;
+            }
+            std::thread::sleep(Duration::from_nanos((freeze_at - now).min(1_000_000)));
+        }
+        // Breaches that ended before the freeze are in this window too.
+        if let Detector::Bpf(d) = &mut self.detector {
+            for b in d.poll(Duration::ZERO)? {
+                let mut r = b.record;
+                self.note_breach(&r);
+                r.stack = b
+                    .stack
+                    .iter()
+                    .map(|a| self.layout.symbols().name(*a).unwrap_or(format!("{a:#x}")))
+                    .collect();
+                write_breach(&r, &mut self.marker);
+                also.push(r);
+            }
+        }
+        self.flight.set_tracing_on(false)?;
+        let freeze = mono_ns();
+        let max = (self.cfg.buffer_kb as usize * 1024).saturating_mul(2);
+        let mut pages = Vec::with_capacity(self.cpus);
+        let mut drain_err = None;
+        for cpu in 0..self.cpus as u32 {
+            match drain_pipe(&self.flight.raw_pipe(cpu), self.layout.page_size(), max) {
+                Ok(p) => pages.push(p),
+                Err(e) => {
+                    pages.push(Vec::new());
+                    drain_err.get_or_insert(e);
+                }
+            }
+        }
+        self.flight.set_tracing_on(true)?;
+        let rearm = mono_ns();
+        if let Some(e) = drain_err {
+            self.obs
+                .warning(&format!("reading the flight recording: {e}"));
+        }
+        self.last_freeze = freeze;
+        self.last_rearm = rearm;
+        let from = trigger
+            .start()
+            .saturating_sub(self.cfg.before.as_nanos() as u64);
+        let path = self.cfg.out_dir.join(format!("spike-{index:03}.dat"));
+        let summary = self.layout.write(&pages, from, freeze, &path)?;
+        drop(pages);
+        let capture = Capture {
+            index,
+            path,
+            trigger,
+            also,
+            summary,
+            window_ns: (from, freeze),
+            detect_delay_ns: seen_ns.saturating_sub(end),
+            freeze_delay_ns: freeze.saturating_sub(freeze_at),
+            dead_time_ns: rearm - freeze,
+        };
+        self.obs.captured(&capture);
+        self.report.captures.push(capture);
+        Ok(())
+    }
+}
+
+/// `rtwhy cleanup`: removes instances left by killed recorders.
+pub fn cleanup() -> Result<Vec<String>> {
+    check_root()?;
+    let mut t = Tracefs::open()?;
+    let removed = t.remove_stale(Path::new("/proc"));
+    t.release();
+    removed
+}
+
+/// `rtwhy-YYYYmmdd-HHMMSS` in local time: the default output directory.
+pub fn default_dir_name() -> String {
+    // SAFETY: time with a null pointer only returns the time.
+    let now = unsafe { libc::time(std::ptr::null_mut()) };
+    // SAFETY: tm is plain old data; localtime_r fills it from `now`.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    let ok = !unsafe { libc::localtime_r(&now, &mut tm) }.is_null();
+    if !ok {
+        return format!("rtwhy-{now}");
+    }
+    format!(
+        "rtwhy-{:04}{:02}{:02}-{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// Where the built-in probe runs by default: the isolated CPUs, else every online CPU.
+pub fn default_probe_cpus() -> Vec<u32> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| rtwhy_model::CpuList::parse(s.trim()))
+            .filter(|l| !l.is_empty())
+    };
+    read("/sys/devices/system/cpu/isolated")
+        .or_else(|| read("/sys/devices/system/cpu/online"))
+        .map_or_else(|| vec![0], |l| l.0)
+}
