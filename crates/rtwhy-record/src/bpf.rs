@@ -163,18 +163,18 @@ impl BpfDetector {
             None => AttachMode::ALL.to_vec(),
         };
         let btf = Path::new(VMLINUX_BTF).exists();
-        let mut failures = Vec::new();
+        let mut failures: Vec<(AttachMode, String)> = Vec::new();
         for mode in modes {
             if mode != AttachMode::Tracepoint && !btf {
-                failures.push(format!("{mode}: no BTF at {VMLINUX_BTF}"));
+                failures.push((mode, format!("no BTF at {VMLINUX_BTF}")));
                 continue;
             }
             match start_mode(cfg, mode) {
                 Ok(d) => return Ok(d),
-                Err(e) => failures.push(format!("{mode}: {e}")),
+                Err(reason) => failures.push((mode, reason)),
             }
         }
-        Err(RecordError::Bpf(failures.join("; ")))
+        Err(RecordError::Bpf(explain(&failures)))
     }
 
     /// The attach mode that was loaded.
@@ -285,7 +285,20 @@ fn libbpf_reason(log: &[String]) -> Option<String> {
         .map(|l| l.trim().trim_start_matches("libbpf: ").to_owned())
 }
 
-fn start_mode(cfg: &DetectorConfig, mode: AttachMode) -> Result<BpfDetector> {
+/// One line for all the modes that failed: the reason alone when they agree.
+fn explain(failures: &[(AttachMode, String)]) -> String {
+    match failures {
+        [] => "no attach mode to try".to_owned(),
+        [(_, first), rest @ ..] if rest.iter().all(|(_, r)| r == first) => first.clone(),
+        _ => failures
+            .iter()
+            .map(|(m, r)| format!("{m}: {r}"))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+fn start_mode(cfg: &DetectorConfig, mode: AttachMode) -> std::result::Result<BpfDetector, String> {
     lock(&LIBBPF_LOG).clear();
     let previous = libbpf_rs::set_print(Some((PrintLevel::Warn, capture_libbpf)));
     let mut storage = MaybeUninit::<OpenObject>::uninit();
@@ -298,7 +311,7 @@ fn start_mode(cfg: &DetectorConfig, mode: AttachMode) -> Result<BpfDetector> {
         } else {
             libbpf_reason(&log).unwrap_or_else(|| e.to_string())
         };
-        RecordError::Bpf(format!("{what}: {reason}"))
+        format!("{what}: {reason}")
     })
 }
 
@@ -441,4 +454,63 @@ fn take_links(l: &mut skel::DetectorLinks) -> Vec<Link> {
     .into_iter()
     .flatten()
     .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_reason_when_all_modes_agree() {
+        let denied = "loading programs: permission denied".to_owned();
+        let all: Vec<_> = AttachMode::ALL
+            .iter()
+            .map(|m| (*m, denied.clone()))
+            .collect();
+        assert_eq!(explain(&all), denied);
+        let mixed = [
+            (
+                AttachMode::TpBtf,
+                "no BTF at /sys/kernel/btf/vmlinux".to_owned(),
+            ),
+            (
+                AttachMode::Tracepoint,
+                "attaching programs: no tracefs".to_owned(),
+            ),
+        ];
+        assert_eq!(
+            explain(&mixed),
+            "tp_btf: no BTF at /sys/kernel/btf/vmlinux; tracepoint: attaching programs: no tracefs"
+        );
+    }
+
+    #[test]
+    fn libbpf_reason_prefers_the_failure_line() {
+        let log = [
+            "libbpf: prog 'btf_sched_switch': BPF program load failed: Invalid argument",
+            "libbpf: prog 'btf_sched_switch': -- BEGIN PROG LOAD LOG --",
+            "R1 invalid mem access 'scalar'",
+            "-- END PROG LOAD LOG --",
+        ]
+        .map(str::to_owned);
+        assert_eq!(
+            libbpf_reason(&log).unwrap(),
+            "prog 'btf_sched_switch': BPF program load failed: Invalid argument"
+        );
+        assert_eq!(libbpf_reason(&[]), None);
+    }
+
+    #[test]
+    fn mode_names() {
+        let names: Vec<_> = AttachMode::ALL.iter().map(AttachMode::as_str).collect();
+        assert_eq!(names, ["tp_btf", "raw_tp", "tracepoint"]);
+    }
+
+    #[test]
+    fn pids_must_be_positive() {
+        assert!(pid_key(0).is_err());
+        assert!(pid_key(-5).is_err());
+        assert_eq!(pid_key(7).unwrap(), 7u32.to_ne_bytes());
+    }
 }
