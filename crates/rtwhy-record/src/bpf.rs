@@ -502,6 +502,12 @@ mod tests {
     }
 
     #[test]
+    fn detector_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<BpfDetector>();
+    }
+
+    #[test]
     fn mode_names() {
         let names: Vec<_> = AttachMode::ALL.iter().map(AttachMode::as_str).collect();
         assert_eq!(names, ["tp_btf", "raw_tp", "tracepoint"]);
