@@ -15,13 +15,20 @@ command -v trace-cmd >/dev/null || missing+=(trace-cmd)
 command -v zstd >/dev/null || missing+=(zstd)
 command -v cyclictest >/dev/null || missing+=(rt-tests)
 command -v cc >/dev/null || missing+=(build-essential)
+# The BPF detector is compiled by clang and linked against libelf and zlib.
+command -v clang >/dev/null || missing+=(clang)
+command -v llvm-strip >/dev/null || missing+=(llvm)
+[ -e /usr/include/libelf.h ] || missing+=(libelf-dev)
+[ -e /usr/include/zlib.h ] || missing+=(zlib1g-dev)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v perf >/dev/null || missing+=(linux-perf)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "rtwhy tests need: ${missing[*]}; run this script as root or install them" >&2
         exit 1
     fi
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" clang llvm libelf-dev zlib1g-dev pkg-config >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 echo "trace-cmd: $(trace-cmd --version 2>&1 | grep -m1 version || true)"
 
