@@ -43,8 +43,10 @@ fn cstr(s: &[u8], what: &str) -> Result<CString> {
 }
 
 impl Child {
-    /// Forks `argv`; the child waits at the gate until [`Child::release`].
-    pub fn spawn(argv: &[String]) -> Result<Child> {
+    /// Forks `argv`; the child waits at the gate until [`Child::release`]. With
+    /// `affinity` the child gets that CPU mask back (the recorder may have moved itself
+    /// off the real-time CPUs; the command keeps what the user gave).
+    pub fn spawn(argv: &[String], affinity: Option<&libc::cpu_set_t>) -> Result<Child> {
         let Some(first) = argv.first() else {
             return Err(RecordError::Other("no command given".into()));
         };
@@ -89,6 +91,7 @@ impl Child {
             return Err(spawn_err(std::io::Error::last_os_error()));
         }
         let parent = std::process::id() as i32;
+        let mask = affinity.copied();
         // SAFETY: fork in a multi-threaded process; the child only calls async-signal-safe
         // functions (prctl, getppid, read, write, execve, _exit) on memory prepared above.
         let pid = unsafe { libc::fork() };
@@ -103,6 +106,9 @@ impl Child {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
                 if libc::getppid() != parent {
                     libc::_exit(126);
+                }
+                if let Some(m) = &mask {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), m);
                 }
                 let mut b = 0u8;
                 loop {
@@ -252,25 +258,26 @@ mod tests {
 
     #[test]
     fn exit_codes_and_signals_come_back() {
-        let mut c = Child::spawn(&["sh".into(), "-c".into(), "exit 7".into()]).unwrap();
+        let mut c = Child::spawn(&["sh".into(), "-c".into(), "exit 7".into()], None).unwrap();
         c.release("sh").unwrap();
         assert_eq!(c.wait(), Some(Exit::Code(7)));
-        let mut c = Child::spawn(&["sh".into(), "-c".into(), "kill -SEGV $$".into()]).unwrap();
+        let mut c =
+            Child::spawn(&["sh".into(), "-c".into(), "kill -SEGV $$".into()], None).unwrap();
         c.release("sh").unwrap();
         assert_eq!(c.wait(), Some(Exit::Signal(libc::SIGSEGV)));
     }
 
     #[test]
     fn a_missing_program_is_an_error_not_a_zombie() {
-        assert!(Child::spawn(&["/nonexistent/prog".into()])
+        assert!(Child::spawn(&["/nonexistent/prog".into()], None)
             .and_then(|mut c| c.release("/nonexistent/prog"))
             .is_err());
-        assert!(Child::spawn(&["no-such-program-rtwhy".into()]).is_err());
+        assert!(Child::spawn(&["no-such-program-rtwhy".into()], None).is_err());
     }
 
     #[test]
     fn a_dropped_child_is_terminated() {
-        let mut c = Child::spawn(&["sleep".into(), "30".into()]).unwrap();
+        let mut c = Child::spawn(&["sleep".into(), "30".into()], None).unwrap();
         c.release("sleep").unwrap();
         let pid = c.pid();
         let t = Instant::now();

@@ -76,6 +76,9 @@ pub struct SessionConfig {
     pub rt_only: bool,
     /// The workload.
     pub workload: Workload,
+    /// CPUs the recorder's own threads (detector reading, capture, diagnosis) run on;
+    /// `None` leaves them where they are. The command keeps its own affinity.
+    pub recorder_cpus: Option<Vec<u32>>,
 }
 
 /// What set off a capture.
@@ -447,10 +450,64 @@ pub fn run(cfg: &SessionConfig, obs: &mut dyn Observer) -> Result<SessionReport>
             return Err(RecordError::Other("empty command".into()));
         }
     }
+    let saved = Affinity::current()?;
+    if let Some(cpus) = &cfg.recorder_cpus {
+        Affinity::set(cpus)?;
+    }
     let mut tracefs = Tracefs::open()?;
-    let result = run_with(cfg, obs, &tracefs, t0);
+    let result = run_with(cfg, obs, &tracefs, t0, &saved);
     tracefs.release();
+    saved.restore();
     result
+}
+
+/// A thread's CPU mask.
+struct Affinity(libc::cpu_set_t);
+
+impl Affinity {
+    fn current() -> Result<Affinity> {
+        // SAFETY: cpu_set_t is plain old data.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a valid cpu_set_t of the size passed.
+        let rc =
+            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        if rc != 0 {
+            return Err(RecordError::Other(format!(
+                "sched_getaffinity: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(Affinity(set))
+    }
+
+    fn set(cpus: &[u32]) -> Result<()> {
+        // SAFETY: cpu_set_t is plain old data.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cpus {
+            if c as usize >= libc::CPU_SETSIZE as usize {
+                return Err(RecordError::Other(format!(
+                    "--recorder-cpus: CPU {c} is too large"
+                )));
+            }
+            // SAFETY: `c` is below CPU_SETSIZE, checked above.
+            unsafe { libc::CPU_SET(c as usize, &mut set) };
+        }
+        // SAFETY: `set` is a valid cpu_set_t of the size passed.
+        let rc =
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        if rc != 0 {
+            return Err(RecordError::Other(format!(
+                "--recorder-cpus {cpus:?}: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(())
+    }
+
+    fn restore(&self) {
+        // SAFETY: `self.0` is a valid cpu_set_t of the size passed.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0) };
+    }
 }
 
 fn run_with(
@@ -458,6 +515,7 @@ fn run_with(
     obs: &mut dyn Observer,
     tracefs: &Tracefs,
     t0: Instant,
+    saved: &Affinity,
 ) -> Result<SessionReport> {
     let removed_stale = tracefs.remove_stale(Path::new("/proc"))?;
     for name in &removed_stale {
@@ -617,7 +675,7 @@ fn run_with(
         last_freeze: 0,
         last_rearm: 0,
     };
-    let outcome = runner.run_workload(t0);
+    let outcome = runner.run_workload(t0, saved);
     // Stop reading before the instances go.
     if let Some(mut w) = runner.watch.take() {
         w.stop();
@@ -645,13 +703,13 @@ fn run_with(
 }
 
 impl Runner<'_> {
-    fn run_workload(&mut self, t0: Instant) -> Result<()> {
+    fn run_workload(&mut self, t0: Instant, saved: &Affinity) -> Result<()> {
         let signals = Signals::register();
         let mut child: Option<Child> = None;
         let mut probe = None;
         match &self.cfg.workload {
             Workload::Command(argv) => {
-                let mut c = Child::spawn(argv)?;
+                let mut c = Child::spawn(argv, Some(&saved.0))?;
                 self.track_process(c.pid())?;
                 c.release(&argv[0])?;
                 child = Some(c);
@@ -766,11 +824,7 @@ impl Runner<'_> {
             Detector::Bpf(d) => {
                 for b in d.poll(timeout)? {
                     let mut r = b.record;
-                    r.stack = b
-                        .stack
-                        .iter()
-                        .map(|a| self.layout.symbols().name(*a).unwrap_or(format!("{a:#x}")))
-                        .collect();
+                    r.stack = symbolize(self.layout.symbols(), &b.stack);
                     triggers.push(Trigger::Breach { record: r });
                 }
             }
@@ -870,11 +924,7 @@ impl Runner<'_> {
             for b in d.poll(Duration::ZERO)? {
                 let mut r = b.record;
                 self.note_breach(&r);
-                r.stack = b
-                    .stack
-                    .iter()
-                    .map(|a| self.layout.symbols().name(*a).unwrap_or(format!("{a:#x}")))
-                    .collect();
+                r.stack = symbolize(self.layout.symbols(), &b.stack);
                 write_breach(&r, &mut self.marker);
                 also.push(r);
             }
@@ -924,6 +974,19 @@ impl Runner<'_> {
     }
 }
 
+/// Names a BPF stack, dropping the frames of the tracing machinery (everything inner to
+/// `__schedule`, when it is there).
+fn symbolize(symbols: &KernelSymbols, stack: &[u64]) -> Vec<String> {
+    let names: Vec<String> = stack
+        .iter()
+        .map(|a| symbols.name(*a).unwrap_or(format!("{a:#x}")))
+        .collect();
+    match names.iter().position(|n| n.starts_with("__schedule+")) {
+        Some(i) => names[i..].to_vec(),
+        None => names,
+    }
+}
+
 /// `rtwhy cleanup`: removes instances left by killed recorders.
 pub fn cleanup() -> Result<Vec<String>> {
     check_root()?;
@@ -966,4 +1029,22 @@ pub fn default_probe_cpus() -> Vec<u32> {
     read("/sys/devices/system/cpu/isolated")
         .or_else(|| read("/sys/devices/system/cpu/online"))
         .map_or_else(|| vec![0], |l| l.0)
+}
+
+/// The online CPUs that are not isolated, when some CPUs are isolated: where the
+/// recorder's own threads belong. `None` without isolation.
+pub fn housekeeping_cpus() -> Option<Vec<u32>> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| rtwhy_model::CpuList::parse(s.trim()))
+    };
+    let isolated = read("/sys/devices/system/cpu/isolated").filter(|l| !l.is_empty())?;
+    let online = read("/sys/devices/system/cpu/online")?;
+    let rest: Vec<u32> = online
+        .0
+        .into_iter()
+        .filter(|c| !isolated.contains(*c))
+        .collect();
+    (!rest.is_empty()).then_some(rest)
 }

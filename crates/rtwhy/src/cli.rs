@@ -102,6 +102,10 @@ pub struct RecordArgs {
     /// The probe's SCHED_FIFO priority.
     #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(i32).range(1..=99))]
     pub probe_priority: i32,
+    /// CPUs for rtwhy's own threads (default: the CPUs that are not isolated, when some
+    /// are). The command keeps its own affinity.
+    #[arg(long, value_parser = parse_cpu_list)]
+    pub recorder_cpus: Option<rtwhy_model::CpuList>,
     /// The command to run and follow (all its threads and children), after `--`.
     #[arg(last = true)]
     pub command: Vec<String>,

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -38,10 +39,39 @@ struct Diagnosed {
     error: Option<String>,
 }
 
-struct Live {
+/// Diagnoses captures on a thread of its own, so the session keeps watching while a
+/// capture is analysed.
+struct Diagnoser {
     threshold: Nanos,
-    diagnosed: Vec<Diagnosed>,
     t0: u64,
+}
+
+struct Live {
+    tx: Option<mpsc::Sender<Capture>>,
+    worker: Option<std::thread::JoinHandle<Vec<Diagnosed>>>,
+}
+
+impl Live {
+    fn start(d: Diagnoser) -> Result<Live> {
+        let (tx, rx) = mpsc::channel::<Capture>();
+        let worker = std::thread::Builder::new()
+            .name("rtwhy-diagnose".into())
+            .spawn(move || rx.iter().map(|c| d.report(&c)).collect())
+            .context("cannot start the diagnosis thread")?;
+        Ok(Live {
+            tx: Some(tx),
+            worker: Some(worker),
+        })
+    }
+
+    /// Waits for every capture's diagnosis.
+    fn finish(&mut self) -> Vec<Diagnosed> {
+        self.tx.take();
+        self.worker
+            .take()
+            .and_then(|w| w.join().ok())
+            .unwrap_or_default()
+    }
 }
 
 fn trigger_tids(c: &Capture) -> Vec<i32> {
@@ -69,8 +99,8 @@ fn trigger_spike<'a>(spikes: &'a [Spike], c: &Capture) -> Option<&'a Spike> {
     marked.or_else(|| mine.min_by_key(|s| s.end.0.abs_diff(end)))
 }
 
-impl Live {
-    fn diagnose(&mut self, c: &Capture) -> Result<Diagnosed> {
+impl Diagnoser {
+    fn diagnose(&self, c: &Capture) -> Result<Diagnosed> {
         let config = Config {
             threshold: self.threshold,
             filter: TaskFilter {
@@ -125,28 +155,8 @@ impl Live {
             }
         })
     }
-}
 
-impl Observer for Live {
-    fn armed(&mut self, a: &Armed) {
-        let how = match &a.attach {
-            Some(m) => format!("{} ({m})", a.detector),
-            None => a.detector.clone(),
-        };
-        eprintln!(
-            "rtwhy: armed in {} ms: detector {how}, {} events in instance {}, clock {}",
-            a.armed_after_ns / 1_000_000,
-            a.events.len(),
-            a.instance,
-            a.clock
-        );
-    }
-
-    fn warning(&mut self, line: &str) {
-        eprintln!("rtwhy: warning: {line}");
-    }
-
-    fn captured(&mut self, c: &Capture) {
+    fn report(&self, c: &Capture) -> Diagnosed {
         let d = match self.diagnose(c) {
             Ok(d) => d,
             Err(e) => {
@@ -182,7 +192,33 @@ impl Observer for Live {
             d.summary
         );
         let _ = std::io::stdout().flush();
-        self.diagnosed.push(d);
+        d
+    }
+}
+
+impl Observer for Live {
+    fn armed(&mut self, a: &Armed) {
+        let how = match &a.attach {
+            Some(m) => format!("{} ({m})", a.detector),
+            None => a.detector.clone(),
+        };
+        eprintln!(
+            "rtwhy: armed in {} ms: detector {how}, {} events in instance {}, clock {}",
+            a.armed_after_ns / 1_000_000,
+            a.events.len(),
+            a.instance,
+            a.clock
+        );
+    }
+
+    fn warning(&mut self, line: &str) {
+        eprintln!("rtwhy: warning: {line}");
+    }
+
+    fn captured(&mut self, c: &Capture) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(c.clone());
+        }
     }
 }
 
@@ -195,7 +231,7 @@ fn percentile(v: &mut [u64], p: f64) -> u64 {
     v[i]
 }
 
-fn session_json(args_line: &[String], r: &SessionReport, live: &Live) -> Value {
+fn session_json(args_line: &[String], r: &SessionReport, diagnosed: &[Diagnosed]) -> Value {
     let mut freeze: Vec<u64> = r.captures.iter().map(|c| c.freeze_delay_ns).collect();
     let mut detect: Vec<u64> = r.captures.iter().map(|c| c.detect_delay_ns).collect();
     let mut dead: Vec<u64> = r.captures.iter().map(|c| c.dead_time_ns).collect();
@@ -203,7 +239,7 @@ fn session_json(args_line: &[String], r: &SessionReport, live: &Live) -> Value {
         "schema": SESSION_SCHEMA,
         "command": args_line,
         "session": r,
-        "spikes": live.diagnosed.iter().map(|d| json!({
+        "spikes": diagnosed.iter().map(|d| json!({
             "capture": d.index,
             "file": d.file,
             "tid": d.tid,
@@ -226,7 +262,7 @@ fn print_summary(
     out: &mut dyn Write,
     dir: &Path,
     r: &SessionReport,
-    live: &Live,
+    diagnosed: &[Diagnosed],
 ) -> std::io::Result<()> {
     writeln!(out)?;
     writeln!(
@@ -239,7 +275,7 @@ fn print_summary(
         dir.display()
     )?;
     let mut causes: Vec<(&str, usize)> = Vec::new();
-    for d in &live.diagnosed {
+    for d in diagnosed {
         let c = d.cause.map_or("undiagnosed", |c| c.as_str());
         match causes.iter_mut().find(|(n, _)| *n == c) {
             Some((_, k)) => *k += 1,
@@ -308,8 +344,11 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         .marker
         .iter()
         .map(|m| {
-            regex::Regex::new(m)
-                .with_context(|| format!("--marker {m:?} is not a regular expression"))
+            regex::Regex::new(m).map_err(|e| {
+                // The parser's message spans lines; its last line says what is wrong.
+                let why = e.to_string().lines().last().unwrap_or_default().to_string();
+                anyhow::anyhow!("--marker {m:?} is not a regular expression: {why}")
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     let workload = if args.command.is_empty() {
@@ -349,21 +388,26 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         },
         rt_only: !args.all_policies,
         workload,
+        recorder_cpus: match &args.recorder_cpus {
+            Some(l) => Some(l.0.clone()),
+            None => session::housekeeping_cpus(),
+        },
     };
-    let mut live = Live {
+    let mut live = Live::start(Diagnoser {
         threshold: args.threshold,
-        diagnosed: Vec::new(),
         t0: session::mono_ns(),
-    };
-    let report = session::run(&cfg, &mut live)?;
+    })?;
+    let report = session::run(&cfg, &mut live);
+    let diagnosed = live.finish();
+    let report = report?;
     let argv: Vec<String> = std::env::args().collect();
-    let doc = session_json(&argv, &report, &live);
+    let doc = session_json(&argv, &report, &diagnosed);
     write_atomic(&out_dir.join("session.json"), |w| {
         serde_json::to_writer_pretty(&mut *w, &doc)?;
         w.write_all(b"\n")
     })?;
     let stdout = std::io::stdout();
-    print_summary(&mut stdout.lock(), &out_dir, &report, &live)?;
+    print_summary(&mut stdout.lock(), &out_dir, &report, &diagnosed)?;
     if let Some(code) = report.child_exit.filter(|c| *c != 0) {
         return Ok(ExitCode::from(code.clamp(1, 255) as u8));
     }

@@ -1,0 +1,600 @@
+//! `rtwhy record` on the live machine: real tracefs, real BPF, real cyclictest, real
+//! loads on CPU 1 (never a busy loop on CPU 0; every load bounded in time).
+//!
+//! Needs root, tracefs, cyclictest, trace-cmd and a C compiler; under `CI=true` a missing
+//! one is a failure. The tests take turns (one lock): they share CPU 1 and tracefs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rtwhy_tests::{must_have_everything, require, rtwhy, workspace};
+use serde_json::Value;
+
+static LIVE: Mutex<()> = Mutex::new(());
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Whether the live tests can run here; fails under CI when they cannot.
+fn live() -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let tracefs = Path::new(TRACEFS).join("instances").is_dir();
+    if !root || !tracefs {
+        assert!(
+            !must_have_everything(),
+            "live recording tests need root and tracefs at {TRACEFS} under CI=true"
+        );
+        eprintln!("skipping: not root or no tracefs");
+        return false;
+    }
+    require("cyclictest") && require("trace-cmd") && require("cc")
+}
+
+/// fixtures/lab/spin.c, compiled once into a temporary directory.
+fn spin_binary(dir: &Path) -> PathBuf {
+    let out = dir.join("spin");
+    let lab = workspace().join("fixtures/lab");
+    let st = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&out)
+        .arg(lab.join("spin.c"))
+        .status()
+        .expect("cc");
+    assert!(st.success(), "compiling fixtures/lab/spin.c failed");
+    out
+}
+
+/// A bounded load: killed when dropped, whatever happened.
+struct Load(Child);
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `spin CPU fifo PRIO TOTAL_MS SPIN_US PERIOD_US` after `delay_ms`, on CPU 1 only. The
+/// shell execs spin, so killing the child kills spin; spin bounds itself (<= 10 s).
+fn spinner(
+    bin: &Path,
+    prio: u32,
+    total_ms: u32,
+    spin_us: u32,
+    period_us: u32,
+    delay_ms: u32,
+) -> Load {
+    let script = format!(
+        "sleep {}; exec '{}' 1 fifo {prio} {total_ms} {spin_us} {period_us}",
+        f64::from(delay_ms) / 1000.0,
+        bin.display()
+    );
+    Load(
+        Command::new("sh")
+            .args(["-c", &script])
+            .env("RTWHY_LAB_MARKER", "/dev/null")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn spinner"),
+    )
+}
+
+/// Everything of tracefs that a recorder could change: top-level settings, every
+/// option, and the list of instances.
+fn tracefs_state() -> Vec<(String, String)> {
+    let root = Path::new(TRACEFS);
+    let mut out = Vec::new();
+    for f in [
+        "tracing_on",
+        "current_tracer",
+        "trace_clock",
+        "buffer_size_kb",
+        "tracing_cpumask",
+        "set_event",
+        "set_event_pid",
+        "tracing_thresh",
+        "events/enable",
+    ] {
+        if let Ok(v) = std::fs::read_to_string(root.join(f)) {
+            out.push((f.to_string(), v));
+        }
+    }
+    let mut options: Vec<_> = std::fs::read_dir(root.join("options"))
+        .expect("options")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
+    options.sort();
+    for o in options {
+        if let Ok(v) = std::fs::read_to_string(&o) {
+            out.push((o.display().to_string(), v));
+        }
+    }
+    let mut inst: Vec<String> = std::fs::read_dir(root.join("instances"))
+        .expect("instances")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    inst.sort();
+    out.push(("instances".into(), inst.join(",")));
+    out
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(rtwhy())
+        .args(args)
+        .output()
+        .expect("run rtwhy")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn session(dir: &Path) -> Value {
+    let s = std::fs::read_to_string(dir.join("session.json")).expect("session.json");
+    serde_json::from_str(&s).expect("session.json is JSON")
+}
+
+/// cyclictest's own maximum (us) from its final `T: 0 (...) ... Max: N` line.
+fn cyclictest_max(stdout: &str) -> Option<u64> {
+    stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("T:") && l.contains("Max:"))?
+        .split("Max:")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Every capture opens in trace-cmd and in `rtwhy analyze`, and re-analysis names the
+/// same cause as the live diagnosis. Returns the causes of the captures.
+fn check_captures(dir: &Path, threshold: &str) -> Vec<String> {
+    let s = session(dir);
+    let spikes = s["spikes"].as_array().expect("spikes").clone();
+    assert!(!spikes.is_empty(), "no capture in {}", dir.display());
+    let mut causes = Vec::new();
+    for sp in &spikes {
+        let dat = dir.join(sp["file"].as_str().expect("file"));
+        assert!(dir.join(dat.with_extension("txt")).exists());
+        let report = Command::new("trace-cmd")
+            .arg("report")
+            .arg(&dat)
+            .output()
+            .expect("trace-cmd");
+        assert!(
+            report.status.success(),
+            "trace-cmd report {}",
+            dat.display()
+        );
+        let rep = String::from_utf8_lossy(&report.stdout);
+        assert!(
+            rep.contains("rtwhy-fact: kernel.release="),
+            "facts in {}",
+            dat.display()
+        );
+        assert!(rep.contains("sched_switch"), "events in {}", dat.display());
+        let tid = sp["tid"].as_i64().expect("tid").to_string();
+        let o = run(&[
+            "analyze",
+            "--format",
+            "json",
+            "-t",
+            threshold,
+            "--tid",
+            &tid,
+            dat.to_str().unwrap(),
+        ]);
+        let again: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+        let live: Value = serde_json::from_str(
+            &std::fs::read_to_string(dat.with_extension("json")).expect("spike json"),
+        )
+        .expect("json");
+        assert_eq!(
+            again["spikes"],
+            live["spikes"],
+            "re-analysis of {} differs",
+            dat.display()
+        );
+        causes.push(sp["cause"].as_str().unwrap_or("undiagnosed").to_string());
+    }
+    causes
+}
+
+#[test]
+fn rt_throttling_under_record_is_named_and_agrees_with_cyclictest() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let spin = spin_binary(tmp.path());
+    let out = tmp.path().join("rec");
+    // A FIFO 70 busy loop on CPU 1 for 3.2 s (below cyclictest's FIFO 80): after 950 ms
+    // of RT time in a period the RT class on CPU 1 is throttled for ~50 ms.
+    let _load = spinner(&spin, 70, 3200, 0, 0, 300);
+    let o = run(&[
+        "record",
+        "-t",
+        "1ms",
+        "--max-spikes",
+        "3",
+        "--recorder-cpus",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "cyclictest",
+        "-m",
+        "-q",
+        "-p",
+        "80",
+        "-i",
+        "1000",
+        "-a",
+        "1",
+        "-t",
+        "1",
+        "-D",
+        "4",
+    ]);
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    let causes = check_captures(&out, "1ms");
+    assert!(
+        causes.iter().any(|c| c == "rt_throttling"),
+        "{causes:?}\n{all}"
+    );
+    // rtwhy's worst for cyclictest's thread and cyclictest's own Max agree (cyclictest
+    // reads its clock after it runs, so it is a little higher).
+    let s = session(&out);
+    let worst_us = s["session"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["comm"] == "cyclictest")
+        .map(|t| t["worst_ns"].as_u64().unwrap() / 1000)
+        .max()
+        .expect("a cyclictest thread");
+    if let Some(max) = cyclictest_max(&String::from_utf8_lossy(&o.stdout)) {
+        let tol = 100.max(max / 20);
+        assert!(
+            worst_us.abs_diff(max) <= tol,
+            "rtwhy worst {worst_us} us vs cyclictest Max {max} us\n{all}"
+        );
+    } else {
+        // Ended by --max-spikes: cyclictest was stopped before its summary; the
+        // captured breaches are the throttling gaps (~50 ms).
+        assert!(worst_us > 20_000, "worst {worst_us} us\n{all}");
+    }
+}
+
+#[test]
+fn preemption_by_a_higher_priority_task_is_named_with_bpf_and_with_the_fallback() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let spin = spin_binary(tmp.path());
+    for detector in ["bpf", "tracefs"] {
+        let out = tmp.path().join(detector);
+        // FIFO 90 spins 300 us every 10 ms on CPU 1 for 2.5 s.
+        let _load = spinner(&spin, 90, 3000, 300, 10_000, 0);
+        let o = run(&[
+            "record",
+            "-t",
+            "150us",
+            "--max-spikes",
+            "4",
+            "--recorder-cpus",
+            "0",
+            "--detector",
+            detector,
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            "cyclictest",
+            "-m",
+            "-q",
+            "-p",
+            "80",
+            "-i",
+            "1000",
+            "-a",
+            "1",
+            "-t",
+            "1",
+            "-D",
+            "3",
+        ]);
+        let all = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{detector}: {all}");
+        let causes = check_captures(&out, "150us");
+        // Other work on CPU 1 (the test suite itself, kernel threads) may be late too;
+        // the spinner's preemptions must be there and be the most common cause.
+        let n = causes.iter().filter(|c| *c == "preemption").count();
+        let most = causes
+            .iter()
+            .map(|c| causes.iter().filter(|d| *d == c).count())
+            .max()
+            .unwrap_or(0);
+        assert!(n > 0 && n == most, "{detector}: {causes:?}\n{all}");
+        let s = session(&out);
+        assert_eq!(s["session"]["armed"]["detector"], detector, "{all}");
+        let first = &s["session"]["captures"][0]["trigger"]["record"];
+        assert_eq!(first["detector"], detector);
+        assert_eq!(first["cpu"], 1);
+    }
+}
+
+#[test]
+fn the_built_in_probe_records_without_a_command() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let spin = spin_binary(tmp.path());
+    let out = tmp.path().join("probe");
+    let _load = spinner(&spin, 95, 2500, 300, 10_000, 0);
+    let o = run(&[
+        "record",
+        "-t",
+        "150us",
+        "--probe-cpus",
+        "1",
+        "--duration",
+        "2s",
+        "--max-spikes",
+        "6",
+        "--recorder-cpus",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    let causes = check_captures(&out, "150us");
+    assert!(
+        causes.iter().any(|c| c == "preemption"),
+        "{causes:?}\n{all}"
+    );
+    let s = session(&out);
+    let probe = s["session"]["probe"].as_array().expect("probe stats");
+    assert_eq!(probe.len(), 1);
+    assert!(probe[0]["loops"].as_u64().unwrap() > 100, "{all}");
+}
+
+fn wait_for_instance(pid: u32) -> bool {
+    let dir = Path::new(TRACEFS)
+        .join("instances")
+        .join(format!("rtwhy-{pid}"));
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        if dir.is_dir() {
+            // Armed shortly after the instance appears.
+            std::thread::sleep(Duration::from_millis(500));
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn tracefs_is_left_exactly_as_found_after_exit_ctrl_c_crash_and_sigkill() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let before = tracefs_state();
+    let out = |n: &str| tmp.path().join(n).to_str().unwrap().to_string();
+
+    // Normal exit of the command.
+    let o = run(&["record", "--out", &out("a"), "--", "sleep", "0.3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(tracefs_state(), before, "after a normal exit");
+
+    // A crashing command: its signal comes back as 128 + SIGSEGV.
+    let o = run(&[
+        "record",
+        "--out",
+        &out("b"),
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.3; kill -SEGV $$",
+    ]);
+    assert_eq!(o.status.code(), Some(139), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("killed by signal 11"));
+    assert_eq!(tracefs_state(), before, "after a crashing command");
+
+    // Ctrl-C (SIGINT to the recorder) and SIGTERM.
+    for sig in ["INT", "TERM"] {
+        let child = Command::new(rtwhy())
+            .args(["record", "--out", &out(sig), "--", "sleep", "30"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(wait_for_instance(child.id()), "no instance appeared");
+        let t = Instant::now();
+        Command::new("kill")
+            .args([&format!("-{sig}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "slow to stop on SIG{sig}"
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("rtwhy record:"),
+            "{}",
+            text(&o)
+        );
+        assert_eq!(tracefs_state(), before, "after SIG{sig}");
+        assert!(Path::new(&out(sig)).join("session.json").exists());
+    }
+
+    // SIGKILL leaves the instance behind; `rtwhy cleanup` removes it, and so does the
+    // next recording.
+    for how in ["cleanup", "next run"] {
+        let child = Command::new(rtwhy())
+            .args(["record", "--out", &out("k"), "--", "sleep", "30"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(wait_for_instance(pid));
+        let mut child = child;
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let stale = Path::new(TRACEFS)
+            .join("instances")
+            .join(format!("rtwhy-{pid}"));
+        assert!(stale.is_dir(), "SIGKILL should leave the instance");
+        if how == "cleanup" {
+            let o = run(&["cleanup"]);
+            assert!(o.status.success(), "{}", text(&o));
+            assert!(
+                String::from_utf8_lossy(&o.stdout).contains(&format!("rtwhy-{pid}")),
+                "{}",
+                text(&o)
+            );
+        } else {
+            let o = run(&["record", "--out", &out("n"), "--", "true"]);
+            assert!(
+                String::from_utf8_lossy(&o.stderr)
+                    .contains(&format!("removed tracefs instance rtwhy-{pid}")),
+                "{}",
+                text(&o)
+            );
+        }
+        assert_eq!(tracefs_state(), before, "after SIGKILL and {how}");
+    }
+}
+
+#[test]
+fn bad_setups_get_one_line_and_exit_2() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let before = tracefs_state();
+    let file = tmp.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "record".into(),
+                "--out".into(),
+                file.join("sub").display().to_string(),
+                "--".into(),
+                "true".into(),
+            ],
+            "Not a directory",
+        ),
+        (
+            vec![
+                "record".into(),
+                "--out".into(),
+                tmp.path().join("x").display().to_string(),
+                "--".into(),
+                "no-such-command-rtwhy".into(),
+            ],
+            "cannot start no-such-command-rtwhy",
+        ),
+        (
+            vec![
+                "record".into(),
+                "--marker".into(),
+                "(".into(),
+                "--".into(),
+                "true".into(),
+            ],
+            "not a regular expression",
+        ),
+        (
+            vec![
+                "record".into(),
+                "--events".into(),
+                "nonsense".into(),
+                "--out".into(),
+                tmp.path().join("y").display().to_string(),
+                "--".into(),
+                "true".into(),
+            ],
+            "is not SYSTEM:EVENT",
+        ),
+    ];
+    for (args, expect) in cases {
+        let o = Command::new(rtwhy()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(err.contains(expect), "{args:?}: {}", text(&o));
+        assert_eq!(
+            err.lines().filter(|l| l.contains("error")).count(),
+            1,
+            "{}",
+            text(&o)
+        );
+    }
+    // A missing event is a warning, not an error.
+    let o = run(&[
+        "record",
+        "--events",
+        "nosuchsystem:nosuchevent",
+        "--out",
+        tmp.path().join("z").to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not exist on this kernel"));
+    assert_eq!(tracefs_state(), before);
+}
+
+#[test]
+fn without_root_record_says_so_in_one_line() {
+    if !Path::new("/usr/sbin/runuser").exists() && !Path::new("/sbin/runuser").exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let o = Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(rtwhy())
+        .args(["record", "--out"])
+        .arg(tmp.path().join("r"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    if o.status.code() == Some(126) || o.status.code() == Some(127) {
+        return; // the binary is not reachable for nobody (home directory permissions)
+    }
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("needs root"), "{}", text(&o));
+    assert_eq!(err.lines().count(), 1, "{}", text(&o));
+}
