@@ -444,6 +444,9 @@ struct Runner<'a> {
 /// also on error.
 pub fn run(cfg: &SessionConfig, obs: &mut dyn Observer) -> Result<SessionReport> {
     let t0 = Instant::now();
+    // From here on a signal only asks the session to end: setup runs to completion
+    // and everything is undone, even when Ctrl-C comes during start-up.
+    let signals = Signals::register();
     check_root()?;
     if let Workload::Command(argv) = &cfg.workload {
         if argv.is_empty() {
@@ -455,7 +458,7 @@ pub fn run(cfg: &SessionConfig, obs: &mut dyn Observer) -> Result<SessionReport>
         Affinity::set(cpus)?;
     }
     let mut tracefs = Tracefs::open()?;
-    let result = run_with(cfg, obs, &tracefs, t0, &saved);
+    let result = run_with(cfg, obs, &tracefs, t0, &saved, &signals);
     tracefs.release();
     saved.restore();
     result
@@ -516,6 +519,7 @@ fn run_with(
     tracefs: &Tracefs,
     t0: Instant,
     saved: &Affinity,
+    signals: &Signals,
 ) -> Result<SessionReport> {
     let removed_stale = tracefs.remove_stale(Path::new("/proc"))?;
     for name in &removed_stale {
@@ -675,7 +679,7 @@ fn run_with(
         last_freeze: 0,
         last_rearm: 0,
     };
-    let outcome = runner.run_workload(t0, saved);
+    let outcome = runner.run_workload(t0, saved, signals);
     // Stop reading before the instances go.
     if let Some(mut w) = runner.watch.take() {
         w.stop();
@@ -703,8 +707,7 @@ fn run_with(
 }
 
 impl Runner<'_> {
-    fn run_workload(&mut self, t0: Instant, saved: &Affinity) -> Result<()> {
-        let signals = Signals::register();
+    fn run_workload(&mut self, t0: Instant, saved: &Affinity, signals: &Signals) -> Result<()> {
         let mut child: Option<Child> = None;
         let mut probe = None;
         match &self.cfg.workload {
