@@ -599,3 +599,44 @@ fn without_root_record_says_so_in_one_line() {
     assert!(err.contains("needs root"), "{}", text(&o));
     assert_eq!(err.lines().count(), 1, "{}", text(&o));
 }
+
+#[test]
+fn an_application_marker_matching_marker_is_a_breach() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("m");
+    // The application writes the top-level trace_marker, as cyclictest --tracemark does;
+    // the recorder's instances copy it.
+    let app = format!(
+        "sleep 0.5; echo 'app: deadline missed by 312 us' > {TRACEFS}/trace_marker; sleep 0.5"
+    );
+    let o = run(&[
+        "record",
+        "--marker",
+        "deadline missed",
+        "--recorder-cpus",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &app,
+    ]);
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    let s = session(&out);
+    let trig = &s["session"]["captures"][0]["trigger"];
+    assert_eq!(trig["kind"], "marker", "{all}");
+    assert_eq!(trig["text"], "app: deadline missed by 312 us");
+    let dat = out.join("spike-001.dat");
+    let rep = Command::new("trace-cmd")
+        .arg("report")
+        .arg(&dat)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&rep.stdout).contains("app: deadline missed by 312 us"));
+}
