@@ -325,6 +325,17 @@ fn print_summary(
         "  lost: {} detector records, {} streamed events, {} captured pages after overruns; {} breaches in dead time, {} after --max-spikes",
         r.detector_lost, r.watch_events_lost, pages_lost, r.breaches_in_dead_time, r.breaches_after_max
     )?;
+    if !r.captures.is_empty() {
+        let mut dead: Vec<u64> = r.captures.iter().map(|c| c.dead_time_ns).collect();
+        let mut freeze: Vec<u64> = r.captures.iter().map(|c| c.freeze_delay_ns).collect();
+        writeln!(
+            out,
+            "  recording off while saving: median {} (max {}) per capture; instance stopped {} (median) after breach + --after",
+            dur(percentile(&mut dead, 0.5)),
+            dur(dead.iter().max().copied().unwrap_or(0)),
+            dur(percentile(&mut freeze, 0.5)),
+        )?;
+    }
 
     if let Some(code) = r.child_exit {
         match r.child_signal {
