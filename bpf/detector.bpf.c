@@ -171,9 +171,12 @@ static __always_inline void on_timer_start(struct hrtimer *timer, s64 softexpire
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id, tgid = id >> 32;
 	struct hrtimer_sleeper *sleeper = (void *)timer;
+	struct task_struct *cur = (void *)bpf_get_current_task();
 	struct thread_state *st;
 	u64 key = (u64)timer;
 
+	if (rt_only && BPF_CORE_READ(cur, prio) >= 100)
+		return;
 	if (!is_tracked(tid, tgid))
 		return;
 	if ((u64)BPF_CORE_READ(sleeper, task) != bpf_get_current_task())
@@ -333,9 +336,13 @@ static __always_inline void on_exit(void)
 
 static __always_inline void task_waking(struct task_struct *p)
 {
-	u32 tid = BPF_CORE_READ(p, pid);
+	u32 tid;
 	struct thread_state *st;
 
+	/* The common case, a normal task, leaves after one read: no map lookup. */
+	if (rt_only && BPF_CORE_READ(p, prio) >= 100)
+		return;
+	tid = BPF_CORE_READ(p, pid);
 	if (!is_tracked(tid, BPF_CORE_READ(p, tgid)))
 		return;
 	/* Still queued (woken before it switched out, or current waking itself): it never
@@ -350,7 +357,13 @@ static __always_inline void task_waking(struct task_struct *p)
 static __always_inline void task_switch(void *ctx, struct task_struct *prev,
 					struct task_struct *next)
 {
-	on_switch_in(ctx, BPF_CORE_READ(next, pid), BPF_CORE_READ(next, prio), &next->comm,
+	s32 prio = BPF_CORE_READ(next, prio);
+
+	/* A normal task switched in was never measured (its waking was not): leave
+	 * before the map lookup. */
+	if (rt_only && prio >= 100)
+		return;
+	on_switch_in(ctx, BPF_CORE_READ(next, pid), prio, &next->comm,
 		     BPF_CORE_READ(prev, pid), &prev->comm);
 }
 
@@ -362,6 +375,9 @@ static __always_inline void task_fork(struct task_struct *parent, struct task_st
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	/* tp_btf reads task fields directly (no helper call): the cheapest early exit. */
+	if (rt_only && next->prio >= 100)
+		return 0;
 	task_switch(ctx, prev, next);
 	return 0;
 }
@@ -369,6 +385,8 @@ int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct ta
 SEC("tp_btf/sched_waking")
 int BPF_PROG(btf_sched_waking, struct task_struct *p)
 {
+	if (rt_only && p->prio >= 100)
+		return 0;
 	task_waking(p);
 	return 0;
 }

@@ -284,7 +284,7 @@ fn comm_of(tid: i32) -> String {
         .unwrap_or_default()
 }
 
-fn online_cpus(tracefs: &Tracefs) -> usize {
+fn cpu_count(tracefs: &Tracefs) -> usize {
     std::fs::read_dir(tracefs.root().join("per_cpu"))
         .into_iter()
         .flatten()
@@ -557,7 +557,7 @@ fn run_with(
             enabled.push(format!("{sys}:{ev}"));
         }
     }
-    let cpus = online_cpus(tracefs);
+    let cpus = cpu_count(tracefs);
     let page_size = flight
         .read("buffer_subbuf_size_kb")
         .ok()
@@ -1050,4 +1050,12 @@ pub fn housekeeping_cpus() -> Option<Vec<u32>> {
         .filter(|c| !isolated.contains(*c))
         .collect();
     (!rest.is_empty()).then_some(rest)
+}
+
+/// The online CPUs (`/sys/devices/system/cpu/online`).
+pub fn online_cpus() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| rtwhy_model::CpuList::parse(s.trim()))
+        .map_or_else(Vec::new, |l| l.0)
 }

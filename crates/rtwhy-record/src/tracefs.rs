@@ -248,6 +248,8 @@ fn remove_instance_dir(dir: &Path) -> Result<()> {
     let _ = write_file(&dir.join("events").join("enable"), "0");
     match fs::remove_dir(dir) {
         Ok(()) => Ok(()),
+        // Another recorder (or `rtwhy cleanup`) removed the same stale instance first.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         // A fake tree holds real files; the kernel's instance directories do not.
         Err(_) if !is_tracefs(dir) => fs::remove_dir_all(dir).map_err(|e| io_err(dir, e)),
         Err(e) => Err(io_err(dir, e)),

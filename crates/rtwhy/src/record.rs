@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rtwhy_analyze::{Config, TaskFilter};
 use rtwhy_model::{Cause, Nanos, Spike, SpikeSource};
 use rtwhy_record::capture::write_atomic;
@@ -47,21 +47,38 @@ struct Diagnoser {
 }
 
 struct Live {
+    diagnoser: Option<Diagnoser>,
     tx: Option<mpsc::Sender<Capture>>,
     worker: Option<std::thread::JoinHandle<Vec<Diagnosed>>>,
 }
 
 impl Live {
-    fn start(d: Diagnoser) -> Result<Live> {
-        let (tx, rx) = mpsc::channel::<Capture>();
-        let worker = std::thread::Builder::new()
-            .name("rtwhy-diagnose".into())
-            .spawn(move || rx.iter().map(|c| d.report(&c)).collect())
-            .context("cannot start the diagnosis thread")?;
-        Ok(Live {
-            tx: Some(tx),
-            worker: Some(worker),
-        })
+    fn new(d: Diagnoser) -> Live {
+        Live {
+            diagnoser: Some(d),
+            tx: None,
+            worker: None,
+        }
+    }
+
+    /// Starts the diagnosis thread at the first capture: from the session's thread, so it
+    /// inherits the session's CPUs (`--recorder-cpus`).
+    fn sender(&mut self) -> Option<&mpsc::Sender<Capture>> {
+        if self.tx.is_none() {
+            let d = self.diagnoser.take()?;
+            let (tx, rx) = mpsc::channel::<Capture>();
+            match std::thread::Builder::new()
+                .name("rtwhy-diagnose".into())
+                .spawn(move || rx.iter().map(|c| d.report(&c)).collect())
+            {
+                Ok(w) => {
+                    self.tx = Some(tx);
+                    self.worker = Some(w);
+                }
+                Err(e) => eprintln!("rtwhy: warning: cannot start the diagnosis thread: {e}"),
+            }
+        }
+        self.tx.as_ref()
     }
 
     /// Waits for every capture's diagnosis.
@@ -216,7 +233,7 @@ impl Observer for Live {
     }
 
     fn captured(&mut self, c: &Capture) {
-        if let Some(tx) = &self.tx {
+        if let Some(tx) = self.sender() {
             let _ = tx.send(c.clone());
         }
     }
@@ -376,6 +393,20 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     } else {
         Workload::Command(args.command.clone())
     };
+    let recorder_cpus = match &args.recorder_cpus {
+        Some(l) => Some(l.0.clone()),
+        None => session::housekeeping_cpus().or_else(|| match &workload {
+            // The probe's CPUs are the measured ones: keep rtwhy off them.
+            Workload::Probe(p) => {
+                let rest: Vec<u32> = session::online_cpus()
+                    .into_iter()
+                    .filter(|c| !p.cpus.contains(c))
+                    .collect();
+                (!rest.is_empty()).then_some(rest)
+            }
+            Workload::Command(_) => None,
+        }),
+    };
     let cfg = SessionConfig {
         threshold_ns: args.threshold.0,
         before: Duration::from_nanos(args.before.0),
@@ -399,15 +430,12 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         },
         rt_only: !args.all_policies,
         workload,
-        recorder_cpus: match &args.recorder_cpus {
-            Some(l) => Some(l.0.clone()),
-            None => session::housekeeping_cpus(),
-        },
+        recorder_cpus,
     };
-    let mut live = Live::start(Diagnoser {
+    let mut live = Live::new(Diagnoser {
         threshold: args.threshold,
         t0: session::mono_ns(),
-    })?;
+    });
     let report = session::run(&cfg, &mut live);
     let diagnosed = live.finish();
     let report = report?;
