@@ -64,8 +64,8 @@ pub struct ProbeBreach {
     pub latency_ns: u64,
 }
 
-/// One probe thread's figures so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One probe thread's figures so far (as cyclictest prints them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ThreadStats {
     /// The probe thread.
     pub tid: i32,

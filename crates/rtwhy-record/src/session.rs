@@ -190,39 +190,6 @@ pub struct ThreadWorst {
     pub worst_ns: u64,
 }
 
-/// The built-in probe's own measurement of one thread (as cyclictest prints it).
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbeThread {
-    /// Thread id.
-    pub tid: i32,
-    /// Its CPU.
-    pub cpu: u32,
-    /// Cycles measured.
-    pub loops: u64,
-    /// Smallest latency.
-    pub min_ns: u64,
-    /// Mean latency.
-    pub avg_ns: u64,
-    /// Largest latency.
-    pub max_ns: u64,
-    /// Cycles above the threshold.
-    pub over_threshold: u64,
-}
-
-impl From<&ThreadStats> for ProbeThread {
-    fn from(s: &ThreadStats) -> ProbeThread {
-        ProbeThread {
-            tid: s.tid,
-            cpu: s.cpu,
-            loops: s.loops,
-            min_ns: s.min_ns,
-            avg_ns: s.avg_ns,
-            max_ns: s.max_ns,
-            over_threshold: s.over_threshold,
-        }
-    }
-}
-
 /// The whole session, for `session.json` and the summary table.
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionReport {
@@ -243,7 +210,7 @@ pub struct SessionReport {
     /// Events the streaming instance dropped.
     pub watch_events_lost: u64,
     /// The built-in probe's figures.
-    pub probe: Vec<ProbeThread>,
+    pub probe: Vec<ThreadStats>,
     /// Why the session ended.
     pub ended_by: String,
     /// The command's exit code (128 + signal when killed), when there was one.
@@ -751,7 +718,7 @@ impl Runner<'_> {
         };
         self.report.ended_by = ended_by;
         if let Some(p) = probe {
-            self.report.probe = p.stop().iter().map(ProbeThread::from).collect();
+            self.report.probe = p.stop();
         }
         if let Some(mut c) = child.take() {
             // Ctrl-C in a terminal reached the command too; SIGTERM and the other ends
