@@ -16,40 +16,62 @@ use rtwhy_decode::tracedat::{TraceDatWriter, TraceFile};
 use crate::error::{RecordError, Result};
 use crate::symbols::KernelSymbols;
 
-/// Reads every page `trace_pipe_raw` has now (without blocking); at most `max_bytes`.
-/// Reading consumes the pages: afterwards that CPU's buffer is empty.
-pub fn drain_pipe(path: &Path, page_size: usize, max_bytes: usize) -> Result<Vec<u8>> {
-    let mut f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| RecordError::Tracefs {
+/// A CPU's `trace_pipe_raw`, open for non-blocking reads.
+#[derive(Debug)]
+pub struct RawPipe {
+    file: fs::File,
+    path: std::path::PathBuf,
+}
+
+impl RawPipe {
+    /// Opens `path` (`per_cpu/cpuN/trace_pipe_raw`).
+    pub fn open(path: &Path) -> Result<RawPipe> {
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| RecordError::Tracefs {
+                path: path.to_path_buf(),
+                source: e,
+            })?;
+        Ok(RawPipe {
+            file,
             path: path.to_path_buf(),
-            source: e,
-        })?;
-    let mut out = Vec::new();
-    let mut page = vec![0u8; page_size];
-    while out.len() < max_bytes {
-        match f.read(&mut page) {
-            Ok(0) => break,
-            Ok(n) => {
-                out.extend_from_slice(&page[..n]);
-                let rem = out.len() % page_size;
-                if rem != 0 {
-                    out.resize(out.len() + page_size - rem, 0);
+        })
+    }
+
+    /// Reads every page the pipe has now (without blocking); at most `max_bytes`.
+    /// Reading consumes the pages: afterwards that CPU's buffer is empty.
+    pub fn drain(&mut self, page_size: usize, max_bytes: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut page = vec![0u8; page_size];
+        while out.len() < max_bytes {
+            match self.file.read(&mut page) {
+                Ok(0) => break,
+                Ok(n) => {
+                    out.extend_from_slice(&page[..n]);
+                    let rem = out.len() % page_size;
+                    if rem != 0 {
+                        out.resize(out.len() + page_size - rem, 0);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(RecordError::Tracefs {
+                        path: self.path.clone(),
+                        source: e,
+                    })
                 }
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => {
-                return Err(RecordError::Tracefs {
-                    path: path.to_path_buf(),
-                    source: e,
-                })
-            }
         }
+        Ok(out)
     }
-    Ok(out)
+}
+
+/// Opens `path` and drains it once ([`RawPipe::drain`]).
+pub fn drain_pipe(path: &Path, page_size: usize, max_bytes: usize) -> Result<Vec<u8>> {
+    RawPipe::open(path)?.drain(page_size, max_bytes)
 }
 
 /// The machine description every capture of a session shares: formats, page layout,
@@ -138,18 +160,6 @@ impl CaptureLayout {
     /// Ring-buffer page size.
     pub fn page_size(&self) -> usize {
         self.page_size
-    }
-
-    /// First and last event time of a page, `None` for a page without events.
-    pub fn page_span(&self, page: &[u8]) -> Option<(u64, u64)> {
-        let mut r = PageReader::new(page, &self.meta.header_page, self.meta.endian).ok()?;
-        let mut first = None;
-        let mut last = 0;
-        while let Ok(Some(ev)) = r.next_event() {
-            first.get_or_insert(ev.ts);
-            last = ev.ts;
-        }
-        first.map(|f| (f, last))
     }
 
     /// Writes the pages of `cpus` (raw `trace_pipe_raw` bytes per CPU index) that

@@ -16,7 +16,7 @@ use rtwhy_decode::record::Record;
 use rtwhy_decode::typed::EventDecoder;
 use rtwhy_model::Event;
 
-use crate::capture::drain_pipe;
+use crate::capture::RawPipe;
 use crate::error::{RecordError, Result};
 
 /// How often the pipes are drained.
@@ -97,10 +97,16 @@ fn read_loop(
 ) {
     let mut decoder = EventDecoder::new();
     let page_size = meta.page_size;
+    // Opened once and kept (a pipe that cannot be opened yet is tried again next round);
+    // closed when the thread ends, so the instance can be removed.
+    let mut open: Vec<Option<RawPipe>> = pipes.iter().map(|_| None).collect();
     while !stop.load(Ordering::Relaxed) {
         let mut batch = Vec::new();
-        for (cpu, pipe) in pipes.iter().enumerate() {
-            let Ok(data) = drain_pipe(pipe, page_size, 256 * page_size) else {
+        for (cpu, (path, pipe)) in pipes.iter().zip(open.iter_mut()).enumerate() {
+            if pipe.is_none() {
+                *pipe = RawPipe::open(path).ok();
+            }
+            let Some(Ok(data)) = pipe.as_mut().map(|p| p.drain(page_size, 256 * page_size)) else {
                 continue;
             };
             for page in data.chunks_exact(page_size) {
