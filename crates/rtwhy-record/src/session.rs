@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rtwhy_model::{BreachRecord, Event, EventKind};
 use serde::Serialize;
 
-use crate::bpf::{BpfDetector, DetectorConfig};
+use crate::bpf::{BpfDetector, Breach, DetectorConfig};
 use crate::capture::{drain_pipe, CaptureLayout, CaptureSummary};
 use crate::child::{Child, Exit};
 use crate::error::{RecordError, Result};
@@ -104,7 +104,9 @@ pub enum Trigger {
 }
 
 impl Trigger {
-    fn end(&self) -> u64 {
+    /// When the breach ended (the late thread ran) or the marker was written, trace
+    /// clock ns.
+    pub fn end(&self) -> u64 {
         match self {
             Trigger::Breach { record } => record.switch_in.0,
             Trigger::Marker { ts, .. } => *ts,
@@ -793,9 +795,8 @@ impl Runner<'_> {
         match &mut self.detector {
             Detector::Bpf(d) => {
                 for b in d.poll(timeout)? {
-                    let mut r = b.record;
-                    r.stack = symbolize(self.layout.symbols(), &b.stack);
-                    triggers.push(Trigger::Breach { record: r });
+                    let record = with_stack(self.layout.symbols(), b);
+                    triggers.push(Trigger::Breach { record });
                 }
             }
             Detector::Tracefs(d) => {
@@ -892,9 +893,8 @@ impl Runner<'_> {
         // Breaches that ended before the freeze are in this window too.
         if let Detector::Bpf(d) = &mut self.detector {
             for b in d.poll(Duration::ZERO)? {
-                let mut r = b.record;
+                let r = with_stack(self.layout.symbols(), b);
                 self.note_breach(&r);
-                r.stack = symbolize(self.layout.symbols(), &b.stack);
                 write_breach(&r, &mut self.marker);
                 also.push(r);
             }
@@ -944,17 +944,21 @@ impl Runner<'_> {
     }
 }
 
-/// Names a BPF stack, dropping the frames of the tracing machinery (everything inner to
-/// `__schedule`, when it is there).
-fn symbolize(symbols: &KernelSymbols, stack: &[u64]) -> Vec<String> {
-    let names: Vec<String> = stack
+/// The BPF detector's record with its stack named, dropping the frames of the tracing
+/// machinery (everything inner to `__schedule`, when it is there).
+fn with_stack(symbols: &KernelSymbols, b: Breach) -> BreachRecord {
+    let mut names: Vec<String> = b
+        .stack
         .iter()
         .map(|a| symbols.name(*a).unwrap_or(format!("{a:#x}")))
         .collect();
-    match names.iter().position(|n| n.starts_with("__schedule+")) {
-        Some(i) => names[i..].to_vec(),
-        None => names,
-    }
+    let inner = names
+        .iter()
+        .position(|n| n.starts_with("__schedule+"))
+        .unwrap_or(0);
+    let mut record = b.record;
+    record.stack = names.split_off(inner);
+    record
 }
 
 /// `rtwhy cleanup`: removes instances left by killed recorders.
@@ -988,31 +992,25 @@ pub fn default_dir_name() -> String {
     )
 }
 
+/// A CPU list of `/sys/devices/system/cpu` (`online`, `isolated`).
+fn sys_cpus(name: &str) -> Option<rtwhy_model::CpuList> {
+    let text = std::fs::read_to_string(format!("/sys/devices/system/cpu/{name}")).ok()?;
+    rtwhy_model::CpuList::parse(text.trim())
+}
+
 /// Where the built-in probe runs by default: the isolated CPUs, else every online CPU.
 pub fn default_probe_cpus() -> Vec<u32> {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .and_then(|s| rtwhy_model::CpuList::parse(s.trim()))
-            .filter(|l| !l.is_empty())
-    };
-    read("/sys/devices/system/cpu/isolated")
-        .or_else(|| read("/sys/devices/system/cpu/online"))
+    sys_cpus("isolated")
+        .filter(|l| !l.is_empty())
+        .or_else(|| sys_cpus("online").filter(|l| !l.is_empty()))
         .map_or_else(|| vec![0], |l| l.0)
 }
 
 /// The online CPUs that are not isolated, when some CPUs are isolated: where the
 /// recorder's own threads belong. `None` without isolation.
 pub fn housekeeping_cpus() -> Option<Vec<u32>> {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .and_then(|s| rtwhy_model::CpuList::parse(s.trim()))
-    };
-    let isolated = read("/sys/devices/system/cpu/isolated").filter(|l| !l.is_empty())?;
-    let online = read("/sys/devices/system/cpu/online")?;
-    let rest: Vec<u32> = online
-        .0
+    let isolated = sys_cpus("isolated").filter(|l| !l.is_empty())?;
+    let rest: Vec<u32> = online_cpus()
         .into_iter()
         .filter(|c| !isolated.contains(*c))
         .collect();
@@ -1021,8 +1019,5 @@ pub fn housekeeping_cpus() -> Option<Vec<u32>> {
 
 /// The online CPUs (`/sys/devices/system/cpu/online`).
 pub fn online_cpus() -> Vec<u32> {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| rtwhy_model::CpuList::parse(s.trim()))
-        .map_or_else(Vec::new, |l| l.0)
+    sys_cpus("online").map_or_else(Vec::new, |l| l.0)
 }

@@ -104,10 +104,7 @@ fn trigger_tids(c: &Capture) -> Vec<i32> {
 /// The spike of the analysis that is this capture's trigger.
 fn trigger_spike<'a>(spikes: &'a [Spike], c: &Capture) -> Option<&'a Spike> {
     let tid = trigger_tids(c)[0];
-    let end = match &c.trigger {
-        Trigger::Breach { record } => record.switch_in.0,
-        Trigger::Marker { ts, .. } => *ts,
-    };
+    let end = c.trigger.end();
     let mine = spikes.iter().filter(|s| s.victim.tid == tid);
     let marked = mine
         .clone()
