@@ -144,6 +144,30 @@ fn session(dir: &Path) -> Value {
     serde_json::from_str(&s).expect("session.json is JSON")
 }
 
+/// `rtwhy record FLAGS --recorder-cpus 0 --out OUT -- cyclictest` measuring one FIFO 80
+/// thread on CPU 1 every 1 ms for `seconds`.
+fn record_cyclictest(flags: &[&str], out: &Path, seconds: &str) -> Output {
+    let mut args = vec!["record"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--recorder-cpus", "0", "--out", out.to_str().unwrap(), "--"]);
+    args.extend_from_slice(&[
+        "cyclictest",
+        "-m",
+        "-q",
+        "-p",
+        "80",
+        "-i",
+        "1000",
+        "-a",
+        "1",
+        "-t",
+        "1",
+        "-D",
+        seconds,
+    ]);
+    run(&args)
+}
+
 /// cyclictest's own maximum (us) from its final `T: 0 (...) ... Max: N` line.
 fn cyclictest_max(stdout: &str) -> Option<u64> {
     stdout
@@ -225,31 +249,7 @@ fn rt_throttling_under_record_is_named_and_agrees_with_cyclictest() {
     // A FIFO 70 busy loop on CPU 1 for 3.2 s (below cyclictest's FIFO 80): after 950 ms
     // of RT time in a period the RT class on CPU 1 is throttled for ~50 ms.
     let _load = spinner(&spin, 70, 3200, 0, 0, 300);
-    let o = run(&[
-        "record",
-        "-t",
-        "1ms",
-        "--max-spikes",
-        "20",
-        "--recorder-cpus",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-        "cyclictest",
-        "-m",
-        "-q",
-        "-p",
-        "80",
-        "-i",
-        "1000",
-        "-a",
-        "1",
-        "-t",
-        "1",
-        "-D",
-        "4",
-    ]);
+    let o = record_cyclictest(&["-t", "1ms", "--max-spikes", "20"], &out, "4");
     let all = text(&o);
     assert_eq!(o.status.code(), Some(1), "{all}");
     let causes = check_captures(&out, "1ms");
@@ -294,33 +294,11 @@ fn preemption_by_a_higher_priority_task_is_named_with_bpf_and_with_the_fallback(
         // FIFO 90 spins 300 us every 10.3 ms on CPU 1 for 3 s: a period that is not a
         // multiple of cyclictest's 1 ms, so the two drift through every phase.
         let _load = spinner(&spin, 90, 3000, 300, 10_300, 0);
-        let o = run(&[
-            "record",
-            "-t",
-            "150us",
-            "--max-spikes",
-            "4",
-            "--recorder-cpus",
-            "0",
-            "--detector",
-            detector,
-            "--out",
-            out.to_str().unwrap(),
-            "--",
-            "cyclictest",
-            "-m",
-            "-q",
-            "-p",
-            "80",
-            "-i",
-            "1000",
-            "-a",
-            "1",
-            "-t",
-            "1",
-            "-D",
+        let o = record_cyclictest(
+            &["-t", "150us", "--max-spikes", "4", "--detector", detector],
+            &out,
             "3",
-        ]);
+        );
         let all = text(&o);
         assert_eq!(o.status.code(), Some(1), "{detector}: {all}");
         let causes = check_captures(&out, "150us");
