@@ -18,6 +18,7 @@ pub mod fallback;
 pub mod probe;
 pub mod session;
 pub mod symbols;
+pub mod sys;
 pub mod tracefs;
 pub mod watch;
 

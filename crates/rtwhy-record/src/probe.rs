@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::sys::{self, monotonic_ns, sleep_until};
 use crate::{RecordError, Result};
 
 /// Breaches kept between two [`Probe::breaches`] calls; more are counted as dropped.
@@ -341,14 +342,8 @@ impl Setup {
     /// Raises the thread to SCHED_FIFO, then pins it: in that order, so a CPU
     /// monopolised by a lower RT priority cannot starve the pinned thread forever.
     fn prepare(&self) -> Result<i32> {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() };
-        let param = libc::sched_param {
-            sched_priority: self.priority,
-        };
-        // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
-        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-            let err = std::io::Error::last_os_error();
+        let tid = sys::gettid();
+        if let Err(err) = sys::set_fifo(self.priority) {
             let msg = format!(
                 "probe on CPU {}: SCHED_FIFO priority {} refused: {err}",
                 self.cpu, self.priority
@@ -358,14 +353,7 @@ impl Setup {
                 _ => RecordError::Other(msg),
             });
         }
-        // SAFETY: cpu_set_t is a plain bit array, valid when zeroed.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: the CPU number was checked against CPU_SETSIZE by `validate`.
-        unsafe { libc::CPU_SET(self.cpu as usize, &mut set) };
-        // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t of the size
-        // passed.
-        if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) } != 0 {
-            let err = std::io::Error::last_os_error();
+        if let Err(err) = sys::set_affinity(&[self.cpu]) {
             return Err(RecordError::Other(format!(
                 "probe: cannot pin a thread to CPU {}: {err}",
                 self.cpu
@@ -408,41 +396,6 @@ impl Setup {
             _ => {
                 self.shared.dropped.fetch_add(1, Ordering::Relaxed);
             }
-        }
-    }
-}
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
-    let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
-    secs.saturating_mul(1_000_000_000).saturating_add(nanos)
-}
-
-/// Sleeps until `CLOCK_MONOTONIC` reaches `deadline_ns`, resuming after signals.
-fn sleep_until(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: libc::time_t::try_from(deadline_ns / 1_000_000_000).unwrap_or(libc::time_t::MAX),
-        tv_nsec: libc::c_long::try_from(deadline_ns % 1_000_000_000).unwrap_or(0),
-    };
-    loop {
-        // SAFETY: `ts` is a valid timespec; with TIMER_ABSTIME the remaining-time
-        // pointer is unused and may be null.
-        let rc = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != libc::EINTR {
-            return;
         }
     }
 }

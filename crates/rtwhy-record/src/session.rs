@@ -225,13 +225,7 @@ pub struct SessionReport {
 
 /// CLOCK_MONOTONIC now, in ns: the clock of BPF, of the probe, and of the instances.
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::sys::monotonic_ns()
 }
 
 enum Detector {
@@ -438,47 +432,18 @@ struct Affinity(libc::cpu_set_t);
 
 impl Affinity {
     fn current() -> Result<Affinity> {
-        // SAFETY: cpu_set_t is plain old data.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `set` is a valid cpu_set_t of the size passed.
-        let rc =
-            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-        if rc != 0 {
-            return Err(RecordError::Other(format!(
-                "sched_getaffinity: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        Ok(Affinity(set))
+        crate::sys::affinity_mask()
+            .map(Affinity)
+            .map_err(|e| RecordError::Other(format!("sched_getaffinity: {e}")))
     }
 
     fn set(cpus: &[u32]) -> Result<()> {
-        // SAFETY: cpu_set_t is plain old data.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        for &c in cpus {
-            if c as usize >= libc::CPU_SETSIZE as usize {
-                return Err(RecordError::Other(format!(
-                    "--recorder-cpus: CPU {c} is too large"
-                )));
-            }
-            // SAFETY: `c` is below CPU_SETSIZE, checked above.
-            unsafe { libc::CPU_SET(c as usize, &mut set) };
-        }
-        // SAFETY: `set` is a valid cpu_set_t of the size passed.
-        let rc =
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-        if rc != 0 {
-            return Err(RecordError::Other(format!(
-                "--recorder-cpus {cpus:?}: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        Ok(())
+        crate::sys::set_affinity(cpus)
+            .map_err(|e| RecordError::Other(format!("--recorder-cpus {cpus:?}: {e}")))
     }
 
     fn restore(&self) {
-        // SAFETY: `self.0` is a valid cpu_set_t of the size passed.
-        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0) };
+        let _ = crate::sys::set_affinity_mask(&self.0);
     }
 }
 

@@ -26,8 +26,68 @@ pub enum Command {
     /// save and diagnose a window around every latency breach. Needs root.
     /// Exit code: the command's when it failed, else 0 (no breach) or 1 (breaches), 2: error.
     Record(RecordArgs),
-    /// Remove tracefs instances left behind by a recorder that was killed.
+    /// Remove tracefs instances left behind by a recorder that was killed, and put back
+    /// settings a killed selftest or lab load left changed.
     Cleanup,
+    /// Induce each latency cause on this machine (rtwhy-lab), record it, and check that
+    /// rtwhy names it: does recording work on this kernel, and would rtwhy recognise the
+    /// causes it claims to know? Needs root. Exit code 0: every scenario that could be
+    /// induced here was diagnosed as expected; 1: one was not; 2: error; 130: Ctrl-C.
+    Selftest(SelftestArgs),
+    /// Run one rtwhy-lab load by hand, for a person recording it with `trace-cmd` or
+    /// `rtwhy record`; without a scenario, list them. Needs root for most loads.
+    Lab(LabArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VictimArg {
+    /// cyclictest where it is installed, else rtwhy's probe.
+    Auto,
+    /// Real cyclictest (rt-tests), SCHED_FIFO 80.
+    Cyclictest,
+    /// rtwhy's built-in cyclic probe, SCHED_FIFO 80.
+    Probe,
+}
+
+#[derive(Debug, Args)]
+pub struct SelftestArgs {
+    /// The CPU the victims run on and the loads disturb (default: the highest online
+    /// CPU; never CPU 0). rtwhy and the loads' helpers run on another CPU.
+    #[arg(long)]
+    pub cpu: Option<u32>,
+    /// Scenarios to run, comma-separated (default: all). `rtwhy lab` lists them.
+    #[arg(long, value_delimiter = ',')]
+    pub scenarios: Vec<String>,
+    /// The victim of the timer scenarios.
+    #[arg(long, value_enum, default_value_t = VictimArg::Auto)]
+    pub victim: VictimArg,
+    /// Tries per scenario before a verdict of fail (this machine's noise can hide a
+    /// spike).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub attempts: u32,
+    /// Keep every capture in this directory, one folder per scenario, each with a
+    /// README stub (machine, kernel, command, load) for a person to complete.
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
+    /// Expect another cause of a scenario (`preemption=softirq`): for testing the
+    /// selftest itself, whose verdict must then be fail.
+    #[arg(long, value_name = "SCENARIO=CAUSE")]
+    pub expect: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// The scenario whose load to run (`rtwhy lab` without one lists them).
+    pub scenario: Option<String>,
+    /// The CPU to disturb (never CPU 0 for SCHED_FIFO loads).
+    #[arg(long, default_value_t = 1)]
+    pub cpu: u32,
+    /// How long the load runs (at most 10 s; default: the scenario's own length).
+    #[arg(long = "for", value_parser = parse_span)]
+    pub length: Option<rtwhy_model::Nanos>,
+    /// Directory on a block device for the disk-interrupt scenario's scratch file.
+    #[arg(long, default_value = "/var/tmp")]
+    pub scratch: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

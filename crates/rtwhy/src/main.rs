@@ -7,6 +7,7 @@ mod info;
 mod input;
 mod record;
 mod render;
+mod selftest;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -39,6 +40,8 @@ fn main() -> ExitCode {
         cli::Command::Analyze(a) => analyze::run(&a),
         cli::Command::Record(a) => record::run(&a),
         cli::Command::Cleanup => record::cleanup(),
+        cli::Command::Selftest(a) => selftest::run(&a),
+        cli::Command::Lab(a) => selftest::lab(&a),
     };
     match result {
         Ok(code) => code,

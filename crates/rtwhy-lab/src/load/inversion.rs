@@ -1,0 +1,154 @@
+//! Priority inversion and its bounded variant with priority inheritance.
+//!
+//! Three SCHED_FIFO threads on one CPU (priority set at creation, pinned after):
+//! - `lab-low` (FIFO 10) takes the mutex at t and computes `critical` of its own CPU
+//!   time;
+//! - `lab-high` (FIFO 80), the victim, wakes at t + 1 ms and locks the same mutex: it
+//!   blocks;
+//! - `lab-med` (FIFO 50) wakes at t + 1.5 ms and spins `medium` of wall time.
+//!
+//! With a plain mutex `lab-med` preempts `lab-low`, so `lab-high` waits for `lab-med`:
+//! an unbounded inversion. With priority inheritance `lab-low` runs at FIFO 80 while
+//! `lab-high` waits, `lab-med` cannot preempt it, and the wait is bounded by the rest of
+//! the critical section. Iterations start 200 ms apart.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rtwhy_record::sys::{self, LabMutex, LockKind};
+
+use super::{fifo_on, mark, spin_until, Load, Stop};
+use crate::{LabError, Result};
+
+/// What the three threads do.
+#[derive(Debug, Clone, Copy)]
+pub struct Inversion {
+    /// Plain or priority-inheritance mutex.
+    pub kind: LockKind,
+    /// The CPU all three share (not 0).
+    pub cpu: u32,
+    /// Rounds, 200 ms apart (1-10).
+    pub iterations: u32,
+    /// CPU time `lab-low` computes holding the lock (at most 20 ms).
+    pub critical: Duration,
+    /// Wall time `lab-med` spins (at most 100 ms).
+    pub medium: Duration,
+}
+
+const GAP_NS: u64 = 200_000_000;
+const HIGH_AT_NS: u64 = 1_000_000;
+const MEDIUM_AT_NS: u64 = 1_500_000;
+
+/// Starts the three threads; they end after the last iteration.
+pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
+    if cfg.cpu == 0 {
+        return Err(LabError::Refused(
+            "inversion: no SCHED_FIFO load on CPU 0; choose another --cpu".into(),
+        ));
+    }
+    if !(1..=10).contains(&cfg.iterations)
+        || cfg.critical.is_zero()
+        || cfg.critical > Duration::from_millis(20)
+        || cfg.medium.is_zero()
+        || cfg.medium > Duration::from_millis(100)
+    {
+        return Err(LabError::Refused(
+            "inversion: iterations 1-10, critical section up to 20 ms, medium spin up to 100 ms"
+                .into(),
+        ));
+    }
+    let lock = Arc::new(LabMutex::new(cfg.kind));
+    let base = sys::monotonic_ns() + 100_000_000;
+    let kind = match cfg.kind {
+        LockKind::Plain => "plain",
+        LockKind::PriorityInheritance => "PRIO_INHERIT",
+    };
+    mark(&format!(
+        "inversion: {kind} mutex, low FIFO 10, medium FIFO 50, high FIFO 80 on CPU {}, {} iterations, critical section {} us, medium spins {} ms\n",
+        cfg.cpu,
+        cfg.iterations,
+        cfg.critical.as_micros(),
+        cfg.medium.as_millis()
+    ));
+    let mut load = Load::new(stop.clone());
+    {
+        let (lock, stop) = (lock.clone(), stop.clone());
+        load.spawn("lab-low", move || {
+            fifo_on(cfg.cpu, 10, "inversion")?;
+            for i in 0..cfg.iterations {
+                if !stop.sleep_until(base + u64::from(i) * GAP_NS) {
+                    break;
+                }
+                lock.lock();
+                mark(&format!("inversion: low took the lock (iteration {i})\n"));
+                burn_cpu(cfg.critical, &stop);
+                mark(&format!(
+                    "inversion: low releases the lock (iteration {i})\n"
+                ));
+                lock.unlock();
+            }
+            Ok(format!(
+                "lab-low: FIFO 10, held a {kind} mutex {} us per round",
+                cfg.critical.as_micros()
+            ))
+        })?;
+    }
+    {
+        let (lock, stop) = (lock.clone(), stop.clone());
+        load.spawn("lab-high", move || {
+            fifo_on(cfg.cpu, 80, "inversion")?;
+            let mut worst = 0u64;
+            for i in 0..cfg.iterations {
+                let at = base + u64::from(i) * GAP_NS + HIGH_AT_NS;
+                if !stop.sleep_until(at) {
+                    break;
+                }
+                mark(&format!("inversion: high wants the lock (iteration {i})\n"));
+                lock.lock();
+                worst = worst.max(sys::monotonic_ns().saturating_sub(at));
+                mark(&format!("inversion: high got the lock (iteration {i})\n"));
+                lock.unlock();
+            }
+            Ok(format!(
+                "lab-high: FIFO 80, longest wait for the lock {} us",
+                worst / 1000
+            ))
+        })?;
+    }
+    load.spawn("lab-med", move || {
+        fifo_on(cfg.cpu, 50, "inversion")?;
+        for i in 0..cfg.iterations {
+            let at = base + u64::from(i) * GAP_NS + MEDIUM_AT_NS;
+            if !stop.sleep_until(at) {
+                break;
+            }
+            mark(&format!(
+                "inversion: medium spins {} ms (iteration {i})\n",
+                cfg.medium.as_millis()
+            ));
+            spin_until(at + cfg.medium.as_nanos() as u64, &stop);
+        }
+        mark("inversion: done\n");
+        Ok(format!(
+            "lab-med: FIFO 50, spun {} ms per round",
+            cfg.medium.as_millis()
+        ))
+    })?;
+    Ok(load)
+}
+
+/// Burns `cpu` of this thread's own CPU time: time spent preempted does not count, so
+/// the critical section really is held while a preempting thread runs. The thread CPU
+/// clock is a system call that updates the scheduler's statistics, so it is read every
+/// 50 us of wall time only.
+fn burn_cpu(cpu: Duration, stop: &Stop) {
+    let end = sys::thread_cpu_ns() + cpu.as_nanos() as u64;
+    loop {
+        let now = sys::thread_cpu_ns();
+        if now >= end || stop.requested() {
+            return;
+        }
+        let step = (end - now).min(50_000);
+        spin_until(sys::monotonic_ns() + step, stop);
+    }
+}

@@ -1,0 +1,825 @@
+//! `rtwhy selftest` and `rtwhy lab`: induce each latency cause with rtwhy-lab, record it
+//! with rtwhy's own recorder, and check that the diagnosis names it.
+//!
+//! Every scenario runs in a recording session of its own: the victim (cyclictest, the
+//! probe, or the scenario's own `lab-high` thread) is the recorded workload, the load
+//! starts once the recorder is armed, and each capture is diagnosed as `rtwhy record`
+//! diagnoses it. A scenario passes when at least one of the victim's spikes has the
+//! expected primary cause; the other causes seen are listed beside it (a shared VM adds
+//! its own stalls). "Not inducible here" is decided before anything runs, from what the
+//! kernel allows; a scenario that ran and produced no spike of the victim is a failure,
+//! so a broken recorder cannot pass.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rtwhy_analyze::{Config, TaskFilter};
+use rtwhy_lab::tweak::{restore_stale, JOURNAL_DIR};
+use rtwhy_lab::{Load, Placement, Platform, Scenario, Stop, Tweaks, Victim};
+use rtwhy_model::{Cause, CpuList, Nanos};
+use rtwhy_record::bpf::{AttachMode, BpfDetector, DetectorConfig};
+use rtwhy_record::events::Preset;
+use rtwhy_record::probe::ProbeConfig;
+use rtwhy_record::session::{
+    self, Armed, Capture, DetectorChoice, Observer, SessionConfig, Workload,
+};
+use rtwhy_record::tracefs::Tracefs;
+
+use crate::analyze::analyze_file;
+use crate::cli::{LabArgs, SelftestArgs, VictimArg};
+use crate::render::dur;
+
+/// Exit code after Ctrl-C.
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// What became of one scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A spike of the victim was diagnosed with the expected cause.
+    Pass,
+    /// Spikes of the victim, none with the expected cause.
+    Fail,
+    /// The load ran but the victim was never late enough to be recorded.
+    NoSpike,
+    /// The kernel or hardware does not allow the scenario (not rtwhy's failure).
+    NotInducible(String),
+    /// The scenario could not run (a load or the recorder failed).
+    Error(String),
+    /// Stopped by Ctrl-C.
+    Interrupted,
+}
+
+impl Verdict {
+    fn label(&self) -> String {
+        match self {
+            Verdict::Pass => "pass".into(),
+            Verdict::Fail => "FAIL: diagnosed otherwise".into(),
+            Verdict::NoSpike => "FAIL: no spike of the victim captured".into(),
+            Verdict::NotInducible(why) => format!("not inducible here: {why}"),
+            Verdict::Error(why) => format!("FAIL: {why}"),
+            Verdict::Interrupted => "interrupted".into(),
+        }
+    }
+
+    /// Whether this verdict makes the selftest fail.
+    fn fails(&self) -> bool {
+        matches!(self, Verdict::Fail | Verdict::NoSpike | Verdict::Error(_))
+    }
+}
+
+/// The verdict on the causes diagnosed for the victim's spikes.
+pub fn judge(expected: Cause, victim_causes: &[Cause]) -> Verdict {
+    if victim_causes.is_empty() {
+        Verdict::NoSpike
+    } else if victim_causes.contains(&expected) {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    }
+}
+
+/// "rt_throttling x2, hwlat x1": the causes seen, most frequent first.
+fn cause_counts(causes: &[Cause]) -> String {
+    let mut n: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in causes {
+        *n.entry(c.as_str()).or_default() += 1;
+    }
+    let mut v: Vec<(&str, usize)> = n.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = v.iter().map(|(c, k)| format!("{c} x{k}")).collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// One row of the table.
+struct Row {
+    scenario: Scenario,
+    expected: Cause,
+    spikes: usize,
+    diagnosis: String,
+    verdict: Verdict,
+    attempts: u32,
+    worst_ns: u64,
+}
+
+/// Who the victim of the timer scenarios is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TimerVictim {
+    Cyclictest,
+    Probe,
+}
+
+/// Everything a scenario run needs that does not change between scenarios.
+struct Bench {
+    platform: Platform,
+    cpu: u32,
+    housekeeping: u32,
+    victim: TimerVictim,
+    interrupted: Arc<AtomicBool>,
+    keep: Option<PathBuf>,
+    work: PathBuf,
+    exe: PathBuf,
+}
+
+pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
+    let interrupted = catch_signals();
+    if !is_root() {
+        bail!("rtwhy selftest needs root: it records with tracefs and BPF and runs SCHED_FIFO loads (run it with sudo)");
+    }
+    for line in restore_stale(Path::new(JOURNAL_DIR))? {
+        eprintln!("rtwhy: {line}");
+    }
+    let platform = Platform::read();
+    let cpu = match args.cpu {
+        Some(c) => c,
+        None => platform.online.iter().copied().max().unwrap_or(0),
+    };
+    if !platform.online.contains(&cpu) {
+        bail!(
+            "--cpu {cpu}: not an online CPU (online: {})",
+            CpuList(platform.online.clone())
+        );
+    }
+    if cpu == 0 {
+        bail!("--cpu 0: the scenarios put SCHED_FIFO loads on the victim's CPU, never on CPU 0; this machine needs a second CPU");
+    }
+    let housekeeping = platform
+        .online
+        .iter()
+        .copied()
+        .find(|&c| c != cpu)
+        .unwrap_or(0);
+    let scenarios = pick_scenarios(&args.scenarios)?;
+    let expect = parse_expect(&args.expect)?;
+    let victim = match args.victim {
+        VictimArg::Probe => TimerVictim::Probe,
+        VictimArg::Cyclictest if find_in_path("cyclictest").is_none() => {
+            bail!("--victim cyclictest: cyclictest is not installed (Debian: apt-get install rt-tests)")
+        }
+        VictimArg::Cyclictest => TimerVictim::Cyclictest,
+        VictimArg::Auto => match find_in_path("cyclictest") {
+            Some(_) => TimerVictim::Cyclictest,
+            None => TimerVictim::Probe,
+        },
+    };
+    let work = match &args.keep {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("rtwhy-selftest-{}", std::process::id())),
+    };
+    let bench = Bench {
+        platform,
+        cpu,
+        housekeeping,
+        victim,
+        interrupted: interrupted.clone(),
+        keep: args.keep.clone(),
+        work: work.clone(),
+        exe: std::env::current_exe().context("cannot find rtwhy's own executable")?,
+    };
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    print_platform(&mut out, &bench)?;
+    let mut rows = Vec::new();
+    for s in scenarios {
+        if interrupted.load(Ordering::Relaxed) {
+            break;
+        }
+        let expected = expect.get(&s).copied().unwrap_or(s.expected());
+        let row = run_scenario(&bench, s, expected, args.attempts);
+        rows.push(row);
+    }
+    if bench.keep.is_none() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    print_table(&mut out, &rows)?;
+    let was_interrupted = interrupted.load(Ordering::Relaxed)
+        || rows.iter().any(|r| r.verdict == Verdict::Interrupted);
+    let inducible = rows
+        .iter()
+        .filter(|r| !matches!(r.verdict, Verdict::NotInducible(_)))
+        .count();
+    let passed = rows.iter().filter(|r| r.verdict == Verdict::Pass).count();
+    let not_here = rows.len() - inducible;
+    writeln!(
+        out,
+        "\n{passed} of {inducible} scenarios that can be induced here were diagnosed as expected; {not_here} not inducible here."
+    )?;
+    if let Some(dir) = &bench.keep {
+        writeln!(out, "captures kept in {}", dir.display())?;
+    }
+    if was_interrupted {
+        writeln!(
+            out,
+            "interrupted: every load stopped and every setting restored"
+        )?;
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    Ok(if rows.iter().any(|r| r.verdict.fails()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn pick_scenarios(names: &[String]) -> Result<Vec<Scenario>> {
+    if names.is_empty() {
+        return Ok(Scenario::ALL.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            Scenario::parse(n.trim()).ok_or_else(|| {
+                anyhow!(
+                    "--scenarios: unknown scenario {n:?}; known: {}",
+                    Scenario::ALL.map(|s| s.name()).join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+fn parse_expect(items: &[String]) -> Result<BTreeMap<Scenario, Cause>> {
+    items
+        .iter()
+        .map(|item| {
+            let (s, c) = item.split_once('=').ok_or_else(|| {
+                anyhow!("--expect {item:?}: write SCENARIO=CAUSE, e.g. preemption=softirq")
+            })?;
+            let s = Scenario::parse(s.trim())
+                .ok_or_else(|| anyhow!("--expect {item:?}: unknown scenario {s:?}"))?;
+            let c = Cause::parse(c.trim())
+                .ok_or_else(|| anyhow!("--expect {item:?}: unknown cause {c:?}"))?;
+            Ok((s, c))
+        })
+        .collect()
+}
+
+fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> Row {
+    let mut row = Row {
+        scenario: s,
+        expected,
+        spikes: 0,
+        diagnosis: "-".into(),
+        verdict: Verdict::NoSpike,
+        attempts: 0,
+        worst_ns: 0,
+    };
+    if let Err(why) = s.check(&bench.platform, bench.cpu) {
+        row.verdict = Verdict::NotInducible(why);
+        return row;
+    }
+    for attempt in 1..=attempts {
+        row.attempts = attempt;
+        eprintln!(
+            "rtwhy selftest: {} (attempt {attempt} of {attempts}): {}",
+            s.name(),
+            s.induces()
+        );
+        let dir = if attempt == 1 {
+            bench.work.join(s.name())
+        } else {
+            bench.work.join(format!("{}-attempt{attempt}", s.name()))
+        };
+        match run_once(bench, s, &dir) {
+            Ok(Attempt::Interrupted) => {
+                row.verdict = Verdict::Interrupted;
+                return row;
+            }
+            Ok(Attempt::NotInducible(why)) => {
+                row.verdict = Verdict::NotInducible(why);
+                return row;
+            }
+            Ok(Attempt::Done(causes, worst)) => {
+                row.spikes = causes.len();
+                row.diagnosis = cause_counts(&causes);
+                row.worst_ns = worst;
+                row.verdict = judge(expected, &causes);
+            }
+            Err(e) => row.verdict = Verdict::Error(format!("{e:#}")),
+        }
+        if bench.keep.is_none() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        if !row.verdict.fails() {
+            break;
+        }
+    }
+    row
+}
+
+enum Attempt {
+    /// The causes of the victim's spikes, and the worst latency.
+    Done(Vec<Cause>, u64),
+    NotInducible(String),
+    Interrupted,
+}
+
+/// Starts the scenario's load once the recorder is armed, and keeps the captures.
+struct Scene<'a> {
+    bench: &'a Bench,
+    scenario: Scenario,
+    captures: Vec<PathBuf>,
+    tweaks: Tweaks,
+    load: Option<Load>,
+    stop: Stop,
+    load_error: Option<rtwhy_lab::LabError>,
+}
+
+impl Observer for Scene<'_> {
+    fn armed(&mut self, _: &Armed) {
+        if self.scenario.setup().victim == Victim::LabHigh {
+            // The load is the recorded command itself.
+            return;
+        }
+        let at = Placement {
+            cpu: self.bench.cpu,
+            housekeeping: self.bench.housekeeping,
+            scratch: rtwhy_lab::default_scratch_dir(),
+            length: None,
+        };
+        match self.scenario.start(
+            &self.bench.platform,
+            &at,
+            &mut self.tweaks,
+            self.stop.clone(),
+        ) {
+            Ok(load) => self.load = load,
+            Err(e) => self.load_error = Some(e),
+        }
+    }
+
+    fn warning(&mut self, line: &str) {
+        eprintln!("rtwhy selftest: {}: warning: {line}", self.scenario.name());
+    }
+
+    fn captured(&mut self, c: &Capture) {
+        self.captures.push(c.path.clone());
+    }
+}
+
+fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
+    let setup = s.setup();
+    let threshold = setup.threshold.as_nanos() as u64;
+    let run_secs = setup.run.as_secs().max(1);
+    let cpu = bench.cpu;
+    let (workload, victim_comm, command_line) = match setup.victim {
+        Victim::Timer { interval_us } => match bench.victim {
+            TimerVictim::Cyclictest => {
+                let argv: Vec<String> = [
+                    "cyclictest",
+                    "-m",
+                    "-p",
+                    "80",
+                    "-i",
+                    &interval_us.to_string(),
+                    "-a",
+                    &cpu.to_string(),
+                    "--mainaffinity",
+                    &bench.housekeeping.to_string(),
+                    "-t",
+                    "1",
+                    "-D",
+                    &run_secs.to_string(),
+                    "-q",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                let line = argv.join(" ");
+                // cyclictest's own report goes beside the captures, not into the table.
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+                let shell = format!(
+                    "exec {line} > '{}' 2>&1",
+                    dir.join("cyclictest.txt").display()
+                );
+                let argv = vec!["sh".to_string(), "-c".to_string(), shell];
+                (Workload::Command(argv), "cyclictest".to_string(), line)
+            }
+            TimerVictim::Probe => (
+                Workload::Probe(ProbeConfig {
+                    cpus: vec![cpu],
+                    interval: Duration::from_micros(interval_us),
+                    priority: 80,
+                    threshold_ns: threshold,
+                }),
+                format!("rtwhy-probe/{cpu}"),
+                format!("rtwhy's probe, SCHED_FIFO 80 on CPU {cpu}, every {interval_us} us"),
+            ),
+        },
+        Victim::LabHigh => {
+            let argv = vec![
+                bench.exe.display().to_string(),
+                "lab".into(),
+                s.name().into(),
+                "--cpu".into(),
+                cpu.to_string(),
+            ];
+            let line = format!("rtwhy lab {} --cpu {cpu}", s.name());
+            (Workload::Command(argv), "lab-high".to_string(), line)
+        }
+    };
+    let cfg = SessionConfig {
+        threshold_ns: threshold,
+        before: Duration::from_millis(200),
+        after: Duration::from_millis(5),
+        buffer_kb: 4096,
+        preset: Preset::Default,
+        extra_events: Vec::new(),
+        cpus: None,
+        out_dir: dir.to_path_buf(),
+        max_spikes: setup.max_spikes,
+        duration: Some(match &workload {
+            Workload::Probe(_) => Duration::from_secs(run_secs),
+            // The command ends the session; this only bounds a command that hangs.
+            Workload::Command(_) => Duration::from_secs(run_secs + 10),
+        }),
+        // A wait for a lock is not a late wake-up: lab-high's "got the lock" marker
+        // triggers its captures, and the analysis measures the wait.
+        markers: match setup.victim {
+            Victim::LabHigh => vec![regex::Regex::new("inversion: high got the lock")?],
+            Victim::Timer { .. } => Vec::new(),
+        },
+        detector: DetectorChoice::Auto,
+        rt_only: true,
+        workload,
+        recorder_cpus: Some(vec![bench.housekeeping]),
+    };
+    let mut scene = Scene {
+        bench,
+        scenario: s,
+        captures: Vec::new(),
+        tweaks: Tweaks::new(Path::new(JOURNAL_DIR)),
+        load: None,
+        stop: Stop::default(),
+        load_error: None,
+    };
+    let report = session::run(&cfg, &mut scene);
+    // Whatever happened, the load ends and the settings go back before anything else.
+    let load_lines = match scene.load.take() {
+        Some(load) => {
+            if report.is_err() || bench.interrupted.load(Ordering::Relaxed) {
+                load.stop();
+            }
+            load.wait()
+        }
+        None => Ok(Vec::new()),
+    };
+    for line in scene.tweaks.restore() {
+        eprintln!("rtwhy: warning: {line}");
+    }
+    let report = report?;
+    if bench.interrupted.load(Ordering::Relaxed) || report.ended_by.starts_with("interrupted") {
+        return Ok(Attempt::Interrupted);
+    }
+    if let Some(e) = scene.load_error {
+        return Ok(match e {
+            rtwhy_lab::LabError::Refused(why) => Attempt::NotInducible(why),
+            other => Attempt::NotInducible(format!("the load could not start: {other}")),
+        });
+    }
+    let load_lines = load_lines.map_err(|e| anyhow!("the load failed: {e}"))?;
+    if let Some(code) = report.child_exit.filter(|&c| c != 0) {
+        bail!("the victim ({command_line}) exited with code {code}");
+    }
+    // Every capture is analysed for the victim, not only for its trigger: windows
+    // overlap and a capture triggered by one thread often holds the victim's spike.
+    let config = Config {
+        threshold: Nanos(threshold),
+        filter: TaskFilter {
+            comms: vec![victim_comm.clone()],
+            ..TaskFilter::default()
+        },
+        isolated: setup.declare_isolated.then(|| CpuList(vec![cpu])),
+        ..Config::default()
+    };
+    let mut seen = BTreeMap::new();
+    for path in &scene.captures {
+        let (analysis, _) = analyze_file(path, config.clone())
+            .with_context(|| format!("cannot analyse the capture {}", path.display()))?;
+        for spike in analysis.spikes.into_iter().filter(|s| s.cpu == cpu) {
+            seen.insert(
+                (spike.victim.tid, spike.end.0),
+                (spike.primary.cause, spike.latency_ns),
+            );
+        }
+    }
+    let causes: Vec<Cause> = seen.values().map(|(c, _)| *c).collect();
+    let worst = seen.values().map(|(_, l)| *l).max().unwrap_or(0);
+    if bench.keep.is_some() {
+        write_readme(bench, s, dir, &command_line, &load_lines, &report.ended_by)?;
+    }
+    Ok(Attempt::Done(causes, worst))
+}
+
+/// A README stub beside kept captures: what was run where, for a person to complete
+/// with the justification of the expected diagnosis from the trace's own events.
+fn write_readme(
+    bench: &Bench,
+    s: Scenario,
+    dir: &Path,
+    victim: &str,
+    load: &[String],
+    ended_by: &str,
+) -> Result<()> {
+    let f = &bench.platform.facts;
+    let setup = s.setup();
+    let mut t = String::new();
+    t.push_str(&format!(
+        "# {}: {}\n\nRecorded by `rtwhy selftest --keep` (rtwhy {}) with rtwhy's own recorder.\n\n",
+        s.name(),
+        s.induces(),
+        env!("CARGO_PKG_VERSION")
+    ));
+    t.push_str("## Machine\n\n");
+    t.push_str(&format!(
+        "- kernel: `{}` `{}`, preempt={}\n- CPUs online: {}; isolated: {}\n- RT throttling: sched_rt_runtime_us={} of sched_rt_period_us={}\n\n",
+        f.kernel_release.as_deref().unwrap_or("?"),
+        f.kernel_version.as_deref().unwrap_or("?"),
+        f.preempt_model().unwrap_or("?"),
+        CpuList(bench.platform.online.clone()),
+        if f.isolated.is_empty() { "none".to_string() } else { f.isolated.to_string() },
+        f.rt_runtime_us.map_or("?".into(), |v| v.to_string()),
+        f.rt_period_us.map_or("?".into(), |v| v.to_string()),
+    ));
+    t.push_str("## What ran\n\n");
+    t.push_str(&format!(
+        "- victim on CPU {}: `{victim}`\n- threshold: {}\n- rtwhy's threads and the load's helpers on CPU {}\n",
+        bench.cpu,
+        dur(setup.threshold.as_nanos() as u64),
+        bench.housekeeping
+    ));
+    if setup.declare_isolated {
+        t.push_str(&format!(
+            "- CPU {} declared isolated for the analysis (`rtwhy analyze --isolated {}`)\n",
+            bench.cpu, bench.cpu
+        ));
+    }
+    for l in load {
+        t.push_str(&format!("- load: {l}\n"));
+    }
+    t.push_str(&format!("- the session ended: {ended_by}\n\n"));
+    t.push_str(&format!(
+        "## Expected diagnosis: `{}`\n\nTO BE WRITTEN by a person after reading `trace-cmd report` of the capture: which spike, and the trace lines that show it is `{}` (see the other fixtures' READMEs).\n",
+        s.expected(),
+        s.expected()
+    ));
+    std::fs::write(dir.join("README.md"), t).with_context(|| format!("{}", dir.display()))?;
+    Ok(())
+}
+
+fn print_platform(out: &mut impl Write, b: &Bench) -> Result<()> {
+    let f = &b.platform.facts;
+    writeln!(out, "platform")?;
+    writeln!(
+        out,
+        "  kernel         {}, preempt={}",
+        f.kernel_release.as_deref().unwrap_or("?"),
+        f.preempt_model().unwrap_or("unknown")
+    )?;
+    let tracefs = match Tracefs::open() {
+        Ok(t) => {
+            let events = Preset::Default.events();
+            let have = events
+                .iter()
+                .filter(|e| {
+                    let (sys, ev) = e.split_once(':').unwrap_or(("", e));
+                    if ev == "*" {
+                        !t.events_of(sys).is_empty()
+                    } else {
+                        t.has_event(sys, ev)
+                    }
+                })
+                .count();
+            format!(
+                "{} ({have} of the {} events rtwhy records exist)",
+                t.root().display(),
+                events.len()
+            )
+        }
+        Err(e) => format!("unusable: {e}"),
+    };
+    writeln!(out, "  tracefs        {tracefs}")?;
+    let modes: Vec<String> = AttachMode::ALL
+        .iter()
+        .map(|&m| {
+            let cfg = DetectorConfig {
+                force: Some(m),
+                ..DetectorConfig::default()
+            };
+            match BpfDetector::start(&cfg) {
+                Ok(_) => format!("{} ok", m.as_str()),
+                Err(_) => format!("{} no", m.as_str()),
+            }
+        })
+        .collect();
+    writeln!(out, "  BPF attach     {}", modes.join(", "))?;
+    writeln!(
+        out,
+        "  isolation      {}",
+        if f.isolated.is_empty() {
+            "no CPU isolated".to_string()
+        } else {
+            format!("CPUs {} isolated", f.isolated)
+        }
+    )?;
+    writeln!(
+        out,
+        "  RT throttling  {}",
+        match (f.rt_runtime_us, f.rt_period_us) {
+            (Some(r), _) if r < 0 => "off (sched_rt_runtime_us=-1)".to_string(),
+            (Some(r), Some(p)) => format!("{r} us of every {p} us"),
+            _ => "unknown".to_string(),
+        }
+    )?;
+    writeln!(
+        out,
+        "  cpufreq        {}",
+        if b.platform.has_cpufreq(b.cpu) {
+            f.governors
+                .get(&b.cpu)
+                .map_or("present".to_string(), |g| format!("governor {g}"))
+        } else {
+            format!("none on CPU {}", b.cpu)
+        }
+    )?;
+    writeln!(
+        out,
+        "  victim         {} on CPU {}; rtwhy and load helpers on CPU {}\n",
+        match b.victim {
+            TimerVictim::Cyclictest => "cyclictest (SCHED_FIFO 80)",
+            TimerVictim::Probe => "rtwhy's probe (SCHED_FIFO 80)",
+        },
+        b.cpu,
+        b.housekeeping
+    )?;
+    Ok(())
+}
+
+fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
+    writeln!(
+        out,
+        "{:<22} {:>6} {:>10}  {:<34} {:<22} verdict",
+        "scenario", "spikes", "worst", "diagnosis", "expected"
+    )?;
+    for r in rows {
+        let spikes = match r.verdict {
+            Verdict::NotInducible(_) => "-".to_string(),
+            _ => r.spikes.to_string(),
+        };
+        let worst = if r.worst_ns > 0 {
+            dur(r.worst_ns)
+        } else {
+            "-".into()
+        };
+        let tries = if r.attempts > 1 {
+            format!(" (attempt {})", r.attempts)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{:<22} {:>6} {:>10}  {:<34} {:<22} {}{tries}",
+            r.scenario.name(),
+            spikes,
+            worst,
+            r.diagnosis,
+            r.expected.as_str(),
+            r.verdict.label()
+        )?;
+    }
+    Ok(())
+}
+
+/// SIGINT, SIGTERM and SIGHUP only set a flag for the whole selftest: every load is
+/// stopped and every setting restored before rtwhy exits.
+fn catch_signals() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+    flag
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// `rtwhy lab [SCENARIO]`: runs one load in the foreground (Ctrl-C stops it; settings
+/// are restored either way), or lists the scenarios.
+pub fn lab(args: &LabArgs) -> Result<ExitCode> {
+    let Some(name) = &args.scenario else {
+        let out = std::io::stdout();
+        let mut out = out.lock();
+        for s in Scenario::ALL {
+            writeln!(out, "{:<22} {}", s.name(), s.induces())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let s = Scenario::parse(name).ok_or_else(|| {
+        anyhow!(
+            "unknown scenario {name:?}; known: {}",
+            Scenario::ALL.map(|s| s.name()).join(", ")
+        )
+    })?;
+    let interrupted = catch_signals();
+    let platform = Platform::read();
+    let housekeeping = platform
+        .online
+        .iter()
+        .copied()
+        .find(|&c| c != args.cpu)
+        .unwrap_or(0);
+    for line in restore_stale(Path::new(JOURNAL_DIR))? {
+        eprintln!("rtwhy: {line}");
+    }
+    let at = Placement {
+        cpu: args.cpu,
+        housekeeping,
+        scratch: args.scratch.clone(),
+        length: args.length.map(|n| Duration::from_nanos(n.0)),
+    };
+    let stop = Stop::new(interrupted.clone());
+    let mut tweaks = Tweaks::new(Path::new(JOURNAL_DIR));
+    let load = s
+        .start(&platform, &at, &mut tweaks, stop)
+        .map_err(|e| anyhow!("{}: {e}", s.name()))?;
+    let lines = match load {
+        Some(l) => l.wait().map_err(|e| anyhow!("{}: {e}", s.name()))?,
+        None => Vec::new(),
+    };
+    let failed = tweaks.restore();
+    for line in &lines {
+        println!("{line}");
+    }
+    if let Some(first) = failed.first() {
+        bail!("{first}");
+    }
+    if interrupted.load(Ordering::Relaxed) {
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts() {
+        let t = Cause::RtThrottling;
+        assert_eq!(judge(t, &[]), Verdict::NoSpike);
+        assert_eq!(judge(t, &[Cause::Hwlat, t]), Verdict::Pass);
+        assert_eq!(judge(t, &[Cause::Preemption]), Verdict::Fail);
+        assert!(Verdict::NoSpike.fails());
+        assert!(!Verdict::NotInducible("x".into()).fails());
+    }
+
+    #[test]
+    fn counts_most_frequent_first() {
+        let c = [Cause::Hwlat, Cause::Softirq, Cause::Softirq, Cause::Unknown];
+        assert_eq!(cause_counts(&c), "softirq x2, hwlat x1, unknown x1");
+        assert_eq!(cause_counts(&[]), "-");
+    }
+
+    #[test]
+    fn expectations_parse_or_say_why() {
+        let m = parse_expect(&["preemption=softirq".into()]).unwrap();
+        assert_eq!(m[&Scenario::Preemption], Cause::Softirq);
+        assert!(parse_expect(&["preemption".into()]).is_err());
+        assert!(parse_expect(&["nope=softirq".into()]).is_err());
+        assert!(pick_scenarios(&["bogus".into()])
+            .unwrap_err()
+            .to_string()
+            .contains("known"));
+    }
+}
