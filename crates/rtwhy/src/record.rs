@@ -462,5 +462,10 @@ pub fn cleanup() -> Result<ExitCode> {
     for name in removed {
         println!("removed tracefs instance {name}");
     }
+    // Settings a killed `rtwhy selftest` or `rtwhy lab` left changed.
+    let journals = std::path::Path::new(rtwhy_lab::tweak::JOURNAL_DIR);
+    for line in rtwhy_lab::tweak::restore_stale(journals)? {
+        println!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }
