@@ -618,3 +618,134 @@ fn an_application_marker_matching_marker_is_a_breach() {
         .unwrap();
     assert!(String::from_utf8_lossy(&rep.stdout).contains("app: deadline missed by 312 us"));
 }
+
+const RPS_MASK: &str = "/sys/class/net/lo/queues/rx-0/rps_cpus";
+
+/// Threads of loads or victims still alive (lab-*, cyclictest).
+fn leftover_tasks() -> Vec<String> {
+    let mut left = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let comm = comm.trim();
+        if comm.starts_with("lab-") || comm == "cyclictest" {
+            left.push(format!("{} {comm}", e.file_name().to_string_lossy()));
+        }
+    }
+    left
+}
+
+#[test]
+fn selftest_names_every_cause_it_can_induce_here() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let before = tracefs_state();
+    let rps = std::fs::read_to_string(RPS_MASK).unwrap();
+    let o = run(&["selftest", "--cpu", "1"]);
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for s in [
+        "rt_throttling",
+        "preemption",
+        "priority_inversion",
+        "lock_contention",
+        "softirq",
+        "irq_on_isolated_cpu",
+        "kernel_nonpreemptible",
+    ] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{s} ")))
+            .unwrap_or_else(|| panic!("no row for {s}: {}", text(&o)));
+        assert!(row.contains(" pass"), "{s} did not pass here: {row}");
+    }
+    // What this VM cannot do is said, with the reason.
+    for (s, why) in [("hwlat", "SMI"), ("frequency_ramp", "no cpufreq")] {
+        let row = stdout.lines().find(|l| l.starts_with(s)).unwrap();
+        assert!(
+            row.contains("not inducible here") && row.contains(why),
+            "{row}"
+        );
+    }
+    assert!(stdout.contains("BPF attach"), "{stdout}");
+    assert_eq!(tracefs_state(), before, "tracefs changed by the selftest");
+    assert_eq!(std::fs::read_to_string(RPS_MASK).unwrap(), rps);
+    assert!(leftover_tasks().is_empty(), "{:?}", leftover_tasks());
+}
+
+#[test]
+fn a_wrong_expectation_makes_the_selftest_fail() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let o = run(&[
+        "selftest",
+        "--scenarios",
+        "preemption",
+        "--expect",
+        "preemption=softirq",
+        "--attempts",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("preemption "))
+        .unwrap();
+    assert!(row.contains("FAIL: diagnosed otherwise"), "{row}");
+    assert!(
+        row.contains("softirq") && row.contains("preemption x"),
+        "{row}"
+    );
+}
+
+#[test]
+fn ctrl_c_in_the_selftest_stops_every_load_and_restores_every_setting() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let before = tracefs_state();
+    let rps = std::fs::read_to_string(RPS_MASK).unwrap();
+    let child = Command::new(rtwhy())
+        .args(["selftest", "--scenarios", "softirq", "--attempts", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The load is running once the RPS mask has changed.
+    let t = Instant::now();
+    while std::fs::read_to_string(RPS_MASK).unwrap() == rps {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the softirq load never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("interrupted"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(RPS_MASK).unwrap(),
+        rps,
+        "RPS mask not restored"
+    );
+    assert_eq!(tracefs_state(), before, "tracefs changed");
+    assert!(leftover_tasks().is_empty(), "{:?}", leftover_tasks());
+    let journals: Vec<_> = std::fs::read_dir("/run/rtwhy")
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(journals.is_empty(), "journal left: {journals:?}");
+}
