@@ -82,6 +82,10 @@ pub struct TextReader<R: BufRead> {
     line: Vec<u8>,
     line_no: usize,
     pending: Option<Event>,
+    /// Line where `pending` began.
+    pending_line: usize,
+    /// Line where the event last returned began.
+    event_line: usize,
     pending_err: Option<Error>,
     cpus: Option<u32>,
     seen_event: bool,
@@ -98,6 +102,8 @@ impl<R: BufRead> TextReader<R> {
             line: Vec::new(),
             line_no: 0,
             pending: None,
+            pending_line: 0,
+            event_line: 0,
             pending_err: None,
             cpus: None,
             seen_event: false,
@@ -117,6 +123,13 @@ impl<R: BufRead> TextReader<R> {
         self.skipped
     }
 
+    /// The 1-based line number where the event last returned by
+    /// [`TextReader::next_event`] began (0 before the first), so a viewer can show the
+    /// original line.
+    pub fn event_line(&self) -> usize {
+        self.event_line
+    }
+
     /// The next event, or `None` at the end of the input (or after a fatal error).
     pub fn next_event(&mut self) -> Option<Result<Event>> {
         loop {
@@ -125,6 +138,7 @@ impl<R: BufRead> TextReader<R> {
                 return Some(Err(err));
             }
             if self.done {
+                self.event_line = self.pending_line;
                 return self.pending.take().map(finish).map(Ok);
             }
             match self.read_line() {
@@ -134,6 +148,7 @@ impl<R: BufRead> TextReader<R> {
                         what: format!("read error: {e}"),
                     });
                     if let Some(ev) = self.pending.take() {
+                        self.event_line = self.pending_line;
                         return Some(Ok(finish(ev)));
                     }
                 }
@@ -146,7 +161,9 @@ impl<R: BufRead> TextReader<R> {
                     let line = text.trim_end_matches(['\n', '\r']);
                     if let Some(ev) = parse_event_line(line) {
                         self.seen_event = true;
+                        let began = std::mem::replace(&mut self.pending_line, self.line_no);
                         if let Some(prev) = self.pending.replace(ev) {
+                            self.event_line = began;
                             return Some(Ok(finish(prev)));
                         }
                         continue;
@@ -1045,6 +1062,22 @@ mod tests {
             Some(Ok(ev)) => ev,
             other => panic!("no event from {line:?}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn event_line_names_where_each_event_began() {
+        let text = "cpus=2\n\
+            \x20 <idle>-0     [001]   100.000001: irq_handler_entry:   irq=19 name=eth0\n\
+            \x20 <idle>-0     [001]   100.000002: print:                tracing_mark_write: one\n\
+            \x20two\n\
+            \x20 <idle>-0     [000]   100.000003: irq_handler_exit:    irq=19 ret=handled\n";
+        let mut r = TextReader::new(text.as_bytes());
+        let mut lines = Vec::new();
+        while let Some(ev) = r.next_event() {
+            ev.unwrap();
+            lines.push(r.event_line());
+        }
+        assert_eq!(lines, [2, 3, 5]);
     }
 
     #[test]
