@@ -180,6 +180,25 @@ impl TraceFile {
             .or_else(|| self.buffers.first())
     }
 
+    /// What the file itself says about the traced machine (kernel release and version from
+    /// the stored `uname`, CPU count), for the analyzer; the recording's own
+    /// `rtwhy-fact:` markers add the rest as the events are read.
+    pub fn system_facts(&self) -> rtwhy_model::SystemFacts {
+        let mut facts = rtwhy_model::SystemFacts::default();
+        if let Some(uname) = &self.info.uname {
+            // trace-cmd stores "sysname nodename release version machine".
+            let words: Vec<&str> = uname.split_whitespace().collect();
+            facts.kernel_release = words.get(2).map(|s| s.to_string());
+            if let Some(version) = words.get(3..words.len().saturating_sub(1)) {
+                if !version.is_empty() {
+                    facts.kernel_version = Some(version.join(" "));
+                }
+            }
+        }
+        facts.cpus = Some(self.info.cpus);
+        facts
+    }
+
     /// Records of every buffer (the top level and instances), merged over CPUs in
     /// timestamp order, as `trace-cmd report` shows them.
     pub fn records(&self) -> Result<RecordStream<'_>> {

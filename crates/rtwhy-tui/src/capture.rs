@@ -1,0 +1,465 @@
+//! A capture in memory: decoded once, every event kept compact and sorted by time, each
+//! CPU's lanes (who ran, hard IRQs, softirqs, gaps without events) built once, and the
+//! analyzer's diagnosis of every spike.
+//!
+//! The viewer never decodes again while drawing: a window is found by binary search
+//! over the sorted events, and only the lane spans that intersect it are looked at.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rtwhy_analyze::{Analysis, Analyzer, Config};
+use rtwhy_decode::print::Printer;
+use rtwhy_decode::text::TextReader;
+use rtwhy_decode::tracedat::TraceFile;
+use rtwhy_decode::typed::EventDecoder;
+use rtwhy_decode::{Record, TraceMeta};
+use rtwhy_model::{Comm, Event, EventKind, SystemFacts};
+
+use crate::lanes::{Lane, LaneBuilder};
+use crate::{Error, Result};
+
+/// One event as the viewer keeps it: 24 bytes plus the record's payload in an arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ev {
+    /// Timestamp in the trace clock.
+    pub ts: u64,
+    /// Where its bytes start in the arena (payload for trace.dat, the line for text).
+    off: u32,
+    /// `common_pid`: the task current on the CPU.
+    pub pid: i32,
+    /// CPU.
+    pub cpu: u16,
+    /// Event type: the format id (trace.dat) or an index into the name table (text).
+    ty: u16,
+    /// Length of its bytes in the arena.
+    len: u16,
+    /// Which trace.dat buffer (top level or an instance) it came from.
+    buffer: u8,
+    /// The kernel dropped events on this CPU just before this one.
+    pub dropped_before: bool,
+}
+
+/// A trace.dat's printing state: payloads are printed as `trace-cmd report` prints them.
+struct Dat<'m> {
+    meta: &'m TraceMeta,
+    /// Buffer names by index (empty for the top level).
+    buffers: Vec<String>,
+    /// Events dropped before each flagged event, by event index.
+    missed: HashMap<usize, u64>,
+    printer: RefCell<Printer<'m>>,
+}
+
+/// Where a capture's events came from, and how to print them.
+enum Body<'m> {
+    /// A trace.dat.
+    Dat(Box<Dat<'m>>),
+    /// Report text: the arena is the file and each event points at its own line.
+    Text {
+        /// Event names by type index.
+        names: Vec<String>,
+    },
+}
+
+/// A decoded, indexed, analyzed trace.
+pub struct Capture<'m> {
+    /// The file, as given.
+    pub path: PathBuf,
+    events: Vec<Ev>,
+    arena: Vec<u8>,
+    body: Body<'m>,
+    /// One lane per CPU that has events, by CPU number order.
+    pub lanes: Vec<Lane>,
+    /// The last name seen for each thread id.
+    pub tasks: HashMap<i32, Comm>,
+    /// Latency markers in the trace (rtwhy breaches, cyclictest's `hit latency threshold`):
+    /// time and CPU.
+    pub breaches: Vec<(u64, u32)>,
+    /// Every spike, diagnosed.
+    pub analysis: Analysis,
+    /// Events the kernel dropped (as far as the pages say; a page that only flags a loss
+    /// counts nothing) and how many times a loss was flagged.
+    pub dropped: (u64, u64),
+    /// Problems met while reading, one line each.
+    pub warnings: Vec<String>,
+    /// Whether timestamps are nanoseconds (not raw counter ticks).
+    pub ts_in_nanos: bool,
+}
+
+impl std::fmt::Debug for Capture<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capture")
+            .field("path", &self.path)
+            .field("events", &self.events.len())
+            .field("lanes", &self.lanes.len())
+            .field("spikes", &self.analysis.spikes.len())
+            .finish()
+    }
+}
+
+/// Collects events, lanes and the analysis in one pass.
+struct Loader {
+    path: PathBuf,
+    events: Vec<Ev>,
+    arena: Vec<u8>,
+    lanes: LaneBuilder,
+    tasks: HashMap<i32, Comm>,
+    breaches: Vec<(u64, u32)>,
+    analyzer: Analyzer,
+    sorted: bool,
+}
+
+impl Loader {
+    fn new(path: &Path, config: &Config, facts: SystemFacts) -> Loader {
+        Loader {
+            path: path.to_path_buf(),
+            events: Vec::new(),
+            arena: Vec::new(),
+            lanes: LaneBuilder::new(config.threshold.0),
+            tasks: HashMap::new(),
+            breaches: Vec::new(),
+            analyzer: Analyzer::new(config.clone(), facts),
+            sorted: true,
+        }
+    }
+
+    fn offset(&self, at: usize) -> Result<u32> {
+        u32::try_from(at).map_err(|_| Error::TooLarge {
+            path: self.path.clone(),
+        })
+    }
+
+    /// Notes what the lanes and the search need from a typed event, then analyzes it.
+    fn observe(&mut self, ev: Event) {
+        // The compact entry for `ev` is already pushed: compare it with the one before.
+        if let [.., before, last] = self.events.as_slice() {
+            if before.ts > last.ts {
+                self.sorted = false;
+            }
+        }
+        match &ev.kind {
+            EventKind::SchedSwitch {
+                prev_comm,
+                prev_pid,
+                next_comm,
+                next_pid,
+                ..
+            } => {
+                self.tasks.insert(*prev_pid, *prev_comm);
+                self.tasks.insert(*next_pid, *next_comm);
+            }
+            EventKind::SchedWaking { comm, pid, .. }
+            | EventKind::SchedWakeup { comm, pid, .. }
+            | EventKind::SchedWakeupNew { comm, pid, .. } => {
+                self.tasks.entry(*pid).or_insert(*comm);
+            }
+            EventKind::Print { text }
+                if text.contains(rtwhy_model::BREACH_PREFIX)
+                    || text.contains("hit latency threshold") =>
+            {
+                self.breaches.push((ev.ts.0, ev.cpu));
+            }
+            _ => {}
+        }
+        self.lanes.observe(&ev);
+        self.analyzer.push(ev);
+    }
+
+    fn finish<'m>(
+        mut self,
+        body: Body<'m>,
+        warnings: Vec<String>,
+        ts_in_nanos: bool,
+    ) -> Capture<'m> {
+        if !self.sorted {
+            // Report text from several files pasted together; the viewer needs time order.
+            self.events.sort_by_key(|e| e.ts);
+        }
+        let end = self.events.last().map(|e| e.ts).unwrap_or(0);
+        let dropped = match &body {
+            Body::Dat(d) => (d.missed.values().sum(), d.missed.len() as u64),
+            Body::Text { .. } => (0, 0),
+        };
+        Capture {
+            path: self.path,
+            events: self.events,
+            arena: self.arena,
+            body,
+            lanes: self.lanes.finish(end),
+            tasks: self.tasks,
+            breaches: self.breaches,
+            analysis: self.analyzer.finish(),
+            dropped,
+            warnings,
+            ts_in_nanos,
+        }
+    }
+}
+
+impl<'m> Capture<'m> {
+    /// Decodes every record of `file` (all buffers), keeps it compact, builds the lanes
+    /// and analyzes it with `config`. `path` names the file in messages.
+    pub fn from_trace_file(
+        file: &'m TraceFile,
+        path: &Path,
+        config: &Config,
+    ) -> Result<Capture<'m>> {
+        let meta = file.meta();
+        let mut loader = Loader::new(path, config, file.system_facts());
+        let mut decoder = EventDecoder::new();
+        let mut buffers: Vec<String> = Vec::new();
+        let mut missed = HashMap::new();
+        let mut records = file.records().map_err(|source| Error::Decode {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        loop {
+            let more = records.advance().map_err(|source| Error::Decode {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            if !more {
+                break;
+            }
+            let name = records.buffer_name();
+            let Some(rec) = records.current() else { break };
+            let buffer = match buffers.iter().position(|b| b == name) {
+                Some(i) => i,
+                None => {
+                    buffers.push(name.to_string());
+                    buffers.len() - 1
+                }
+            };
+            let off = loader.offset(loader.arena.len())?;
+            let len = rec.data.len().min(usize::from(u16::MAX));
+            loader
+                .arena
+                .extend_from_slice(rec.data.get(..len).unwrap_or_default());
+            if let Some(n) = rec.missed_before {
+                missed.insert(loader.events.len(), n);
+            }
+            loader.events.push(Ev {
+                ts: rec.ts,
+                off,
+                pid: rec.pid(),
+                cpu: u16::try_from(rec.cpu).unwrap_or(u16::MAX),
+                ty: rec
+                    .event_id()
+                    .and_then(|t| u16::try_from(t).ok())
+                    .unwrap_or(u16::MAX),
+                len: len as u16,
+                buffer: u8::try_from(buffer).unwrap_or(u8::MAX),
+                dropped_before: rec.missed_before.is_some(),
+            });
+            let ev = decoder.decode(meta, &rec);
+            loader.observe(ev);
+        }
+        let mut warnings: Vec<String> = file.warnings().to_vec();
+        warnings.extend(records.warnings().iter().cloned());
+        let body = Body::Dat(Box::new(Dat {
+            meta,
+            buffers,
+            missed,
+            printer: RefCell::new(Printer::new(meta)),
+        }));
+        Ok(loader.finish(body, warnings, meta.ts_in_nanos()))
+    }
+
+    /// Reads `trace-cmd report` text from `path` and does the same; the events pane then
+    /// shows the file's own lines.
+    pub fn from_text(path: &Path, config: &Config) -> Result<Capture<'m>> {
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let bytes = std::fs::read(path).map_err(io)?;
+        let mut loader = Loader::new(path, config, SystemFacts::default());
+        let mut names: Vec<String> = Vec::new();
+        // Line starts, found as the reader moves on (its lines only go forward).
+        let (mut line_no, mut line_at) = (1usize, 0usize);
+        let mut reader = TextReader::new(std::io::BufReader::new(bytes.as_slice()));
+        while let Some(ev) = reader.next_event() {
+            let ev = ev.map_err(|source| Error::Decode {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let want = reader.event_line();
+            while line_no < want {
+                match bytes
+                    .get(line_at..)
+                    .and_then(|b| b.iter().position(|c| *c == b'\n'))
+                {
+                    Some(i) => line_at += i + 1,
+                    None => line_at = bytes.len(),
+                }
+                line_no += 1;
+            }
+            let line = bytes.get(line_at..).unwrap_or_default();
+            let len = line.iter().position(|c| *c == b'\n').unwrap_or(line.len());
+            let name = ev.kind.name();
+            let ty = match names.iter().position(|n| n == name) {
+                Some(i) => i,
+                None => {
+                    names.push(name.to_string());
+                    names.len() - 1
+                }
+            };
+            loader.events.push(Ev {
+                ts: ev.ts.0,
+                off: loader.offset(line_at)?,
+                pid: ev.pid,
+                cpu: u16::try_from(ev.cpu).unwrap_or(u16::MAX),
+                ty: u16::try_from(ty).unwrap_or(u16::MAX),
+                len: u16::try_from(len).unwrap_or(u16::MAX),
+                buffer: 0,
+                dropped_before: false,
+            });
+            loader.observe(ev);
+        }
+        let mut warnings = Vec::new();
+        if reader.skipped_lines() > 0 {
+            warnings.push(format!(
+                "{} lines were not events and were skipped",
+                reader.skipped_lines()
+            ));
+        }
+        loader.arena = bytes;
+        Ok(loader.finish(Body::Text { names }, warnings, true))
+    }
+
+    /// Every event, sorted by time.
+    pub fn events(&self) -> &[Ev] {
+        &self.events
+    }
+
+    /// First and last event time.
+    pub fn span(&self) -> (u64, u64) {
+        match (self.events.first(), self.events.last()) {
+            (Some(a), Some(b)) => (a.ts, b.ts),
+            _ => (0, 0),
+        }
+    }
+
+    /// Index of the first event at or after `ts`.
+    pub fn index_at(&self, ts: u64) -> usize {
+        self.events.partition_point(|e| e.ts < ts)
+    }
+
+    /// The events with `start <= ts <= end`, as an index range.
+    pub fn range(&self, start: u64, end: u64) -> std::ops::Range<usize> {
+        let lo = self.index_at(start);
+        let hi = self.events.partition_point(|e| e.ts <= end);
+        lo..hi.max(lo)
+    }
+
+    /// The name of event `i` (`sched_switch`...).
+    pub fn event_name(&self, i: usize) -> &str {
+        let Some(ev) = self.events.get(i) else {
+            return "";
+        };
+        match &self.body {
+            Body::Dat(d) => d
+                .meta
+                .format(u32::from(ev.ty))
+                .map(|f| f.name.as_str())
+                .unwrap_or("unknown"),
+            Body::Text { names } => names
+                .get(usize::from(ev.ty))
+                .map(String::as_str)
+                .unwrap_or(""),
+        }
+    }
+
+    /// The name of thread `tid`, when the trace named it.
+    pub fn task_name(&self, tid: i32) -> Option<Comm> {
+        if tid == 0 {
+            return Some(Comm::new("<idle>"));
+        }
+        self.tasks.get(&tid).copied()
+    }
+
+    fn bytes(&self, ev: &Ev) -> &[u8] {
+        let start = ev.off as usize;
+        self.arena
+            .get(start..start + usize::from(ev.len))
+            .unwrap_or_default()
+    }
+
+    /// Appends event `i` the way `trace-cmd report` prints it (for report text, the
+    /// file's own line), preceded by trace-cmd's `CPU:n [N EVENTS DROPPED]` line when
+    /// the kernel dropped events just before it.
+    pub fn write_line(&self, i: usize, out: &mut String) {
+        let Some(ev) = self.events.get(i) else { return };
+        let bytes = self.bytes(ev);
+        match &self.body {
+            Body::Text { .. } => out.push_str(&String::from_utf8_lossy(bytes)),
+            Body::Dat(d) => {
+                let Dat {
+                    meta,
+                    buffers,
+                    missed,
+                    printer,
+                } = &**d;
+                let format = meta.format(u32::from(ev.ty));
+                let rec = Record {
+                    ts: ev.ts,
+                    cpu: u32::from(ev.cpu),
+                    data: bytes,
+                    format,
+                    endian: meta.endian,
+                    missed_before: missed.get(&i).copied(),
+                    following: &[],
+                };
+                let mut p = printer.borrow_mut();
+                p.set_instance(
+                    buffers
+                        .get(usize::from(ev.buffer))
+                        .map(String::as_str)
+                        .unwrap_or(""),
+                );
+                p.write_report(&rec, out);
+            }
+        }
+    }
+
+    /// The first event at or after index `from` (wrapping around) whose line contains
+    /// `needle`, ignoring ASCII case, or whose task is named `needle`.
+    pub fn search(&self, from: usize, needle: &str) -> Option<usize> {
+        let needle = needle.to_ascii_lowercase();
+        let n = self.events.len();
+        let mut line = String::new();
+        for k in 0..n {
+            let i = (from + k) % n;
+            line.clear();
+            self.write_line(i, &mut line);
+            if line.to_ascii_lowercase().contains(&needle) {
+                return Some(i);
+            }
+        }
+        None
+    }
+}
+
+/// The captures of an `rtwhy record` session directory (`spike-NNN.dat`), in order.
+pub fn session_captures(dir: &Path) -> Result<Vec<PathBuf>> {
+    let rd = std::fs::read_dir(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("spike-") && n.ends_with(".dat"))
+        })
+        .collect();
+    v.sort();
+    if v.is_empty() {
+        return Err(Error::NoCaptures {
+            path: dir.to_path_buf(),
+        });
+    }
+    Ok(v)
+}

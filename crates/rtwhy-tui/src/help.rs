@@ -1,0 +1,56 @@
+//! The help overlay: every key, and what the timeline's glyphs mean.
+//!
+//! ```text
+//!        ┌ Keys (q, Esc or ? closes) ──────────────────┐
+//!        │ Tab / S-Tab        next / previous pane     │
+//!        │ …                                           │
+//!        │ timeline: # victim  = task  . idle  I irq … │
+//!        └─────────────────────────────────────────────┘
+//! ```
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
+
+use crate::app::App;
+use crate::keys::KEYS;
+
+/// Draws the overlay centred in `area`.
+pub fn render(app: &App<'_>, area: Rect, buf: &mut Buffer) {
+    let t = app.theme;
+    let mut lines: Vec<Line> = KEYS
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!(" {k:<21}"), t.header()),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::raw(
+        " timeline: # victim  = task  . idle  I hard IRQ  S softirq  ? no events",
+    ));
+    lines.push(Line::raw(
+        " marks: T expiry  W wake-up  P preempted  L lock  R switch-in  B breach",
+    ));
+    let w = area.width.min(84);
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    Clear.render(r, buf);
+    Paragraph::new(Text::from(lines))
+        .wrap(Wrap { trim: false })
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(t.border(true))
+                .title(" Keys (q, Esc or ? closes) "),
+        )
+        .render(r, buf);
+}

@@ -1,0 +1,328 @@
+//! The viewer drawn on ratatui's `TestBackend` from real fixtures: a snapshot of every
+//! pane (one clear spike, no spike, a 50 ms spike, a trace with dropped events, the
+//! help), and what the keys do to the screen.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Color;
+use ratatui::Terminal;
+use rtwhy_analyze::Config;
+use rtwhy_decode::tracedat::TraceFile;
+use rtwhy_tui::keys::KEYS;
+use rtwhy_tui::{areas, Action, App, Capture, Pane, Theme};
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+fn open(rel: &str) -> (TraceFile, PathBuf) {
+    let path = fixture(rel);
+    (TraceFile::open(&path).expect("fixture opens"), path)
+}
+
+fn capture<'m>(file: &'m TraceFile, path: &Path) -> Capture<'m> {
+    Capture::from_trace_file(file, path, &Config::default()).expect("loads")
+}
+
+fn app<'m>(file: &'m TraceFile, path: &Path) -> App<'m> {
+    App::new(vec![capture(file, path)], Theme { color: false })
+}
+
+fn draw(app: &App<'_>, w: u16, h: u16) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| f.render_widget(app, f.area())).unwrap();
+    t.backend().buffer().clone()
+}
+
+/// The text of `r` in `buf`, one line per row, trailing spaces cut.
+fn text(buf: &Buffer, r: Rect) -> String {
+    let mut out = String::new();
+    for y in r.top()..r.bottom() {
+        let mut line = String::new();
+        for x in r.left()..r.right() {
+            line.push_str(buf.cell((x, y)).map_or(" ", |c| c.symbol()));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn screen(app: &App<'_>, w: u16, h: u16) -> String {
+    text(&draw(app, w, h), Rect::new(0, 0, w, h))
+}
+
+/// Each pane of `app` on a `w`x`h` screen, by name.
+fn panes(app: &App<'_>, w: u16, h: u16) -> Vec<(&'static str, String)> {
+    let buf = draw(app, w, h);
+    let a = areas(app, Rect::new(0, 0, w, h));
+    vec![
+        ("spikes", text(&buf, a.spikes)),
+        ("diagnosis", text(&buf, a.diagnosis)),
+        ("timeline", text(&buf, a.timeline)),
+        ("events", text(&buf, a.events)),
+    ]
+}
+
+#[test]
+fn one_clear_spike_main_screen_80x24() {
+    let (f, p) = open("preemption/preemption.dat");
+    let a = app(&f, &p);
+    let s = screen(&a, 80, 24);
+    // The hog that held the victim's CPU is named on the victim's lane.
+    assert!(s.contains("cpu1* ") && s.contains("spin"), "{s}");
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn one_clear_spike_each_pane_120x40() {
+    let (f, p) = open("preemption/preemption.dat");
+    let mut a = app(&f, &p);
+    for (name, text) in panes(&a, 120, 40) {
+        insta::assert_snapshot!(format!("preemption_{name}"), text);
+    }
+    // With the focus, the diagnosis gets the room to show all of itself.
+    a.apply(Action::NextPane);
+    a.apply(Action::NextPane);
+    assert_eq!(a.focus, Pane::Diagnosis);
+    let d = panes(&a, 120, 40).remove(1).1;
+    assert!(d.contains("fix") || d.contains("evidence"), "{d}");
+    insta::assert_snapshot!("preemption_diagnosis_focused", d);
+}
+
+#[test]
+fn no_spike_says_what_was_measured() {
+    let (f, p) = open("recorded/vm-nokallsyms-v6.dat");
+    let a = app(&f, &p);
+    assert!(a.rows().is_empty());
+    let s = screen(&a, 80, 24);
+    assert!(s.contains("No latency spike above 100us"), "{s}");
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn huge_spike_fits_its_window() {
+    let (f, p) = open("rt_throttling/rt_throttling.dat");
+    let a = app(&f, &p);
+    let worst = a.spike().expect("the worst spike is selected");
+    assert!(worst.latency_ns > 50_000_000, "{}", worst.latency_ns);
+    // The whole window, "should have run" to "ran", is on screen.
+    assert!(a.view.start < worst.start.0 && a.view.end() > worst.end.0);
+    insta::assert_snapshot!(screen(&a, 120, 40));
+}
+
+#[test]
+fn dropped_events_are_shown_where_they_happened() {
+    let (f, p) = open("hwlat/hwlat.dat");
+    let cap = capture(&f, &p);
+    assert!(cap.dropped.0 > 0, "the fixture's pages report lost events");
+    let at = cap
+        .events()
+        .iter()
+        .find(|e| e.dropped_before)
+        .expect("a flagged event")
+        .ts;
+    let mut a = App::new(vec![cap], Theme { color: false });
+    a.apply(Action::ZoomAll);
+    a.set_cursor(at);
+    for _ in 0..8 {
+        a.apply(Action::ZoomIn);
+    }
+    let s = screen(&a, 120, 40);
+    assert!(s.contains("EVENTS DROPPED]"), "{s}");
+    assert!(s.contains("47518 events dropped"), "{s}");
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn help_lists_every_key() {
+    let (f, p) = open("preemption/preemption.dat");
+    let mut a = app(&f, &p);
+    a.apply(Action::Help);
+    let s = screen(&a, 80, 24);
+    for (keys, what) in KEYS {
+        assert!(s.contains(keys) && s.contains(what), "{keys} missing:\n{s}");
+    }
+    insta::assert_snapshot!(s);
+    a.apply(Action::Help);
+    assert!(!screen(&a, 80, 24).contains("Keys ("));
+}
+
+#[test]
+fn zoom_pan_and_jump_move_the_window() {
+    let (f, p) = open("rt_throttling/rt_throttling.dat");
+    let mut a = app(&f, &p);
+    draw(&a, 100, 30);
+    let v = a.view;
+    a.apply(Action::ZoomIn);
+    assert_eq!(a.view.span, v.span / 2);
+    assert!(a.view.start <= a.cursor && a.cursor <= a.view.end());
+    a.apply(Action::ZoomOut);
+    assert_eq!(a.view.span, v.span / 2 * 2);
+    let before = a.view.start;
+    a.apply(Action::PanRight);
+    assert_eq!(a.view.start, before + a.view.span / 2);
+    a.apply(Action::ZoomAll);
+    let (lo, hi) = a.capture().unwrap().span();
+    assert_eq!((a.view.start, a.view.end()), (lo, hi));
+    a.apply(Action::Jump);
+    assert_eq!(a.view, v);
+    // n/p walk the spikes in list order and show each one.
+    a.apply(Action::ToggleSort);
+    a.apply(Action::NextSpike);
+    let s = a.spike().unwrap().clone();
+    assert!(a.view.start < s.start.0 && s.end.0 < a.view.end());
+    assert_eq!(a.cursor, s.start.0);
+}
+
+#[test]
+fn timeline_title_follows_zoom() {
+    let (f, p) = open("preemption/preemption.dat");
+    let mut a = app(&f, &p);
+    assert!(screen(&a, 80, 24).contains("395us wide"));
+    a.apply(Action::ZoomIn);
+    assert!(screen(&a, 80, 24).contains("198us wide"));
+}
+
+#[test]
+fn search_finds_a_task_or_an_event() {
+    let (f, p) = open("preemption/preemption.dat");
+    let mut a = app(&f, &p);
+    a.apply(Action::SearchStart);
+    for c in "sched_switch".chars() {
+        a.apply(Action::SearchChar(c));
+    }
+    assert!(screen(&a, 80, 24).contains("/sched_switch_"));
+    a.apply(Action::SearchSubmit);
+    let first = a.cursor;
+    {
+        let cap = a.capture().unwrap();
+        assert_eq!(cap.event_name(cap.index_at(first)), "sched_switch");
+    }
+    a.apply(Action::SearchNext);
+    let cap = a.capture().unwrap();
+    assert!(a.cursor > first);
+    assert_eq!(cap.event_name(cap.index_at(a.cursor)), "sched_switch");
+    a.apply(Action::SearchStart);
+    for c in "no-such-thing".chars() {
+        a.apply(Action::SearchChar(c));
+    }
+    a.apply(Action::SearchSubmit);
+    assert!(screen(&a, 80, 24).contains("`no-such-thing` not found"));
+}
+
+#[test]
+fn events_pane_follows_the_cursor() {
+    let (f, p) = open("preemption/preemption.dat");
+    let mut a = app(&f, &p);
+    while a.focus != Pane::Events {
+        a.apply(Action::NextPane);
+    }
+    let cap_ts = |a: &App<'_>| a.cursor;
+    let t0 = cap_ts(&a);
+    a.apply(Action::Down);
+    assert!(cap_ts(&a) >= t0);
+    let s = panes(&a, 100, 30).remove(3).1;
+    let cursor_line = s
+        .lines()
+        .find(|l| l.starts_with("│>"))
+        .expect("a highlighted event");
+    assert!(
+        cursor_line.contains(&rtwhy_tui::fmt_ts(a.cursor)),
+        "{cursor_line}"
+    );
+}
+
+#[test]
+fn no_color_means_no_colours() {
+    let (f, p) = open("preemption/preemption.dat");
+    let mut a = app(&f, &p);
+    let plain = draw(&a, 80, 24);
+    assert!(plain
+        .content()
+        .iter()
+        .all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+    a.theme = Theme { color: true };
+    let coloured = draw(&a, 80, 24);
+    assert!(coloured.content().iter().any(|c| c.fg != Color::Reset));
+    // The same characters either way: colour only adds.
+    assert_eq!(
+        text(&plain, Rect::new(0, 0, 80, 24)),
+        text(&coloured, Rect::new(0, 0, 80, 24))
+    );
+}
+
+#[test]
+fn too_small_a_terminal_says_so() {
+    let (f, p) = open("preemption/preemption.dat");
+    let a = app(&f, &p);
+    assert!(screen(&a, 40, 10).contains("terminal 40x10 is too small"));
+}
+
+#[test]
+fn report_text_shows_its_own_lines_and_the_same_spikes() {
+    let (f, p) = open("preemption/preemption.dat");
+    let dat = capture(&f, &p);
+    let dir = tempfile::tempdir().unwrap();
+    let txt = dir.path().join("preemption.txt");
+    let mut report = String::from("cpus=2\n");
+    let mut line = String::new();
+    for i in 0..dat.events().len() {
+        line.clear();
+        dat.write_line(i, &mut line);
+        report.push_str(&line);
+        report.push('\n');
+    }
+    std::fs::write(&txt, &report).unwrap();
+    let text_cap = Capture::from_text(&txt, &Config::default()).unwrap();
+    assert_eq!(text_cap.analysis.spikes.len(), dat.analysis.spikes.len());
+    let n = text_cap.events().len();
+    assert_eq!(n, dat.events().len());
+    for i in [0, n / 2, n - 1] {
+        let (mut a, mut b) = (String::new(), String::new());
+        dat.write_line(i, &mut a);
+        text_cap.write_line(i, &mut b);
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn a_session_directory_opens_every_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, rel) in [
+        ("spike-001.dat", "preemption/preemption.dat"),
+        ("spike-002.dat", "hwlat/hwlat.dat"),
+    ] {
+        std::fs::copy(fixture(rel), dir.path().join(name)).unwrap();
+    }
+    std::fs::write(dir.path().join("session.json"), "{}").unwrap();
+    let paths = rtwhy_tui::session_captures(dir.path()).unwrap();
+    assert_eq!(paths.len(), 2);
+    let files: Vec<TraceFile> = paths.iter().map(|p| TraceFile::open(p).unwrap()).collect();
+    let caps = files
+        .iter()
+        .zip(&paths)
+        .map(|(f, p)| capture(f, p))
+        .collect();
+    let mut a = App::new(caps, Theme { color: false });
+    assert_eq!(a.rows().len(), 4);
+    // The worst spike (hwlat's 6.5 ms) is in the second capture.
+    assert_eq!(a.current, 1);
+    while a.selected > 0 {
+        a.apply(Action::PrevSpike);
+    }
+    assert_eq!(a.current, 0);
+    assert!(screen(&a, 80, 24).contains("[1/2] spike-001.dat"));
+    let empty = tempfile::tempdir().unwrap();
+    assert!(rtwhy_tui::session_captures(empty.path())
+        .unwrap_err()
+        .to_string()
+        .contains("no captures"));
+}
