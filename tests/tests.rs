@@ -7,3 +7,4 @@ mod cli;
 mod fixtures;
 mod mutations;
 mod roundtrip;
+mod tui;

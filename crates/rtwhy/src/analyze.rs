@@ -4,7 +4,7 @@ use std::io::{BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use rtwhy_analyze::{Analysis, Analyzer, Config, TaskFilter};
+use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::text::TextReader;
 use rtwhy_decode::typed::EventDecoder;
 use rtwhy_model::SystemFacts;
@@ -21,16 +21,7 @@ pub struct Source {
 }
 
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
-    let config = Config {
-        threshold: args.threshold,
-        filter: TaskFilter {
-            pids: args.pid.clone(),
-            tids: args.tid.clone(),
-            comms: args.comm.clone(),
-        },
-        isolated: args.isolated.clone(),
-        ..Config::default()
-    };
+    let config = args.opts.config();
     let (analysis, source) = analyze_file(&args.file, config)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -60,16 +51,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
     let (analysis, kind) = match input::open(path)? {
         Input::TraceDat(file) => {
             let meta = file.meta();
-            let mut facts = SystemFacts::default();
-            if let Some(uname) = &file.info().uname {
-                // trace-cmd stores "sysname nodename release version machine".
-                let words: Vec<&str> = uname.split_whitespace().collect();
-                facts.kernel_release = words.get(2).map(|s| s.to_string());
-                if words.len() > 4 {
-                    facts.kernel_version = Some(words[3..words.len() - 1].join(" "));
-                }
-            }
-            facts.cpus = Some(file.info().cpus);
+            let facts = file.system_facts();
             if !meta.ts_in_nanos() {
                 warnings.push(format!(
                     "timestamps are raw counter values (clock {}), not nanoseconds: latencies and the threshold are in counter ticks",

@@ -22,6 +22,10 @@ pub enum Command {
     /// Find every latency spike in a trace and name its root cause, with evidence and a
     /// breakdown of every microsecond. Exit code 0: no spike, 1: spikes found, 2: error.
     Analyze(AnalyzeArgs),
+    /// Inspect spikes on a terminal timeline: each CPU's tasks, IRQs and softirqs around
+    /// the victim's wake-up, the diagnosis, and the raw events. `?` lists the keys.
+    /// Exit code 0, or 2 when the input (or the terminal) cannot be used.
+    Tui(TuiArgs),
     /// Flight-record the machine while a command (or rtwhy's own cyclic probe) runs, and
     /// save and diagnose a window around every latency breach. Needs root.
     /// Exit code: the command's when it failed, else 0 (no breach) or 1 (breaches), 2: error.
@@ -208,8 +212,9 @@ pub enum AnalyzeFormat {
     Markdown,
 }
 
+/// What counts as a spike, shared by `analyze` and `tui`.
 #[derive(Debug, Args)]
-pub struct AnalyzeArgs {
+pub struct AnalysisOpts {
     /// Latency above which a wake-up is a spike (`100us`, `2ms`; a bare number is us).
     #[arg(long, short = 't', default_value = "100us", value_parser = parse_threshold)]
     pub threshold: rtwhy_model::Nanos,
@@ -229,11 +234,42 @@ pub struct AnalyzeArgs {
     /// Treat these CPUs as isolated (`1-3,5`), whatever the recording says.
     #[arg(long, value_parser = parse_cpu_list)]
     pub isolated: Option<rtwhy_model::CpuList>,
+}
+
+impl AnalysisOpts {
+    /// The analyzer's configuration.
+    pub fn config(&self) -> rtwhy_analyze::Config {
+        rtwhy_analyze::Config {
+            threshold: self.threshold,
+            filter: rtwhy_analyze::TaskFilter {
+                pids: self.pid.clone(),
+                tids: self.tid.clone(),
+                comms: self.comm.clone(),
+            },
+            isolated: self.isolated.clone(),
+            ..rtwhy_analyze::Config::default()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    #[command(flatten)]
+    pub opts: AnalysisOpts,
     /// Output format.
     #[arg(long, value_enum, default_value_t = AnalyzeFormat::Text)]
     pub format: AnalyzeFormat,
     /// The trace: a trace.dat (version 6 or 7) or `trace-cmd report` text.
     pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct TuiArgs {
+    #[command(flatten)]
+    pub opts: AnalysisOpts,
+    /// A trace.dat (version 6 or 7), `trace-cmd report` text, or an `rtwhy record`
+    /// session directory (every spike-NNN.dat in it).
+    pub path: PathBuf,
 }
 
 fn parse_threshold(s: &str) -> Result<rtwhy_model::Nanos, String> {

@@ -8,6 +8,7 @@ mod input;
 mod record;
 mod render;
 mod selftest;
+mod tui;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         cli::Command::Dump(a) => dump::run(&a),
         cli::Command::Info(a) => info::run(&a),
         cli::Command::Analyze(a) => analyze::run(&a),
+        cli::Command::Tui(a) => tui::run(&a),
         cli::Command::Record(a) => record::run(&a),
         cli::Command::Cleanup => record::cleanup(),
         cli::Command::Selftest(a) => selftest::run(&a),

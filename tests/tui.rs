@@ -1,0 +1,185 @@
+//! `rtwhy tui` in a real terminal: tmux runs the binary on a fixture on a private
+//! server, keys go in with `send-keys` and the screen comes back with `capture-pane`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use rtwhy_tests::{require, rtwhy, workspace};
+
+/// A tmux server of its own, killed when the test ends, passed or failed.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `rtwhy ARGS` in a `width`x`height` window; when it exits, the shell prints
+    /// its exit code and whether the terminal is back in canonical (cooked) mode.
+    fn start(width: u16, height: u16, args: &[&str]) -> Tmux {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let socket = format!(
+            "rtwhy-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let tmux = Tmux { socket };
+        let script = r#"NO_COLOR=1 "$0" "$@"; echo "rtwhy exited $?"; stty -a | grep -o -- '-\?icanon' | sed 's/^/mode /'; sleep 60"#;
+        let mut cmd = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
+        cmd.push(rtwhy().display().to_string());
+        cmd.extend(args.iter().map(|a| a.to_string()));
+        let mut new = vec![
+            "new-session".to_string(),
+            "-d".into(),
+            "-x".into(),
+            width.to_string(),
+            "-y".into(),
+            height.to_string(),
+            "-s".into(),
+            "t".into(),
+        ];
+        // tmux joins a command given as several words with spaces: quote each.
+        new.push(
+            cmd.iter()
+                .map(|w| shell_quote(w))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        let out = tmux.run(&new.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(out.status.success(), "tmux new-session: {out:?}");
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-J", "-t", "t"]).stdout)
+            .into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        assert!(self.run(&args).status.success());
+    }
+
+    /// The screen once it shows `text`; fails after a few seconds, showing the screen.
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = self.screen();
+            if s.contains(text) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "`{text}` did not appear; the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn fixture(rel: &str) -> String {
+    workspace().join("fixtures").join(rel).display().to_string()
+}
+
+#[test]
+fn opens_a_capture_jumps_zooms_shows_help_and_quits() {
+    if !require("tmux") {
+        return;
+    }
+    let file = fixture("rt_throttling/rt_throttling.dat");
+    let t = Tmux::start(100, 30, &["tui", &file]);
+    // It opens on the worst spike: the 50.38 ms RT-throttling one.
+    let s = t.wait_for("Spikes 6, by time");
+    assert!(s.contains("50.38ms") && s.contains("rt_throttling"), "{s}");
+    t.keys(&["0"]);
+    t.wait_for("cursor 4284.250351");
+    let whole = t.screen();
+    assert!(!whole.contains("75.57ms wide"), "{whole}");
+    // Enter shows the selected spike's window: 50.38 ms and a quarter on each side.
+    t.keys(&["Enter"]);
+    t.wait_for("75.57ms wide");
+    t.keys(&["+"]);
+    let s = t.wait_for("37.79ms wide");
+    assert!(s.contains("P---"), "the spike's window is marked:\n{s}");
+    // n selects the next spike in the list and shows it.
+    t.keys(&["s", "n"]);
+    t.wait_for("Diagnosis #3");
+    t.keys(&["?"]);
+    let help = t.wait_for("Keys (q, Esc or ? closes)");
+    assert!(help.contains("zoom in / out around the cursor"), "{help}");
+    t.keys(&["?"]);
+    t.wait_for("? help  q quit");
+    assert!(!t.screen().contains("Keys ("));
+    t.keys(&["q"]);
+    let end = t.wait_for("rtwhy exited 0");
+    // Back on the normal screen, in cooked mode.
+    let end = if end.contains("mode ") {
+        end
+    } else {
+        t.wait_for("mode ")
+    };
+    assert!(end.contains("mode icanon"), "{end}");
+    assert!(!end.contains("Timeline"), "{end}");
+}
+
+#[test]
+fn a_too_small_terminal_is_refused_in_one_line() {
+    if !require("tmux") {
+        return;
+    }
+    let file = fixture("preemption/preemption.dat");
+    let t = Tmux::start(50, 12, &["tui", &file]);
+    let s = t.wait_for("rtwhy exited 2");
+    assert!(
+        s.contains("rtwhy: error: the terminal is 50x12; rtwhy tui needs at least"),
+        "{s}"
+    );
+    let s = t.wait_for("mode ");
+    assert!(s.contains("mode icanon"), "{s}");
+}
+
+#[test]
+fn bad_input_gives_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let junk = dir.path().join("junk.dat");
+    std::fs::write(&junk, b"\x00\x01 not a trace").expect("write");
+    let cases: [&Path; 3] = [&junk, dir.path(), Path::new("/nonexistent/trace.dat")];
+    for path in cases {
+        let out = Command::new(rtwhy())
+            .arg("tui")
+            .arg(path)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{path:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("rtwhy: error: "), "{err}");
+    }
+    // Not a terminal: refused before anything is drawn.
+    let out = Command::new(rtwhy())
+        .args(["tui", &fixture("preemption/preemption.dat")])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+}
