@@ -22,6 +22,8 @@ command -v llvm-strip >/dev/null || missing+=(llvm)
 [ -e /usr/include/zlib.h ] || missing+=(zlib1g-dev)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v perf >/dev/null || missing+=(linux-perf)
+# The TUI's end-to-end test drives the binary in a real terminal.
+command -v tmux >/dev/null || missing+=(tmux)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "rtwhy tests need: ${missing[*]}; run this script as root or install them" >&2

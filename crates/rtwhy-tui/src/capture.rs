@@ -46,8 +46,8 @@ struct Dat<'m> {
     meta: &'m TraceMeta,
     /// Buffer names by index (empty for the top level).
     buffers: Vec<String>,
-    /// Events dropped before each flagged event, by event index.
-    missed: HashMap<usize, u64>,
+    /// Events dropped before each flagged event: event index (ascending) and count.
+    missed: Vec<(usize, u64)>,
     printer: RefCell<Printer<'m>>,
 }
 
@@ -178,7 +178,7 @@ impl Loader {
         }
         let end = self.events.last().map(|e| e.ts).unwrap_or(0);
         let dropped = match &body {
-            Body::Dat(d) => (d.missed.values().sum(), d.missed.len() as u64),
+            Body::Dat(d) => (d.missed.iter().map(|m| m.1).sum(), d.missed.len() as u64),
             Body::Text { .. } => (0, 0),
         };
         Capture {
@@ -209,7 +209,7 @@ impl<'m> Capture<'m> {
         let mut loader = Loader::new(path, config, file.system_facts());
         let mut decoder = EventDecoder::new();
         let mut buffers: Vec<String> = Vec::new();
-        let mut missed = HashMap::new();
+        let mut missed = Vec::new();
         let mut records = file.records().map_err(|source| Error::Decode {
             path: path.to_path_buf(),
             source,
@@ -237,7 +237,7 @@ impl<'m> Capture<'m> {
                 .arena
                 .extend_from_slice(rec.data.get(..len).unwrap_or_default());
             if let Some(n) = rec.missed_before {
-                missed.insert(loader.events.len(), n);
+                missed.push((loader.events.len(), n));
             }
             loader.events.push(Ev {
                 ts: rec.ts,
@@ -353,6 +353,18 @@ impl<'m> Capture<'m> {
         lo..hi.max(lo)
     }
 
+    /// How many times the kernel flagged dropped events among the events of `range`.
+    pub fn drops_in(&self, range: std::ops::Range<usize>) -> usize {
+        match &self.body {
+            Body::Dat(d) => {
+                let lo = d.missed.partition_point(|m| m.0 < range.start);
+                let hi = d.missed.partition_point(|m| m.0 < range.end);
+                hi.saturating_sub(lo)
+            }
+            Body::Text { .. } => 0,
+        }
+    }
+
     /// The name of event `i` (`sched_switch`...).
     pub fn event_name(&self, i: usize) -> &str {
         let Some(ev) = self.events.get(i) else {
@@ -408,7 +420,11 @@ impl<'m> Capture<'m> {
                     data: bytes,
                     format,
                     endian: meta.endian,
-                    missed_before: missed.get(&i).copied(),
+                    missed_before: missed
+                        .binary_search_by_key(&i, |m| m.0)
+                        .ok()
+                        .and_then(|k| missed.get(k))
+                        .map(|m| m.1),
                     following: &[],
                 };
                 let mut p = printer.borrow_mut();

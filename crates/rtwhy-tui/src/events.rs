@@ -31,13 +31,7 @@ pub fn render(app: &App<'_>, area: Rect, buf: &mut Buffer) {
     let cur = cap
         .index_at(app.cursor)
         .clamp(range.start, range.end.max(range.start + 1) - 1);
-    let dropped = cap
-        .events()
-        .get(range.clone())
-        .unwrap_or_default()
-        .iter()
-        .filter(|e| e.dropped_before)
-        .count();
+    let dropped = cap.drops_in(range.clone());
     let mut title = format!(
         " Events {} in view, {} before the cursor ",
         range.len(),

@@ -21,6 +21,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Widget};
 
 use rtwhy_model::{Spike, SpikeKind};
@@ -202,6 +203,19 @@ pub fn render(app: &App<'_>, area: Rect, lane_rows: u16, buf: &mut Buffer) {
         fmt_offset(i128::from(app.cursor) - i128::from(t0))
     ));
     let inner = block.inner(area);
+    let shown = usize::from(inner.height.saturating_sub(2) / lane_rows.max(1));
+    if order.len() > shown {
+        let first = app.lane_scroll.min(order.len().saturating_sub(shown));
+        block = block.title(
+            Line::from(format!(
+                " CPUs {}-{} of {}, j/k here ",
+                first + 1,
+                (first + shown).min(order.len()),
+                order.len()
+            ))
+            .right_aligned(),
+        );
+    }
     block.render(area, buf);
     if inner.height < 3 {
         return;
@@ -219,7 +233,6 @@ pub fn render(app: &App<'_>, area: Rect, lane_rows: u16, buf: &mut Buffer) {
 
     markers(app, cap, spike, &scale, inner, x0, buf);
 
-    let shown = usize::from(lanes_rows / lane_rows.max(1));
     let skip = app.lane_scroll.min(order.len().saturating_sub(shown));
     for (k, &li) in order.iter().skip(skip).take(shown).enumerate() {
         let Some(lane) = cap.lanes.get(li) else {
@@ -237,15 +250,6 @@ pub fn render(app: &App<'_>, area: Rect, lane_rows: u16, buf: &mut Buffer) {
                 }
             }
         }
-    }
-    if order.len() > shown {
-        let more = format!("{}/{} CPUs j/k", shown.min(order.len()), order.len());
-        buf.set_string(
-            inner.x,
-            inner.y + inner.height - 2,
-            &more[..more.len().min(usize::from(label_w))],
-            t.dim(),
-        );
     }
     axis(t, &scale, t0, inner, x0, buf);
 }
@@ -289,9 +293,14 @@ fn draw_lane(
             .task_name(tid)
             .map(|n| n.to_string())
             .unwrap_or_else(|| tid.to_string());
-        for (k, ch) in name.chars().enumerate().take(c1 - c0) {
-            let c = c0 + k;
-            if cols.get(c).and_then(|col| col.best).map(|b| b.0) != Some(tid) {
+        let owns = |c: usize| cols.get(c).and_then(|col| col.best).map(|b| b.0) == Some(tid);
+        // The span's first column may belong mostly to the task before it.
+        let Some(from) = (c0..=c1).find(|&c| owns(c)) else {
+            continue;
+        };
+        for (k, ch) in name.chars().enumerate().take(c1 + 1 - from) {
+            let c = from + k;
+            if !owns(c) {
                 break;
             }
             if let Some(g) = glyphs.get_mut(c) {

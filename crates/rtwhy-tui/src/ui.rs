@@ -147,11 +147,26 @@ fn status(app: &App<'_>, area: Rect, buf: &mut Buffer) {
             left.push(Span::styled("  clock: counter ticks", t.warn()));
         }
     }
-    let used: usize = left.iter().map(|s| s.width()).sum();
-    let pad = (area.width as usize).saturating_sub(used + right.len());
-    left.push(Span::raw(" ".repeat(pad)));
-    left.push(Span::styled(right, t.dim()));
-    Line::from(left).render(area, buf);
+    // The keys hint always shows; the file's facts give way on a narrow terminal.
+    let room = (area.width as usize).saturating_sub(right.chars().count() + 1);
+    let mut kept: Vec<Span> = Vec::new();
+    let mut used = 0usize;
+    for s in left {
+        let w = s.width();
+        if used + w <= room {
+            used += w;
+            kept.push(s);
+        } else {
+            let cut: String = s.content.chars().take(room - used).collect();
+            used += cut.chars().count();
+            kept.push(Span::styled(cut, s.style));
+            break;
+        }
+    }
+    let pad = (area.width as usize).saturating_sub(used + right.chars().count());
+    kept.push(Span::raw(" ".repeat(pad)));
+    kept.push(Span::styled(right, t.dim()));
+    Line::from(kept).render(area, buf);
 }
 
 /// A duration for people: `850ns`, `12.3us`, `263us`, `1.25ms`, `50.4ms`, `2.50s`.

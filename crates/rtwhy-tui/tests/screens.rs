@@ -326,3 +326,54 @@ fn a_session_directory_opens_every_capture() {
         .to_string()
         .contains("no captures"));
 }
+
+#[test]
+fn every_fixture_draws_at_every_size_after_every_key() {
+    let root = fixture("");
+    let mut dats: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| d.is_dir())
+        .flat_map(|d| {
+            std::fs::read_dir(d)
+                .unwrap()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+        })
+        .filter(|p| p.extension().is_some_and(|x| x == "dat"))
+        .collect();
+    dats.sort();
+    assert!(dats.len() >= 10, "{dats:?}");
+    let keys = [
+        Action::ZoomAll,
+        Action::Right,
+        Action::PanLeft,
+        Action::ZoomIn,
+        Action::NextPane,
+        Action::Down,
+        Action::PageDown,
+        Action::NextSpike,
+        Action::NextPane,
+        Action::Up,
+        Action::ZoomOut,
+        Action::NextPane,
+        Action::PageUp,
+        Action::Left,
+        Action::PrevSpike,
+        Action::Help,
+    ];
+    for p in &dats {
+        let f = TraceFile::open(p).unwrap();
+        let mut a = app(&f, p);
+        for k in keys.iter().cycle().take(keys.len() * 2) {
+            a.apply(k.clone());
+            for (w, h) in [(60, 16), (80, 24), (200, 60)] {
+                let s = screen(&a, w, h);
+                assert!(
+                    s.contains("help") || s.contains("Keys ("),
+                    "{}:\n{s}",
+                    p.display()
+                );
+            }
+        }
+    }
+}
