@@ -142,6 +142,28 @@ fn opens_a_capture_jumps_zooms_shows_help_and_quits() {
 }
 
 #[test]
+fn follow_adds_captures_as_a_session_writes_them() {
+    if !require("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = dir.path().display().to_string();
+    let t = Tmux::start(100, 30, &["tui", "--follow", &session]);
+    t.wait_for("No capture yet");
+    // The recorder writes under a hidden name and renames: do the same.
+    let tmp = dir.path().join(".spike-001.dat.tmp");
+    std::fs::copy(fixture("preemption/preemption.dat"), &tmp).expect("copy");
+    std::fs::rename(&tmp, dir.path().join("spike-001.dat")).expect("rename");
+    let s = t.wait_for("Spikes 1, by time");
+    assert!(
+        s.contains("preemption") && s.contains("spike-001.dat"),
+        "{s}"
+    );
+    t.keys(&["q"]);
+    t.wait_for("rtwhy exited 0");
+}
+
+#[test]
 fn a_too_small_terminal_is_refused_in_one_line() {
     if !require("tmux") {
         return;
@@ -162,10 +184,16 @@ fn bad_input_gives_one_line_and_exit_2() {
     let dir = tempfile::tempdir().expect("tempdir");
     let junk = dir.path().join("junk.dat");
     std::fs::write(&junk, b"\x00\x01 not a trace").expect("write");
-    let cases: [&Path; 3] = [&junk, dir.path(), Path::new("/nonexistent/trace.dat")];
-    for path in cases {
+    let cases: [(&[&str], &Path); 4] = [
+        (&[], &junk),
+        (&[], dir.path()),
+        (&[], Path::new("/nonexistent/trace.dat")),
+        (&["--follow"], &junk),
+    ];
+    for (flags, path) in cases {
         let out = Command::new(rtwhy())
             .arg("tui")
+            .args(flags)
             .arg(path)
             .output()
             .expect("runs");

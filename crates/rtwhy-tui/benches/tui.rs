@@ -142,6 +142,16 @@ fn main() {
 
     let file = TraceFile::open(&trace).expect("opens");
     let cap = Capture::from_trace_file(&file, &trace, &Config::default()).expect("loads");
+    let (entries, payloads, lanes) = cap.heap_bytes();
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
+    println!(
+        "kept per capture: entries {:.1} MiB ({} B/event), payloads {:.1} MiB ({:.1} B/event), lanes {:.1} MiB",
+        mib(entries),
+        entries / count.max(1),
+        mib(payloads),
+        payloads as f64 / count.max(1) as f64,
+        mib(lanes)
+    );
     let mut app = App::new(vec![cap], Theme { color: true });
     println!("| view | terminal | keys | redraws | median | p99 | max |");
     println!("|---|---|---|---|---|---|---|");

@@ -222,6 +222,39 @@ impl<'m> App<'m> {
         app
     }
 
+    /// Adds a capture that arrived after the start (a recording session going on): its
+    /// spikes join the list; the selection stays, or the first spike is shown when
+    /// there was none.
+    pub fn add_capture(&mut self, cap: Capture<'m>) {
+        let keep = self.rows.get(self.selected).copied();
+        let c = self.captures.len();
+        let n = cap.analysis.spikes.len();
+        let name = cap
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.captures.push(cap);
+        self.rows.extend((0..n).map(|s| SpikeRow {
+            capture: c,
+            spike: s,
+        }));
+        self.sort_rows();
+        match keep {
+            Some(k) => self.selected = self.rows.iter().position(|r| *r == k).unwrap_or(0),
+            None if !self.rows.is_empty() => {
+                self.selected = 0;
+                self.jump();
+            }
+            None => {
+                if c == 0 {
+                    self.zoom_all();
+                }
+            }
+        }
+        self.message = Some(format!("new capture {name}: {n} spikes"));
+    }
+
     /// Every capture.
     pub fn captures(&self) -> &[Capture<'m>] {
         &self.captures

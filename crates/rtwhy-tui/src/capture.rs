@@ -176,6 +176,8 @@ impl Loader {
             // Report text from several files pasted together; the viewer needs time order.
             self.events.sort_by_key(|e| e.ts);
         }
+        self.events.shrink_to_fit();
+        self.arena.shrink_to_fit();
         let end = self.events.last().map(|e| e.ts).unwrap_or(0);
         let dropped = match &body {
             Body::Dat(d) => (d.missed.iter().map(|m| m.1).sum(), d.missed.len() as u64),
@@ -353,6 +355,25 @@ impl<'m> Capture<'m> {
         lo..hi.max(lo)
     }
 
+    /// Bytes this capture keeps for its events: the compact entries, their payloads (or
+    /// the report text) and the lanes, by allocated capacity. The analysis is not counted.
+    pub fn heap_bytes(&self) -> (usize, usize, usize) {
+        let lanes = self
+            .lanes
+            .iter()
+            .map(|l| {
+                l.runs.capacity() * std::mem::size_of::<crate::lanes::Run>()
+                    + l.intrs.capacity() * std::mem::size_of::<crate::lanes::IntrSpan>()
+                    + l.gaps.capacity() * std::mem::size_of::<(u64, u64)>()
+            })
+            .sum();
+        (
+            self.events.capacity() * std::mem::size_of::<Ev>(),
+            self.arena.capacity(),
+            lanes,
+        )
+    }
+
     /// How many times the kernel flagged dropped events among the events of `range`.
     pub fn drops_in(&self, range: std::ops::Range<usize>) -> usize {
         match &self.body {
@@ -457,8 +478,22 @@ impl<'m> Capture<'m> {
     }
 }
 
-/// The captures of an `rtwhy record` session directory (`spike-NNN.dat`), in order.
+/// The captures of an `rtwhy record` session directory (`spike-NNN.dat`), in order; an
+/// error when there is none.
 pub fn session_captures(dir: &Path) -> Result<Vec<PathBuf>> {
+    let v = capture_files(dir)?;
+    if v.is_empty() {
+        return Err(Error::NoCaptures {
+            path: dir.to_path_buf(),
+        });
+    }
+    Ok(v)
+}
+
+/// The `spike-NNN.dat` files in `dir`, in order, maybe none (a session that has not
+/// captured yet). The recorder writes each under a hidden temporary name and renames it,
+/// so every file listed is complete.
+pub fn capture_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let rd = std::fs::read_dir(dir).map_err(|source| Error::Io {
         path: dir.to_path_buf(),
         source,
@@ -472,10 +507,5 @@ pub fn session_captures(dir: &Path) -> Result<Vec<PathBuf>> {
         })
         .collect();
     v.sort();
-    if v.is_empty() {
-        return Err(Error::NoCaptures {
-            path: dir.to_path_buf(),
-        });
-    }
     Ok(v)
 }

@@ -44,6 +44,7 @@ mod ui;
 
 use std::io::IsTerminal;
 use std::sync::Once;
+use std::time::{Duration, Instant};
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture, Event};
 use crossterm::execute;
@@ -54,7 +55,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 pub use app::{Action, App, Pane, SortBy, SpikeRow, View};
-pub use capture::{session_captures, Capture, Ev};
+pub use capture::{capture_files, session_captures, Capture, Ev};
 pub use error::{Error, Result};
 pub use theme::Theme;
 pub use ui::{areas, fmt_dur, fmt_ts, Areas, MIN_HEIGHT, MIN_WIDTH};
@@ -104,6 +105,12 @@ fn restore_terminal() {
 /// standard output is not a terminal or the terminal is smaller than
 /// [`MIN_WIDTH`]x[`MIN_HEIGHT`].
 pub fn run(app: &mut App<'_>) -> Result<()> {
+    run_live(app, |_| {})
+}
+
+/// [`run`], calling `refresh` about every half second so the caller can add captures
+/// that arrived meanwhile ([`App::add_capture`]), as a recording session goes on.
+pub fn run_live<'m>(app: &mut App<'m>, mut refresh: impl FnMut(&mut App<'m>)) -> Result<()> {
     if !std::io::stdout().is_terminal() {
         return Err(Error::NotATerminal);
     }
@@ -119,12 +126,20 @@ pub fn run(app: &mut App<'_>) -> Result<()> {
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
+    let period = Duration::from_millis(500);
+    let mut last = Instant::now();
     while !app.quit {
         terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
-        match crossterm::event::read()? {
-            Event::Key(k) => keys::on_key(app, k),
-            Event::Mouse(m) => keys::on_mouse(app, m),
-            _ => {}
+        if crossterm::event::poll(period)? {
+            match crossterm::event::read()? {
+                Event::Key(k) => keys::on_key(app, k),
+                Event::Mouse(m) => keys::on_mouse(app, m),
+                _ => {}
+            }
+        }
+        if last.elapsed() >= period {
+            refresh(app);
+            last = Instant::now();
         }
     }
     Ok(())

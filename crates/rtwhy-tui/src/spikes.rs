@@ -116,6 +116,12 @@ fn confidence(c: rtwhy_model::Confidence) -> &'static str {
 fn empty(app: &App<'_>, area: Rect, buf: &mut Buffer) {
     let t = app.theme;
     let mut lines = Vec::new();
+    if app.captures().is_empty() {
+        lines.push(Line::styled("No capture yet.", t.header()));
+        lines.push(Line::raw(
+            "Waiting for spike-NNN.dat files in the session directory.",
+        ));
+    }
     for cap in app.captures() {
         let a = &cap.analysis;
         lines.push(Line::styled(

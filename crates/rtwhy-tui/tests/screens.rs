@@ -377,3 +377,21 @@ fn every_fixture_draws_at_every_size_after_every_key() {
         }
     }
 }
+
+#[test]
+fn captures_arriving_later_join_the_list() {
+    let mut a = App::new(Vec::new(), Theme { color: false });
+    let s = screen(&a, 80, 24);
+    assert!(s.contains("No capture yet"), "{s}");
+    let (f1, p1) = open("preemption/preemption.dat");
+    a.add_capture(capture(&f1, &p1));
+    assert_eq!(a.rows().len(), 1);
+    let first = a.spike().expect("the first spike is shown").clone();
+    assert!(a.view.start < first.start.0 && first.end.0 < a.view.end());
+    let (f2, p2) = open("hwlat/hwlat.dat");
+    a.add_capture(capture(&f2, &p2));
+    assert_eq!(a.rows().len(), 4);
+    // The spike being looked at stays selected.
+    assert_eq!(a.spike(), Some(&first));
+    assert!(screen(&a, 80, 24).contains("new capture hwlat.dat: 3 spikes"));
+}

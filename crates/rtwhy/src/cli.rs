@@ -267,6 +267,10 @@ pub struct AnalyzeArgs {
 pub struct TuiArgs {
     #[command(flatten)]
     pub opts: AnalysisOpts,
+    /// Keep watching the session directory and add each new capture as it arrives (run
+    /// beside `rtwhy record --out DIR`); the directory may still be empty.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
     /// A trace.dat (version 6 or 7), `trace-cmd report` text, or an `rtwhy record`
     /// session directory (every spike-NNN.dat in it).
     pub path: PathBuf,

@@ -1,41 +1,65 @@
 //! `rtwhy tui`: a trace, or every capture of a recording session, on a terminal timeline.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
+use rtwhy_analyze::Config;
+use rtwhy_decode::tracedat::TraceFile;
 use rtwhy_tui::{App, Capture, Theme};
+use typed_arena::Arena;
 
 use crate::cli::TuiArgs;
 use crate::input::{self, Input};
 
 pub fn run(args: &TuiArgs) -> Result<ExitCode> {
     let config = args.opts.config();
-    let paths: Vec<PathBuf> = if args.path.is_dir() {
-        rtwhy_tui::session_captures(&args.path)?
-    } else {
-        vec![args.path.clone()]
+    let dir = args.path.is_dir().then_some(args.path.as_path());
+    let paths: Vec<PathBuf> = match dir {
+        Some(d) if args.follow => rtwhy_tui::capture_files(d)?,
+        Some(d) => rtwhy_tui::session_captures(d)?,
+        None if args.follow => bail!(
+            "{}: --follow watches a session directory (`rtwhy record --out DIR`), not a file",
+            args.path.display()
+        ),
+        None => vec![args.path.clone()],
     };
-    let inputs = paths
-        .iter()
-        .map(|p| input::open(p))
-        .collect::<Result<Vec<Input>>>()?;
-    let mut captures = Vec::with_capacity(inputs.len());
-    for (input, path) in inputs.iter().zip(&paths) {
-        let capture = match input {
-            Input::TraceDat(file) => Capture::from_trace_file(file, path, &config)?,
-            Input::Text => Capture::from_text(path, &config)?,
-        };
-        check_sched(&capture, path)?;
-        captures.push(capture);
+    // Captures borrow their file's metadata; the files live here until the viewer ends,
+    // including those that arrive while it runs.
+    let files: Arena<TraceFile> = Arena::new();
+    let mut captures = Vec::with_capacity(paths.len());
+    for path in &paths {
+        captures.push(load(&files, path, &config)?);
     }
     let mut app = App::new(captures, Theme::from_env());
-    rtwhy_tui::run(&mut app)?;
+    let mut known: HashSet<PathBuf> = paths.into_iter().collect();
+    rtwhy_tui::run_live(&mut app, |app| {
+        let Some(dir) = dir.filter(|_| args.follow) else {
+            return;
+        };
+        let Ok(now) = rtwhy_tui::capture_files(dir) else {
+            return;
+        };
+        for path in now {
+            if known.insert(path.clone()) {
+                match load(&files, &path, &config) {
+                    Ok(c) => app.add_capture(c),
+                    Err(e) => app.message = Some(format!("{e:#}")),
+                }
+            }
+        }
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// The same refusal as `rtwhy analyze`: without scheduler events there is no timeline.
-fn check_sched(capture: &Capture<'_>, path: &Path) -> Result<()> {
+/// Opens, decodes and analyzes one trace (trace.dat or report text).
+fn load<'a>(files: &'a Arena<TraceFile>, path: &Path, config: &Config) -> Result<Capture<'a>> {
+    let capture = match input::open(path)? {
+        Input::TraceDat(file) => Capture::from_trace_file(files.alloc(*file), path, config)?,
+        Input::Text => Capture::from_text(path, config)?,
+    };
+    // The same refusal as `rtwhy analyze`: without scheduler events there is no timeline.
     let seen = &capture.analysis.seen;
     if !seen.switch && !seen.waking && !seen.wakeup {
         bail!(
@@ -44,5 +68,5 @@ fn check_sched(capture: &Capture<'_>, path: &Path) -> Result<()> {
             capture.events().len()
         );
     }
-    Ok(())
+    Ok(capture)
 }
