@@ -509,3 +509,14 @@ pub fn capture_files(dir: &Path) -> Result<Vec<PathBuf>> {
     v.sort();
     Ok(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_entry_is_24_bytes() {
+        // A million events must stay a few tens of MiB besides their payloads.
+        assert_eq!(std::mem::size_of::<Ev>(), 24);
+    }
+}

@@ -105,3 +105,58 @@ pub fn on_mouse(app: &mut App<'_>, m: MouseEvent) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn keys_mean_what_the_help_says() {
+        let none = KeyModifiers::NONE;
+        assert_eq!(
+            action_for(key(KeyCode::Char('q'), none), false),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            action_for(key(KeyCode::Char('+'), none), false),
+            Some(Action::ZoomIn)
+        );
+        assert_eq!(
+            action_for(key(KeyCode::Char('-'), none), false),
+            Some(Action::ZoomOut)
+        );
+        assert_eq!(
+            action_for(key(KeyCode::Char('l'), none), false),
+            Some(Action::Right)
+        );
+        assert_eq!(
+            action_for(key(KeyCode::Left, KeyModifiers::SHIFT), false),
+            Some(Action::PanLeft)
+        );
+        assert_eq!(
+            action_for(key(KeyCode::Enter, none), false),
+            Some(Action::Jump)
+        );
+        assert_eq!(action_for(key(KeyCode::Char('x'), none), false), None);
+        // While a search is typed, letters are the search.
+        assert_eq!(
+            action_for(key(KeyCode::Char('q'), none), true),
+            Some(Action::SearchChar('q'))
+        );
+        assert_eq!(
+            action_for(key(KeyCode::Enter, none), true),
+            Some(Action::SearchSubmit)
+        );
+        assert_eq!(
+            action_for(key(KeyCode::Char('c'), KeyModifiers::CONTROL), true),
+            Some(Action::Quit)
+        );
+        let mut release = key(KeyCode::Char('q'), none);
+        release.kind = KeyEventKind::Release;
+        assert_eq!(action_for(release, false), None);
+    }
+}

@@ -49,11 +49,195 @@ pub struct Lane {
     pub intrs: Vec<IntrSpan>,
     /// No event at all for longer than the latency threshold while a task ran.
     pub gaps: Vec<(u64, u64)>,
+    index: Index,
 }
 
-/// The first of `spans` (sorted, not overlapping) that ends after `t`.
-pub fn first_ending_after<T>(spans: &[T], t: u64, end: impl Fn(&T) -> u64) -> usize {
-    spans.partition_point(|s| end(s) <= t)
+/// Runs per block of [`Index::longest`].
+const BLOCK: usize = 32;
+
+/// Summaries built once so that what a time window holds is found in logarithmic time
+/// whatever the zoom: running sums of IRQ, softirq and gap time, and the longest run of
+/// each block of runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Index {
+    /// `irq[i]`: hard IRQ time in `intrs[..i]`.
+    irq: Vec<u64>,
+    /// `softirq[i]`: softirq time in `intrs[..i]`.
+    softirq: Vec<u64>,
+    /// `gap[i]`: gap time in `gaps[..i]`.
+    gap: Vec<u64>,
+    /// Per block of [`BLOCK`] runs, the index of its longest run.
+    longest: Vec<usize>,
+}
+
+/// What a time window of one lane holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cover {
+    /// The run with the largest share of the window: thread id and ns.
+    pub best: Option<(i32, u64)>,
+    /// Hard IRQ time.
+    pub irq: u64,
+    /// Softirq time.
+    pub softirq: u64,
+    /// Time without events while a task ran.
+    pub gap: u64,
+}
+
+fn overlap(a: u64, b: u64, lo: u64, hi: u64) -> u64 {
+    b.min(hi).saturating_sub(a.max(lo))
+}
+
+fn running_sum<T>(spans: &[T], weight: impl Fn(&T) -> u64) -> Vec<u64> {
+    let mut v = Vec::with_capacity(spans.len() + 1);
+    let mut sum = 0u64;
+    v.push(0);
+    for s in spans {
+        sum += weight(s);
+        v.push(sum);
+    }
+    v
+}
+
+/// The spans (sorted, apart) that intersect `[lo, hi)`.
+fn window<T>(
+    spans: &[T],
+    lo: u64,
+    hi: u64,
+    bounds: impl Fn(&T) -> (u64, u64),
+) -> std::ops::Range<usize> {
+    let i0 = spans.partition_point(|s| bounds(s).1 <= lo);
+    let i1 = spans.partition_point(|s| bounds(s).0 < hi);
+    i0..i1.max(i0)
+}
+
+/// Weighted time of `spans[r]` within `[lo, hi)`: the two edge spans by overlap, the
+/// ones between from the running sum `cum`.
+fn sum_in<T>(
+    spans: &[T],
+    cum: &[u64],
+    r: std::ops::Range<usize>,
+    (lo, hi): (u64, u64),
+    bounds: impl Fn(&T) -> (u64, u64),
+    counts: impl Fn(&T) -> bool,
+) -> u64 {
+    let edge = |i: usize| {
+        spans.get(i).filter(|s| counts(s)).map_or(0, |s| {
+            let (a, b) = bounds(s);
+            overlap(a, b, lo, hi)
+        })
+    };
+    match r.len() {
+        0 => 0,
+        1 => edge(r.start),
+        n => {
+            let inner = cum.get(r.end - 1).zip(cum.get(r.start + 1));
+            edge(r.start) + edge(r.start + n - 1) + inner.map_or(0, |(b, a)| b - a)
+        }
+    }
+}
+
+impl Lane {
+    fn build_index(&mut self) {
+        let dur = |a: u64, b: u64| b.saturating_sub(a);
+        self.index = Index {
+            irq: running_sum(&self.intrs, |s| match s.kind {
+                Intr::Irq(_) => dur(s.start, s.end),
+                Intr::Softirq(_) => 0,
+            }),
+            softirq: running_sum(&self.intrs, |s| match s.kind {
+                Intr::Irq(_) => 0,
+                Intr::Softirq(_) => dur(s.start, s.end),
+            }),
+            gap: running_sum(&self.gaps, |g| dur(g.0, g.1)),
+            longest: self
+                .runs
+                .chunks(BLOCK)
+                .enumerate()
+                .map(|(b, chunk)| {
+                    // The first of equals, as a scan in time order would find.
+                    let best = chunk.iter().enumerate().fold((0, 0), |best, (i, r)| {
+                        let d = dur(r.start, r.end);
+                        if d > best.1 {
+                            (i, d)
+                        } else {
+                            best
+                        }
+                    });
+                    b * BLOCK + best.0
+                })
+                .collect(),
+        };
+    }
+
+    /// The longest of `runs[r]` (all wholly inside the window): index.
+    fn longest_in(&self, r: std::ops::Range<usize>) -> Option<usize> {
+        let len = |i: usize| self.runs.get(i).map_or(0, |x| x.end - x.start);
+        let mut best: Option<usize> = None;
+        let mut consider = |i: usize| {
+            if best.is_none_or(|b| len(i) > len(b)) {
+                best = Some(i);
+            }
+        };
+        let mut i = r.start;
+        while i < r.end {
+            if i % BLOCK == 0 && i + BLOCK <= r.end {
+                if let Some(&j) = self.index.longest.get(i / BLOCK) {
+                    consider(j);
+                }
+                i += BLOCK;
+            } else {
+                consider(i);
+                i += 1;
+            }
+        }
+        best
+    }
+
+    /// What `[lo, hi)` holds on this CPU.
+    pub fn cover(&self, lo: u64, hi: u64) -> Cover {
+        let mut c = Cover::default();
+        let rb = |r: &Run| (r.start, r.end);
+        let runs = window(&self.runs, lo, hi, rb);
+        // Candidates by index, so that among equal shares the earliest wins.
+        let edge = |i: usize| {
+            self.runs
+                .get(i)
+                .map(|r| (i, r.tid, overlap(r.start, r.end, lo, hi)))
+        };
+        let mut candidates = [None, None, None];
+        if !runs.is_empty() {
+            candidates[0] = edge(runs.start);
+            candidates[1] = edge(runs.end - 1);
+        }
+        if runs.len() > 2 {
+            candidates[2] = self
+                .longest_in(runs.start + 1..runs.end - 1)
+                .and_then(|i| self.runs.get(i).map(|r| (i, r.tid, r.end - r.start)));
+        }
+        c.best = candidates
+            .into_iter()
+            .flatten()
+            .filter(|x| x.2 > 0)
+            .min_by_key(|x| (std::cmp::Reverse(x.2), x.0))
+            .map(|x| (x.1, x.2));
+        let ib = |s: &IntrSpan| (s.start, s.end);
+        let intrs = window(&self.intrs, lo, hi, ib);
+        c.irq = sum_in(
+            &self.intrs,
+            &self.index.irq,
+            intrs.clone(),
+            (lo, hi),
+            ib,
+            |s| matches!(s.kind, Intr::Irq(_)),
+        );
+        c.softirq = sum_in(&self.intrs, &self.index.softirq, intrs, (lo, hi), ib, |s| {
+            matches!(s.kind, Intr::Softirq(_))
+        });
+        let gb = |g: &(u64, u64)| *g;
+        let gaps = window(&self.gaps, lo, hi, gb);
+        c.gap = sum_in(&self.gaps, &self.index.gap, gaps, (lo, hi), gb, |_| true);
+        c
+    }
 }
 
 #[derive(Debug, Default)]
@@ -174,6 +358,7 @@ impl LaneBuilder {
                 if let Some((start, vec)) = c.softirq {
                     push_intr(&mut c.lane.intrs, start, end.max(start), Intr::Softirq(vec));
                 }
+                c.lane.build_index();
                 c.lane
             })
             .collect()
@@ -278,8 +463,13 @@ mod tests {
             ]
         );
         assert_eq!(l.gaps, [(1030, 1500)]);
-        assert_eq!(first_ending_after(&l.runs, 1400, |r| r.end), 0);
-        assert_eq!(first_ending_after(&l.runs, 1500, |r| r.end), 1);
+        assert_eq!(
+            l.cover(1400, 1600).best,
+            Some((42, 100)),
+            "equal shares: the earlier run"
+        );
+        assert_eq!(l.cover(1400, 1601).best, Some((0, 101)));
+        assert_eq!(l.cover(1000, 1030).irq, 10);
     }
 
     #[test]
@@ -312,6 +502,83 @@ mod tests {
                 }
             ]
         );
+    }
+
+    /// What [`Lane::cover`] must answer, by looking at every span.
+    fn cover_by_scanning(l: &Lane, lo: u64, hi: u64) -> Cover {
+        let mut c = Cover::default();
+        for r in &l.runs {
+            let o = overlap(r.start, r.end, lo, hi);
+            if o > 0 && c.best.is_none_or(|b| o > b.1) {
+                c.best = Some((r.tid, o));
+            }
+        }
+        for s in &l.intrs {
+            let o = overlap(s.start, s.end, lo, hi);
+            match s.kind {
+                Intr::Irq(_) => c.irq += o,
+                Intr::Softirq(_) => c.softirq += o,
+            }
+        }
+        for g in &l.gaps {
+            c.gap += overlap(g.0, g.1, lo, hi);
+        }
+        c
+    }
+
+    #[test]
+    fn cover_agrees_with_a_scan_of_every_span() {
+        // A CPU switching between three tasks with IRQs, softirqs and silences, in a
+        // pattern that does not repeat with the block size.
+        let mut b = LaneBuilder::new(300);
+        let mut t = 1000u64;
+        for i in 0..500u64 {
+            let tid = [0, 5, 9][(i % 3) as usize];
+            b.observe(&ev(t, 0, 0, switch(0, tid)));
+            let len = 50 + (i * 37 % 400);
+            if i % 4 == 0 {
+                b.observe(&ev(
+                    t + 5,
+                    0,
+                    tid,
+                    EventKind::IrqHandlerEntry {
+                        irq: 3,
+                        name: "x".into(),
+                    },
+                ));
+                b.observe(&ev(
+                    t + 5 + i % 13,
+                    0,
+                    tid,
+                    EventKind::IrqHandlerExit { irq: 3, ret: 1 },
+                ));
+            }
+            if i % 5 == 0 {
+                b.observe(&ev(t + 30, 0, tid, EventKind::SoftirqEntry { vec: 1 }));
+                b.observe(&ev(
+                    t + 31 + i % 7,
+                    0,
+                    tid,
+                    EventKind::SoftirqExit { vec: 1 },
+                ));
+            }
+            t += len;
+        }
+        let lanes = b.finish(t);
+        let l = &lanes[0];
+        assert!(!l.gaps.is_empty());
+        let mut lo = 0u64;
+        for w in [1u64, 7, 64, 333, 1_000, 9_999, 40_000, 200_000] {
+            while lo < t + 1000 {
+                assert_eq!(
+                    l.cover(lo, lo + w),
+                    cover_by_scanning(l, lo, lo + w),
+                    "[{lo}, +{w})"
+                );
+                lo += w * 3 / 2 + 1;
+            }
+            lo = w % 17;
+        }
     }
 
     #[test]

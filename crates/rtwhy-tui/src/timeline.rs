@@ -28,7 +28,7 @@ use rtwhy_model::{Spike, SpikeKind};
 
 use crate::app::{App, Pane};
 use crate::capture::Capture;
-use crate::lanes::{first_ending_after, Intr, Lane};
+use crate::lanes::{Cover, Lane};
 use crate::theme::{self, Theme};
 use crate::ui::{fmt_dur, fmt_offset, fmt_ts};
 
@@ -55,16 +55,6 @@ pub fn lane_order(cap: &Capture<'_>, spike: Option<&Spike>) -> Vec<usize> {
     order
 }
 
-/// What one column of one lane holds, summed over the spans that touch it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Col {
-    /// The run with the largest share of the column: thread id and ns.
-    best: Option<(i32, u64)>,
-    irq: u64,
-    softirq: u64,
-    gap: u64,
-}
-
 /// Maps time to columns for a view.
 #[derive(Debug, Clone, Copy)]
 struct Scale {
@@ -83,76 +73,28 @@ impl Scale {
     fn col_start(&self, c: usize) -> u64 {
         self.start + (c as f64 * self.ns_per_col) as u64
     }
-
-    /// Adds `[a, b)`'s overlap with each column it touches.
-    fn spread(&self, a: u64, b: u64, mut add: impl FnMut(usize, u64)) {
-        let (a, b) = (a.max(self.start), b.min(self.end));
-        if b <= a {
-            return;
-        }
-        let (c0, c1) = (self.col(a), self.col(b - 1));
-        for c in c0..=c1 {
-            let lo = a.max(self.col_start(c));
-            let hi = b.min(self.col_start(c + 1));
-            add(c, hi.saturating_sub(lo));
-        }
-    }
 }
 
-/// Aggregates a lane's spans over the columns of the view; also where names fit.
-fn columns(lane: &Lane, s: &Scale) -> (Vec<Col>, Vec<(usize, usize, i32)>) {
-    let mut cols = vec![Col::default(); s.cols];
+/// What each column of the view holds on `lane`, and where task names go: runs of
+/// columns that one task dominates, at least four wide (first column, last, thread id).
+fn columns(lane: &Lane, s: &Scale) -> (Vec<Cover>, Vec<(usize, usize, i32)>) {
+    let cols: Vec<Cover> = (0..s.cols)
+        .map(|c| lane.cover(s.col_start(c), s.col_start(c + 1).max(s.col_start(c) + 1)))
+        .collect();
     let mut labels = Vec::new();
-    let runs = lane
-        .runs
-        .get(first_ending_after(&lane.runs, s.start, |r| r.end)..);
-    for r in runs
-        .unwrap_or_default()
-        .iter()
-        .take_while(|r| r.start < s.end)
-    {
-        s.spread(r.start, r.end, |c, ns| {
-            if let Some(col) = cols.get_mut(c) {
-                if col.best.is_none_or(|(_, b)| ns > b) {
-                    col.best = Some((r.tid, ns));
-                }
-            }
-        });
-        let (c0, c1) = (
-            s.col(r.start.max(s.start)),
-            s.col(r.end.min(s.end).saturating_sub(1)),
-        );
-        if r.tid != 0 && c1 >= c0 + 3 {
-            labels.push((c0, c1, r.tid));
+    let mut c = 0;
+    while c < cols.len() {
+        let tid = cols.get(c).and_then(|x| x.best).map(|b| b.0);
+        let mut e = c;
+        while e + 1 < cols.len() && cols.get(e + 1).and_then(|x| x.best).map(|b| b.0) == tid {
+            e += 1;
         }
-    }
-    let intrs = lane
-        .intrs
-        .get(first_ending_after(&lane.intrs, s.start, |r| r.end)..);
-    for r in intrs
-        .unwrap_or_default()
-        .iter()
-        .take_while(|r| r.start < s.end)
-    {
-        // Zero-length handlers still happened: count them as 1 ns.
-        s.spread(r.start, r.end.max(r.start + 1), |c, ns| {
-            if let Some(col) = cols.get_mut(c) {
-                match r.kind {
-                    Intr::Irq(_) => col.irq += ns.max(1),
-                    Intr::Softirq(_) => col.softirq += ns.max(1),
-                }
+        if let Some(tid) = tid.filter(|t| *t != 0) {
+            if e >= c + 3 {
+                labels.push((c, e, tid));
             }
-        });
-    }
-    let gaps = lane
-        .gaps
-        .get(first_ending_after(&lane.gaps, s.start, |g| g.1)..);
-    for g in gaps.unwrap_or_default().iter().take_while(|g| g.0 < s.end) {
-        s.spread(g.0, g.1, |c, ns| {
-            if let Some(col) = cols.get_mut(c) {
-                col.gap += ns;
-            }
-        });
+        }
+        c = e + 1;
     }
     (cols, labels)
 }
@@ -293,16 +235,8 @@ fn draw_lane(
             .task_name(tid)
             .map(|n| n.to_string())
             .unwrap_or_else(|| tid.to_string());
-        let owns = |c: usize| cols.get(c).and_then(|col| col.best).map(|b| b.0) == Some(tid);
-        // The span's first column may belong mostly to the task before it.
-        let Some(from) = (c0..=c1).find(|&c| owns(c)) else {
-            continue;
-        };
-        for (k, ch) in name.chars().enumerate().take(c1 + 1 - from) {
-            let c = from + k;
-            if !owns(c) {
-                break;
-            }
+        for (k, ch) in name.chars().enumerate().take(c1 + 1 - c0) {
+            let c = c0 + k;
             if let Some(g) = glyphs.get_mut(c) {
                 if g.0 == theme::TASK || g.0 == theme::VICTIM {
                     g.0 = ch;
@@ -332,7 +266,7 @@ fn draw_lane(
     }
 }
 
-fn intr_glyph(t: Theme, c: &Col) -> (char, Style) {
+fn intr_glyph(t: Theme, c: &Cover) -> (char, Style) {
     if c.irq >= c.softirq {
         (theme::IRQ, t.irq())
     } else {
