@@ -356,17 +356,10 @@ impl<'m> Capture<'m> {
     }
 
     /// Bytes this capture keeps for its events: the compact entries, their payloads (or
-    /// the report text) and the lanes, by allocated capacity. The analysis is not counted.
+    /// the report text) and the lanes with their summaries, by allocated capacity. The
+    /// analysis is not counted.
     pub fn heap_bytes(&self) -> (usize, usize, usize) {
-        let lanes = self
-            .lanes
-            .iter()
-            .map(|l| {
-                l.runs.capacity() * std::mem::size_of::<crate::lanes::Run>()
-                    + l.intrs.capacity() * std::mem::size_of::<crate::lanes::IntrSpan>()
-                    + l.gaps.capacity() * std::mem::size_of::<(u64, u64)>()
-            })
-            .sum();
+        let lanes = self.lanes.iter().map(Lane::heap_bytes).sum();
         (
             self.events.capacity() * std::mem::size_of::<Ev>(),
             self.arena.capacity(),

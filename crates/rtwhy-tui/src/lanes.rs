@@ -137,6 +137,19 @@ fn sum_in<T>(
 }
 
 impl Lane {
+    /// Bytes allocated for the spans and their summaries.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.runs.capacity() * size_of::<Run>()
+            + self.intrs.capacity() * size_of::<IntrSpan>()
+            + self.gaps.capacity() * size_of::<(u64, u64)>()
+            + (self.index.irq.capacity()
+                + self.index.softirq.capacity()
+                + self.index.gap.capacity())
+                * size_of::<u64>()
+            + self.index.longest.capacity() * size_of::<usize>()
+    }
+
     fn build_index(&mut self) {
         let dur = |a: u64, b: u64| b.saturating_sub(a);
         self.index = Index {
