@@ -395,3 +395,33 @@ fn captures_arriving_later_join_the_list() {
     assert_eq!(a.spike(), Some(&first));
     assert!(screen(&a, 80, 24).contains("new capture hwlat.dat: 3 spikes"));
 }
+
+#[test]
+fn the_wheel_zooms_at_the_pointer_and_a_click_moves_the_cursor() {
+    use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    let (f, p) = open("rt_throttling/rt_throttling.dat");
+    let mut a = app(&f, &p);
+    let buf = draw(&a, 120, 40);
+    let tl = areas(&a, Rect::new(0, 0, 120, 40)).timeline;
+    // A column a third of the way along the time axis, on the first lane's row.
+    let (x, y) = (tl.x + tl.width / 3, tl.y + 2);
+    assert!(buf.cell((x, y)).is_some());
+    let under = a.time_at_column(x).expect("over the timeline");
+    let mouse = |kind| MouseEvent {
+        kind,
+        column: x,
+        row: y,
+        modifiers: KeyModifiers::NONE,
+    };
+    let before = a.view;
+    rtwhy_tui::keys::on_mouse(&mut a, mouse(MouseEventKind::ScrollUp));
+    assert_eq!(a.view.span, before.span / 2);
+    // The time under the pointer stays under it (to a column's width).
+    draw(&a, 120, 40);
+    let now = a.time_at_column(x).unwrap();
+    assert!(now.abs_diff(under) <= a.view.span / 100, "{under} -> {now}");
+    rtwhy_tui::keys::on_mouse(&mut a, mouse(MouseEventKind::ScrollDown));
+    assert_eq!(a.view.span, before.span / 2 * 2);
+    rtwhy_tui::keys::on_mouse(&mut a, mouse(MouseEventKind::Down(MouseButton::Left)));
+    assert_eq!(a.cursor, a.time_at_column(x).unwrap());
+}
