@@ -33,6 +33,9 @@ pub fn render(app: &App<'_>, area: Rect, buf: &mut Buffer) {
         " timeline: # victim  = task  . idle  I hard IRQ  S softirq  ? no events",
     ));
     lines.push(Line::raw(
+        " cpuN* the victim's CPU (first; then the CPUs the evidence names)",
+    ));
+    lines.push(Line::raw(
         " marks: T expiry  W wake-up  P preempted  L lock  R switch-in  B breach",
     ));
     let w = area.width.min(84);
