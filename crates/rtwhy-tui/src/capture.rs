@@ -298,7 +298,10 @@ impl<'m> Capture<'m> {
                 line_no += 1;
             }
             let line = bytes.get(line_at..).unwrap_or_default();
-            let len = line.iter().position(|c| *c == b'\n').unwrap_or(line.len());
+            let mut len = line.iter().position(|c| *c == b'\n').unwrap_or(line.len());
+            if line.get(..len).is_some_and(|l| l.ends_with(b"\r")) {
+                len -= 1;
+            }
             let name = ev.kind.name();
             let ty = match names.iter().position(|n| n == name) {
                 Some(i) => i,

@@ -291,6 +291,14 @@ fn report_text_shows_its_own_lines_and_the_same_spikes() {
         text_cap.write_line(i, &mut b);
         assert_eq!(a, b);
     }
+    // Text saved on Windows: the lines end in CR LF; the pane shows them without the CR.
+    let crlf = dir.path().join("preemption-crlf.txt");
+    std::fs::write(&crlf, report.replace('\n', "\r\n")).unwrap();
+    let crlf_cap = Capture::from_text(&crlf, &Config::default()).unwrap();
+    let (mut a, mut b) = (String::new(), String::new());
+    dat.write_line(n / 2, &mut a);
+    crlf_cap.write_line(n / 2, &mut b);
+    assert_eq!(a, b);
 }
 
 #[test]
