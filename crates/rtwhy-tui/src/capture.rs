@@ -76,6 +76,9 @@ pub struct Capture<'m> {
     /// Latency markers in the trace (rtwhy breaches, cyclictest's `hit latency threshold`):
     /// time and CPU.
     pub breaches: Vec<(u64, u32)>,
+    /// Wake-up requests (`sched_waking`, or `sched_wakeup` in a trace without it): time
+    /// and woken thread id, in time order.
+    pub wakeups: Vec<(u64, i32)>,
     /// Every spike, diagnosed.
     pub analysis: Analysis,
     /// Events the kernel dropped (as far as the pages say; a page that only flags a loss
@@ -106,6 +109,8 @@ struct Loader {
     lanes: LaneBuilder,
     tasks: HashMap<i32, Comm>,
     breaches: Vec<(u64, u32)>,
+    wakings: Vec<(u64, i32)>,
+    wakeups: Vec<(u64, i32)>,
     analyzer: Analyzer,
     sorted: bool,
 }
@@ -119,6 +124,8 @@ impl Loader {
             lanes: LaneBuilder::new(config.threshold.0),
             tasks: HashMap::new(),
             breaches: Vec::new(),
+            wakings: Vec::new(),
+            wakeups: Vec::new(),
             analyzer: Analyzer::new(config.clone(), facts),
             sorted: true,
         }
@@ -149,9 +156,15 @@ impl Loader {
                 self.tasks.insert(*prev_pid, *prev_comm);
                 self.tasks.insert(*next_pid, *next_comm);
             }
-            EventKind::SchedWaking { comm, pid, .. }
-            | EventKind::SchedWakeup { comm, pid, .. }
-            | EventKind::SchedWakeupNew { comm, pid, .. } => {
+            EventKind::SchedWaking { comm, pid, .. } => {
+                self.tasks.entry(*pid).or_insert(*comm);
+                self.wakings.push((ev.ts.0, *pid));
+            }
+            EventKind::SchedWakeup { comm, pid, .. } => {
+                self.tasks.entry(*pid).or_insert(*comm);
+                self.wakeups.push((ev.ts.0, *pid));
+            }
+            EventKind::SchedWakeupNew { comm, pid, .. } => {
                 self.tasks.entry(*pid).or_insert(*comm);
             }
             EventKind::Print { text }
@@ -175,6 +188,9 @@ impl Loader {
         if !self.sorted {
             // Report text from several files pasted together; the viewer needs time order.
             self.events.sort_by_key(|e| e.ts);
+            self.breaches.sort_unstable();
+            self.wakings.sort_unstable();
+            self.wakeups.sort_unstable();
         }
         self.events.shrink_to_fit();
         self.arena.shrink_to_fit();
@@ -191,6 +207,11 @@ impl Loader {
             lanes: self.lanes.finish(end),
             tasks: self.tasks,
             breaches: self.breaches,
+            wakeups: if self.wakings.is_empty() {
+                self.wakeups
+            } else {
+                self.wakings
+            },
             analysis: self.analyzer.finish(),
             dropped,
             warnings,

@@ -275,8 +275,8 @@ fn intr_glyph(t: Theme, c: &Cover) -> (char, Style) {
 }
 
 /// The marker row: the selected spike's "should have run" (T timer expiry, W wake-up,
-/// P preempted, L lock wait), its switch-in (R) and the window between, and breach
-/// markers found in the trace (B).
+/// P preempted, L lock wait), the victim's wake-ups (W), its switch-in (R) and the
+/// window between, and breach markers found in the trace (B).
 fn markers(
     app: &App<'_>,
     cap: &Capture<'_>,
@@ -296,6 +296,19 @@ fn markers(
             for c in s.col(a.max(s.start))..=s.col(b.min(s.end.saturating_sub(1))) {
                 put(buf, x0 + c as u16, y, '-', t.marker());
             }
+        }
+        // The victim's wake-up requests in view (for a timer wake-up, the one its timer
+        // handler made; for a wake-up spike, the start itself).
+        let from = cap.wakeups.partition_point(|w| w.0 < s.start);
+        for &(ts, _) in cap
+            .wakeups
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|w| w.0 < s.end)
+            .filter(|w| w.1 == sp.victim.tid)
+        {
+            put(buf, x0 + s.col(ts) as u16, y, 'W', t.marker());
         }
         if within(a) {
             let ch = match sp.kind {

@@ -78,6 +78,14 @@ fn one_clear_spike_main_screen_80x24() {
     let s = screen(&a, 80, 24);
     // The hog that held the victim's CPU is named on the victim's lane.
     assert!(s.contains("cpu1* ") && s.contains("spin"), "{s}");
+    // Timer expiry, then the wake-up its handler made, later the switch-in and the
+    // breach marker cyclictest wrote.
+    let marks = s.lines().find(|l| l.starts_with("│mark")).unwrap();
+    let at = |c: char| marks.find(c).unwrap_or_else(|| panic!("no {c}: {marks}"));
+    assert!(
+        at('T') < at('W') && at('W') < at('R') && at('R') < at('B'),
+        "{marks}"
+    );
     insta::assert_snapshot!(s);
 }
 
