@@ -76,9 +76,9 @@ pub struct Capture<'m> {
     /// Latency markers in the trace (rtwhy breaches, cyclictest's `hit latency threshold`):
     /// time and CPU.
     pub breaches: Vec<(u64, u32)>,
-    /// Wake-up requests (`sched_waking`, or `sched_wakeup` in a trace without it): time
-    /// and woken thread id, in time order.
-    pub wakeups: Vec<(u64, i32)>,
+    /// Wake-up requests (`sched_waking`, or `sched_wakeup` in a trace without it): the
+    /// times each thread was woken, in order.
+    pub wakeups: HashMap<i32, Vec<u64>>,
     /// Every spike, diagnosed.
     pub analysis: Analysis,
     /// Events the kernel dropped (as far as the pages say; a page that only flags a loss
@@ -207,17 +207,26 @@ impl Loader {
             lanes: self.lanes.finish(end),
             tasks: self.tasks,
             breaches: self.breaches,
-            wakeups: if self.wakings.is_empty() {
+            wakeups: by_thread(if self.wakings.is_empty() {
                 self.wakeups
             } else {
                 self.wakings
-            },
+            }),
             analysis: self.analyzer.finish(),
             dropped,
             warnings,
             ts_in_nanos,
         }
     }
+}
+
+/// Wake-up times by thread, from `(time, thread)` pairs in time order.
+fn by_thread(v: Vec<(u64, i32)>) -> HashMap<i32, Vec<u64>> {
+    let mut m: HashMap<i32, Vec<u64>> = HashMap::new();
+    for (ts, tid) in v {
+        m.entry(tid).or_default().push(ts);
+    }
+    m
 }
 
 impl<'m> Capture<'m> {

@@ -299,14 +299,17 @@ fn markers(
         }
         // The victim's wake-up requests in view (for a timer wake-up, the one its timer
         // handler made; for a wake-up spike, the start itself).
-        let from = cap.wakeups.partition_point(|w| w.0 < s.start);
-        for &(ts, _) in cap
+        let woken = cap
             .wakeups
+            .get(&sp.victim.tid)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let from = woken.partition_point(|&w| w < s.start);
+        for &ts in woken
             .get(from..)
             .unwrap_or_default()
             .iter()
-            .take_while(|w| w.0 < s.end)
-            .filter(|w| w.1 == sp.victim.tid)
+            .take_while(|&&w| w < s.end)
         {
             put(buf, x0 + s.col(ts) as u16, y, 'W', t.marker());
         }
