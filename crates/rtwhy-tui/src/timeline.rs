@@ -304,14 +304,15 @@ fn markers(
             .get(&sp.victim.tid)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let from = woken.partition_point(|&w| w < s.start);
-        for &ts in woken
-            .get(from..)
-            .unwrap_or_default()
-            .iter()
-            .take_while(|&&w| w < s.end)
-        {
-            put(buf, x0 + s.col(ts) as u16, y, 'W', t.marker());
+        // One mark per column: jump past the rest of each marked column.
+        let mut at = s.start;
+        while let Some(&ts) = woken.get(woken.partition_point(|&w| w < at)) {
+            if ts >= s.end {
+                break;
+            }
+            let c = s.col(ts);
+            put(buf, x0 + c as u16, y, 'W', t.marker());
+            at = s.col_start(c + 1).max(ts + 1);
         }
         if within(a) {
             let ch = match sp.kind {
