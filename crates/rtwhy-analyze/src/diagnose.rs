@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use rtwhy_model::{
-    softirq_name, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind, Evidence, Finding,
-    Nanos, SoftirqContext, Spike, SpikeKind, TaskRef,
+    human_duration, softirq_name, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind,
+    Evidence, Finding, Nanos, SoftirqContext, Spike, SpikeKind, TaskRef,
 };
 
 use crate::breakdown::{self, Replay, Segment, Window};
@@ -215,14 +215,14 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 format!(
                     "CPU {} stayed idle for {} after {} was woken for it, and the trace does not say why (a slow idle exit, a late wake-up IPI, or a stopped CPU)",
                     ep.cpu,
-                    us(idle),
+                    human_duration(idle),
                     ep.victim
                 )
             } else {
                 format!(
                     "no single cause explains this spike: named causes cover {:.0}% of {}",
                     explained * 100.0,
-                    us(latency)
+                    human_duration(latency)
                 )
             };
             if !missing.is_empty() {
@@ -280,16 +280,6 @@ pub(crate) struct Ctx<'a> {
     pub lock: Option<&'a LockStory>,
     pub freq: Option<&'a (u32, Event)>,
     pub isolated: bool,
-}
-
-pub(crate) fn us(ns: u64) -> String {
-    if ns >= 10_000_000 {
-        format!("{:.1} ms", ns as f64 / 1e6)
-    } else if ns >= 1_000_000 {
-        format!("{:.2} ms", ns as f64 / 1e6)
-    } else {
-        format!("{:.1} us", ns as f64 / 1e3)
-    }
 }
 
 fn is_local_timer(name: &str) -> bool {
@@ -395,7 +385,7 @@ impl Ctx<'_> {
                 }
                 format!(
                     "RT throttling on CPU {cpu}: {victim} was runnable, yet the scheduler ran lower-priority work for {} (largest: {who}): the CPU's real-time runtime for the period was used up{settings}{}",
-                    us(ns),
+                    human_duration(ns),
                     if fair { "; on this kernel (6.12 or later) the fair server also reserves time for normal tasks under RT load" } else { "" }
                 )
             }
@@ -416,7 +406,7 @@ impl Ctx<'_> {
                         format!(
                             "{} {}{}",
                             softirq_name(*vec),
-                            us(*ns),
+                            human_duration(*ns),
                             if *ksoft { " in ksoftirqd" } else { "" }
                         )
                     })
@@ -443,7 +433,7 @@ impl Ctx<'_> {
                 v.sort_by_key(|e| std::cmp::Reverse(e.1));
                 let parts: Vec<String> = v
                     .iter()
-                    .map(|((irq, name), ns)| format!("IRQ {irq} ({name}) {}", us(*ns)))
+                    .map(|((irq, name), ns)| format!("IRQ {irq} ({name}) {}", human_duration(*ns)))
                     .collect();
                 if cause == Cause::IrqOnIsolatedCpu {
                     let src = self
@@ -483,8 +473,8 @@ impl Ctx<'_> {
                 }
                 format!(
                     "CPU {cpu} was stopped for {} with no kernel event at all{}{}: firmware (SMI) or, in a VM, the hypervisor descheduling the vCPU",
-                    us(ns),
-                    late.map(|l| format!("; a timer interrupt arrived {} after it was due", us(l)))
+                    human_duration(ns),
+                    late.map(|l| format!("; a timer interrupt arrived {} after it was due", human_duration(l)))
                         .unwrap_or_default(),
                     if silent.is_empty() {
                         String::new()
@@ -503,7 +493,7 @@ impl Ctx<'_> {
                     parts.push(format!(
                         "CPU {cpu} was in idle state {state} (entered at {}) and took {} to handle the timer",
                         e.ts,
-                        us(self.sum(|b| matches!(b, Bucket::TimerIrqDelay | Bucket::Unaccounted)))
+                        human_duration(self.sum(|b| matches!(b, Bucket::TimerIrqDelay | Bucket::Unaccounted)))
                     ));
                 }
                 if let Some((low, _)) = self.freq {
@@ -526,14 +516,16 @@ impl Ctx<'_> {
                 if cause == Cause::PriorityInversion {
                     let medium = l
                         .and_then(|l| l.top_medium.as_ref())
-                        .map(|(t, ns)| format!("{t} ran {} on the holder's CPU", us(*ns)))
+                        .map(|(t, ns)| {
+                            format!("{t} ran {} on the holder's CPU", human_duration(*ns))
+                        })
                         .unwrap_or_default();
                     if l.is_some_and(|l| l.medium_switch.is_some()) {
                         confidence = confidence.max(Confidence::High);
                     }
                     format!(
                         "priority inversion: {victim} waited {} for a lock held by {holder}, and a medium-priority task preempted the holder: {medium}{}",
-                        us(wait),
+                        human_duration(wait),
                         if l.is_some_and(|l| l.pi_boost.is_none()) {
                             " (no priority inheritance boost was recorded)"
                         } else {
@@ -554,7 +546,7 @@ impl Ctx<'_> {
                     };
                     format!(
                         "lock contention: {victim} waited {} for a lock held by {holder}{pi}",
-                        us(wait)
+                        human_duration(wait)
                     )
                 }
             }
@@ -574,7 +566,7 @@ impl Ctx<'_> {
                     Some(i) => format!(
                         "preemption on CPU {cpu}: {} held the CPU for {} while {victim} waited",
                         i.bucket,
-                        us(i.ns)
+                        human_duration(i.ns)
                     ),
                     None => format!("preemption on CPU {cpu}"),
                 }
@@ -608,7 +600,7 @@ impl Ctx<'_> {
                     Some(i) => format!(
                         "non-preemptible kernel section on CPU {cpu}: {} kept the CPU for {} after {victim} was woken{interrupts}{model}",
                         i.bucket,
-                        us(i.ns)
+                        human_duration(i.ns)
                     ),
                     None => format!("non-preemptible kernel section on CPU {cpu}{model}"),
                 }
@@ -669,7 +661,7 @@ impl Ctx<'_> {
                         &h,
                         format!(
                             "the victim's timer is handled {} after it expired at {}",
-                            us(tf.handler.0.saturating_sub(tf.expiry.0)),
+                            human_duration(tf.handler.0.saturating_sub(tf.expiry.0)),
                             tf.expiry
                         ),
                     );
@@ -713,7 +705,7 @@ impl Ctx<'_> {
             }
         };
         if let Some(seg) = self.largest(cause_filter) {
-            let dur = us(seg.to.0 - seg.from.0);
+            let dur = human_duration(seg.to.0 - seg.from.0);
             if let Some(b) = &seg.begin {
                 push(b, format!("begins {dur} of {}", seg.bucket));
             }
@@ -739,7 +731,10 @@ impl Ctx<'_> {
                 }) {
                     push(
                         &h,
-                        format!("timer interrupt {} late (now - expires)", us(l.lateness)),
+                        format!(
+                            "timer interrupt {} late (now - expires)",
+                            human_duration(l.lateness)
+                        ),
                     );
                 }
             }

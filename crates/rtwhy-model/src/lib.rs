@@ -39,4 +39,4 @@ pub use facts::{
     MAX_MARKER_LEN,
 };
 pub use prio::{kernel_prio_from_rt_priority, nice_from_kernel_prio, rt_priority_from_kernel_prio};
-pub use time::Nanos;
+pub use time::{human_duration, Nanos};

@@ -40,3 +40,21 @@ impl fmt::Display for Nanos {
         )
     }
 }
+
+/// A duration for people: `12.3 us` below a millisecond, `1.234 ms` below ten,
+/// `12.3 ms` above. The one formatter every rtwhy text, Markdown and report uses.
+///
+/// ```
+/// assert_eq!(rtwhy_model::human_duration(153_210), "153.2 us");
+/// assert_eq!(rtwhy_model::human_duration(2_500_000), "2.500 ms");
+/// assert_eq!(rtwhy_model::human_duration(50_000_000), "50.0 ms");
+/// ```
+pub fn human_duration(ns: u64) -> String {
+    if ns >= 10_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else if ns >= 1_000_000 {
+        format!("{:.3} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.1} us", ns as f64 / 1e3)
+    }
+}

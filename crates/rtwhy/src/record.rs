@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use rtwhy_analyze::{Config, TaskFilter};
-use rtwhy_model::{Cause, Nanos, Spike, SpikeSource};
+use rtwhy_model::{human_duration, Cause, Nanos, Spike, SpikeSource};
 use rtwhy_record::capture::write_atomic;
 use rtwhy_record::events::Preset;
 use rtwhy_record::probe::ProbeConfig;
@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use crate::analyze::analyze_file;
 use crate::cli::{DetectorArg, PresetArg, RecordArgs};
-use crate::render::{self, dur};
+use crate::render;
 
 /// The schema of `session.json`.
 pub const SESSION_SCHEMA: &str = "rtwhy.session/1";
@@ -201,7 +201,7 @@ impl Diagnoser {
             if d.victim.is_empty() { "?" } else { &d.victim },
             d.tid,
             d.cpu,
-            dur(d.latency_ns),
+            human_duration(d.latency_ns),
             cause,
             d.summary
         );
@@ -316,7 +316,7 @@ fn print_summary(
                 t.tid,
                 t.comm,
                 t.breaches,
-                dur(t.worst_ns)
+                human_duration(t.worst_ns)
             )?;
         }
     }
@@ -326,9 +326,9 @@ fn print_summary(
             "  probe cpu {}: {} loops, min {} avg {} max {}, {} above threshold",
             p.cpu,
             p.loops,
-            dur(p.min_ns),
-            dur(p.avg_ns),
-            dur(p.max_ns),
+            human_duration(p.min_ns),
+            human_duration(p.avg_ns),
+            human_duration(p.max_ns),
             p.over_threshold
         )?;
     }
@@ -345,9 +345,9 @@ fn print_summary(
         writeln!(
             out,
             "  recording off while saving: median {} (max {}) per capture; instance stopped {} (median) after breach + --after",
-            dur(percentile(&mut dead, 0.5)),
-            dur(dead.iter().max().copied().unwrap_or(0)),
-            dur(percentile(&mut freeze, 0.5)),
+            human_duration(percentile(&mut dead, 0.5)),
+            human_duration(dead.iter().max().copied().unwrap_or(0)),
+            human_duration(percentile(&mut freeze, 0.5)),
         )?;
     }
 

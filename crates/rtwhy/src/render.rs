@@ -5,23 +5,13 @@ use std::io::Write;
 
 use anyhow::Result;
 use rtwhy_analyze::Analysis;
-use rtwhy_model::{Cause, Confidence, Spike, SpikeSource};
+use rtwhy_model::{human_duration, Cause, Confidence, Spike, SpikeSource};
 use serde_json::{json, Value};
 
 use crate::analyze::Source;
 
 /// The JSON schema's name and version; bump the version on incompatible changes.
 pub const SCHEMA: &str = "rtwhy.analysis/1";
-
-pub fn dur(ns: u64) -> String {
-    if ns >= 10_000_000 {
-        format!("{:.1} ms", ns as f64 / 1e6)
-    } else if ns >= 1_000_000 {
-        format!("{:.3} ms", ns as f64 / 1e6)
-    } else {
-        format!("{:.1} us", ns as f64 / 1e3)
-    }
-}
 
 /// `ns` as a percentage of the spike's latency.
 fn percent_of(ns: u64, s: &Spike) -> f64 {
@@ -33,7 +23,7 @@ fn source_note(s: &Spike) -> String {
         SpikeSource::BreachMarker { reported_ns } => {
             format!(
                 "rtwhy breach marker, detector measured {}",
-                dur(*reported_ns)
+                human_duration(*reported_ns)
             )
         }
         SpikeSource::ToolMarker { text, .. } => format!("marker: \"{text}\""),
@@ -58,14 +48,14 @@ fn summary_line(a: &Analysis) -> String {
                 format!(
                     "; worst measured: {} {} over {} wake-ups",
                     v.task,
-                    dur(v.max_ns),
+                    human_duration(v.max_ns),
                     v.episodes
                 )
             })
             .unwrap_or_else(|| {
                 "; no real-time thread (or named thread) woke up in the trace".to_string()
             });
-        return format!("no spikes above {}{worst}", dur(a.threshold.0));
+        return format!("no spikes above {}{worst}", human_duration(a.threshold.0));
     }
     let causes: Vec<String> = counts_by_cause(a)
         .iter()
@@ -76,12 +66,12 @@ fn summary_line(a: &Analysis) -> String {
         "{} spike{} above {}: {}{}",
         a.spikes.len(),
         if a.spikes.len() == 1 { "" } else { "s" },
-        dur(a.threshold.0),
+        human_duration(a.threshold.0),
         causes.join(", "),
         worst
             .map(|w| format!(
                 "; worst {} for {} at {} ({})",
-                dur(w.latency_ns),
+                human_duration(w.latency_ns),
                 w.victim,
                 w.end,
                 w.primary.cause
@@ -106,7 +96,7 @@ pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
             s.end,
             s.victim,
             s.cpu,
-            dur(s.latency_ns),
+            human_duration(s.latency_ns),
             s.kind.describe(),
             source_note(s)
         )?;
@@ -130,7 +120,7 @@ pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
         writeln!(
             out,
             "  breakdown of {} from {} to {}:",
-            dur(s.latency_ns),
+            human_duration(s.latency_ns),
             s.start,
             s.end
         )?;
@@ -138,7 +128,7 @@ pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
             writeln!(
                 out,
                 "    {:>10}  {:>5.1}%  {}",
-                dur(item.ns),
+                human_duration(item.ns),
                 percent_of(item.ns, s),
                 item.bucket
             )?;
@@ -183,7 +173,7 @@ pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
         writeln!(
             out,
             "Kernel {k}; threshold {}; {} events ({}).\n",
-            dur(a.threshold.0),
+            human_duration(a.threshold.0),
             a.events,
             src.kind
         )?;
@@ -202,7 +192,7 @@ pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
                 s.end,
                 s.victim,
                 s.cpu,
-                dur(s.latency_ns),
+                human_duration(s.latency_ns),
                 s.primary.cause,
                 s.primary.confidence.as_str()
             )?;
@@ -214,7 +204,7 @@ pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
             "\n## Spike {}: {} late by {} on CPU {}\n",
             s.id,
             s.victim,
-            dur(s.latency_ns),
+            human_duration(s.latency_ns),
             s.cpu
         )?;
         writeln!(
@@ -248,7 +238,7 @@ pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
             writeln!(
                 out,
                 "| {} | {:.1}% | {} |",
-                dur(item.ns),
+                human_duration(item.ns),
                 percent_of(item.ns, s),
                 item.bucket
             )?;

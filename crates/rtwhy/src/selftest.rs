@@ -22,7 +22,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use rtwhy_analyze::{Config, TaskFilter};
 use rtwhy_lab::tweak::{restore_stale, JOURNAL_DIR};
 use rtwhy_lab::{Load, Placement, Platform, Scenario, Stop, Tweaks, Victim};
-use rtwhy_model::{Cause, CpuList, Nanos};
+use rtwhy_model::{human_duration, Cause, CpuList, Nanos};
 use rtwhy_record::bpf::{AttachMode, BpfDetector, DetectorConfig};
 use rtwhy_record::events::Preset;
 use rtwhy_record::probe::ProbeConfig;
@@ -33,7 +33,6 @@ use rtwhy_record::tracefs::Tracefs;
 
 use crate::analyze::analyze_file;
 use crate::cli::{LabArgs, SelftestArgs, VictimArg};
-use crate::render::dur;
 
 /// Exit code after Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -555,7 +554,7 @@ fn write_readme(
     t.push_str(&format!(
         "- victim on CPU {}: `{victim}`\n- threshold: {}\n- rtwhy's threads and the load's helpers on CPU {}\n",
         bench.cpu,
-        dur(setup.threshold.as_nanos() as u64),
+        human_duration(setup.threshold.as_nanos() as u64),
         bench.housekeeping
     ));
     if setup.declare_isolated {
@@ -677,7 +676,7 @@ fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
             _ => r.spikes.to_string(),
         };
         let worst = if r.worst_ns > 0 {
-            dur(r.worst_ns)
+            human_duration(r.worst_ns)
         } else {
             "-".into()
         };
