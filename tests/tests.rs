@@ -4,6 +4,7 @@
 
 mod analyze;
 mod cli;
+mod doctor;
 mod fixtures;
 mod mutations;
 mod roundtrip;

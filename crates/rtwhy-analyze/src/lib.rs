@@ -34,6 +34,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod audit;
 mod breakdown;
 mod config;
 mod diagnose;
@@ -43,6 +44,7 @@ mod line;
 mod remedy;
 mod tracker;
 
+pub use audit::{audit, CHECKS};
 pub use config::{parse_duration, Config, TaskFilter};
 pub use tracker::{Seen, VictimStats};
 

@@ -80,8 +80,15 @@ fn for_cause(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
                             "IRQ {irq} ({name}) is a managed interrupt{affinity}: its affinity cannot be changed; boot with isolcpus=managed_irq,{cpu} (or keep the device's queues off CPU {cpu}) to keep it away."
                         ));
                     } else {
+                        // The recorded irqbalance fact (the one `rtwhy doctor` checks)
+                        // says whether anything would move the IRQ back.
+                        let keep = match facts.irqbalance {
+                            Some(true) => format!(", and ban CPU {cpu} from irqbalance, which is running and would move it back (IRQBALANCE_BANNED_CPULIST={cpu})"),
+                            Some(false) => ", and make it permanent with irqaffinity= on the kernel command line".to_string(),
+                            None => ", and stop irqbalance from moving it back (IRQBALANCE_BANNED_CPUS or irqaffinity= on the kernel command line)".to_string(),
+                        };
                         v.push(format!(
-                            "Move IRQ {irq} ({name}) off CPU {cpu}{affinity}: echo <housekeeping CPUs> > /proc/irq/{irq}/smp_affinity_list, and stop irqbalance from moving it back (IRQBALANCE_BANNED_CPUS or irqaffinity= on the kernel command line)."
+                            "Move IRQ {irq} ({name}) off CPU {cpu}{affinity}: echo <housekeeping CPUs> > /proc/irq/{irq}/smp_affinity_list{keep}."
                         ));
                     }
                 }

@@ -89,6 +89,10 @@ pub struct IrqFact {
     pub effective: Option<String>,
     /// The kernel manages its affinity (it cannot be changed from user space).
     pub managed: bool,
+    /// SCHED_FIFO priority of its `irq/N-name` thread (threaded IRQs, PREEMPT_RT);
+    /// 0 when the thread is not real-time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_prio: Option<i32>,
 }
 
 /// Facts about the machine a trace was recorded on.
@@ -123,6 +127,26 @@ pub struct SystemFacts {
     pub governors: BTreeMap<u32, String>,
     /// Idle states per CPU, as recorded (`name:exit_latency_us,...`).
     pub idle_states: BTreeMap<u32, String>,
+    /// `/sys/kernel/realtime` reads 1 (a PREEMPT_RT kernel); `Some(false)` when the
+    /// recorder looked and the file was absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realtime: Option<bool>,
+    /// Timer frequency (`CONFIG_HZ`) from the kernel's build configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hz: Option<u32>,
+    /// Transparent huge pages mode (`always`, `madvise`, `never`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<String>,
+    /// `/proc/sys/kernel/numa_balancing` (0 off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_balancing: Option<i64>,
+    /// Whether an `irqbalance` daemon was running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irqbalance: Option<bool>,
+    /// The recording process's locked-memory limit (`RLIMIT_MEMLOCK`, soft), in bytes;
+    /// `None` inside when unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memlock: Option<Option<u64>>,
     /// Every other recorded fact, by key.
     pub other: BTreeMap<String, String>,
 }
@@ -156,6 +180,18 @@ impl SystemFacts {
             }
             "sched.rt_runtime_us" => self.rt_runtime_us = value.parse().ok(),
             "sched.rt_period_us" => self.rt_period_us = value.parse().ok(),
+            "kernel.realtime" => self.realtime = Some(value == "1"),
+            "kernel.hz" => self.hz = value.parse().ok(),
+            "mm.thp" => self.thp = owned(),
+            "sched.numa_balancing" => self.numa_balancing = value.parse().ok(),
+            "irqbalance.running" => self.irqbalance = Some(value == "1"),
+            "limits.memlock" => {
+                self.memlock = if value == "unlimited" {
+                    Some(None)
+                } else {
+                    value.parse().ok().map(Some)
+                }
+            }
             _ => {
                 if !self.set_indexed(key, value) {
                     self.other.insert(key.to_string(), value.to_string());
@@ -184,6 +220,7 @@ impl SystemFacts {
                     "affinity" => fact.affinity = Some(value.to_string()),
                     "effective_affinity" => fact.effective = Some(value.to_string()),
                     "managed" => fact.managed = value == "1" || value == "yes",
+                    "thread_prio" => fact.thread_prio = value.parse().ok(),
                     _ => return false,
                 }
                 true
@@ -257,6 +294,20 @@ impl SystemFacts {
         } else {
             None
         }
+    }
+
+    /// The value of `name=` on the recorded kernel command line (the last one wins,
+    /// as in the kernel); `Some("")` for a bare `name`.
+    pub fn cmdline_param(&self, name: &str) -> Option<&str> {
+        self.cmdline
+            .as_deref()?
+            .split_whitespace()
+            .rev()
+            .find_map(|w| match w.split_once('=') {
+                Some((k, v)) if k == name => Some(v),
+                None if w == name => Some(""),
+                _ => None,
+            })
     }
 
     /// Kernel release as (major, minor), when known.
@@ -476,6 +527,10 @@ mod tests {
         assert_eq!(f.isolated.0, vec![1]);
         f.set("cpu.isolated", "3");
         assert_eq!(f.isolated.0, vec![3]);
+        f.set("kernel.cmdline", "quiet rcu_nocbs=1 rcu_nocbs=2-3 nosmt");
+        assert_eq!(f.cmdline_param("rcu_nocbs"), Some("2-3"));
+        assert_eq!(f.cmdline_param("nosmt"), Some(""));
+        assert_eq!(f.cmdline_param("irqaffinity"), None);
     }
 
     #[test]
@@ -485,7 +540,13 @@ mod tests {
         f.set("irq.24.affinity", "1");
         f.set("irq.24.managed", "1");
         f.set("cpu.1.governor", "schedutil");
+        f.set("irq.24.thread_prio", "50");
+        f.set("limits.memlock", "unlimited");
+        f.set("kernel.hz", "250");
         f.set("something.else", "x");
+        assert_eq!(f.irqs[&24].thread_prio, Some(50));
+        assert_eq!(f.memlock, Some(None));
+        assert_eq!(f.hz, Some(250));
         assert_eq!(f.irqs[&24].name.as_deref(), Some("virtio1-req.0"));
         assert!(f.irqs[&24].managed);
         assert_eq!(f.governors[&1], "schedutil");

@@ -23,12 +23,14 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod audit;
 mod diagnosis;
 mod event;
 mod facts;
 mod prio;
 mod time;
 
+pub use audit::{AuditFinding, Severity};
 pub use diagnosis::{
     softirq_name, BreakdownItem, Bucket, Cause, Confidence, Evidence, Finding, SoftirqContext,
     Spike, SpikeKind, SpikeSource, TaskRef,

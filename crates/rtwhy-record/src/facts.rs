@@ -64,11 +64,18 @@ pub fn to_markers(facts: &[(String, String)]) -> Vec<String> {
 fn collect(root: &Path, release: Option<String>, version: Option<String>) -> Vec<(String, String)> {
     let mut facts = Facts::default();
     let cmdline = read_value(root, "proc/cmdline");
-    let preempt = preempt_model(root, version.as_deref(), cmdline.as_deref());
-    facts.put("kernel.release", release);
+    let config = kernel_config(root, release.as_deref());
+    let preempt = preempt_model(root, version.as_deref(), cmdline.as_deref())
+        .or_else(|| dynamic_default(version.as_deref(), config.as_deref()));
+    facts.put("kernel.release", release.clone());
     facts.put("kernel.version", version);
     facts.put("kernel.preempt", preempt);
     facts.put("kernel.cmdline", cmdline);
+    facts.put("kernel.realtime", realtime(root));
+    facts.put(
+        "kernel.hz",
+        config.as_deref().and_then(|c| config_value(c, "CONFIG_HZ")),
+    );
 
     let online = read_value(root, "sys/devices/system/cpu/online").and_then(|s| CpuList::parse(&s));
     facts.put("cpu.count", online.as_ref().map(|l| l.0.len().to_string()));
@@ -87,6 +94,22 @@ fn collect(root: &Path, release: Option<String>, version: Option<String>) -> Vec
         read_value(root, "proc/sys/kernel/sched_rt_period_us"),
     );
 
+    facts.put(
+        "sched.numa_balancing",
+        read_value(root, "proc/sys/kernel/numa_balancing"),
+    );
+    facts.put(
+        "mm.thp",
+        read_value(root, "sys/kernel/mm/transparent_hugepage/enabled")
+            .and_then(|t| active_choice(&t)),
+    );
+    let tasks = tasks(root);
+    if !tasks.is_empty() {
+        let running = tasks.iter().any(|t| t.comm == "irqbalance");
+        facts.put("irqbalance.running", Some(u8::from(running).to_string()));
+    }
+    facts.put("limits.memlock", memlock(root));
+
     if let Ok(text) = std::fs::read_to_string(root.join("proc/interrupts")) {
         for (irq, name) in interrupt_names(&text) {
             facts.put(
@@ -103,6 +126,12 @@ fn collect(root: &Path, release: Option<String>, version: Option<String>) -> Vec
                 read_value(root, &format!("{dir}/effective_affinity_list")),
             );
             facts.put(&format!("irq.{irq}.managed"), irq_managed(root, irq));
+            let prefix = format!("irq/{irq}-");
+            let thread = tasks.iter().find(|t| t.comm.starts_with(&prefix));
+            facts.put(
+                &format!("irq.{irq}.thread_prio"),
+                thread.and_then(|t| t.rt_priority).map(|p| p.to_string()),
+            );
         }
     }
 
@@ -143,11 +172,115 @@ fn read_value(root: &Path, rel: &str) -> Option<String> {
     (!line.is_empty()).then(|| line.to_string())
 }
 
+/// `1` when `sys/kernel/realtime` says so (PREEMPT_RT kernels have the file), `0`
+/// when sysfs is there without it.
+fn realtime(root: &Path) -> Option<String> {
+    match read_value(root, "sys/kernel/realtime") {
+        Some(v) => Some(v),
+        None => root.join("sys/kernel").is_dir().then(|| "0".to_string()),
+    }
+}
+
+/// The kernel's build configuration: `boot/config-RELEASE`, else the gzipped
+/// `proc/config.gz` (`CONFIG_IKCONFIG_PROC`).
+fn kernel_config(root: &Path, release: Option<&str>) -> Option<String> {
+    if let Some(r) = release {
+        if let Ok(text) = std::fs::read_to_string(root.join(format!("boot/config-{r}"))) {
+            return Some(text);
+        }
+    }
+    let gz = std::fs::File::open(root.join("proc/config.gz")).ok()?;
+    let mut text = String::new();
+    // A kernel config is a few hundred KiB; more is not a config.
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(flate2::read::GzDecoder::new(gz), 16 << 20),
+        &mut text,
+    )
+    .ok()?;
+    Some(text)
+}
+
+/// `VALUE` of a `KEY=VALUE` line of a kernel config.
+fn config_value(config: &str, key: &str) -> Option<String> {
+    config.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k == key).then(|| v.trim().to_string())
+    })
+}
+
+/// The model a `PREEMPT_DYNAMIC` kernel boots with when `preempt=` does not say: the
+/// build's `CONFIG_PREEMPT_*` choice.
+fn dynamic_default(version: Option<&str>, config: Option<&str>) -> Option<String> {
+    if !version?.split_whitespace().any(|w| w == "PREEMPT_DYNAMIC") {
+        return None;
+    }
+    let config = config?;
+    [
+        ("CONFIG_PREEMPT_NONE", "none"),
+        ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+        ("CONFIG_PREEMPT_LAZY", "lazy"),
+        ("CONFIG_PREEMPT", "full"),
+    ]
+    .into_iter()
+    .find(|(key, _)| config_value(config, key).as_deref() == Some("y"))
+    .map(|(_, model)| model.to_string())
+}
+
+/// The bracketed entry of a sysfs choice file: `always [madvise] never` -> `madvise`.
+fn active_choice(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .map(str::to_string)
+}
+
+/// The soft `Max locked memory` of `proc/self/limits`: bytes or `unlimited`.
+fn memlock(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("proc/self/limits")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max locked memory"))?;
+    let soft = line
+        .get("Max locked memory".len()..)?
+        .split_whitespace()
+        .next()?;
+    (soft == "unlimited" || soft.parse::<u64>().is_ok()).then(|| soft.to_string())
+}
+
+/// A process as the facts need it.
+struct Task {
+    comm: String,
+    /// SCHED_FIFO/RR priority; 0 for other policies; `None` when unreadable.
+    rt_priority: Option<i32>,
+}
+
+/// Every process of `proc/` with its name and real-time priority.
+fn tasks(root: &Path) -> Vec<Task> {
+    numbered_entries(&root.join("proc"), "")
+        .into_iter()
+        .filter_map(|pid| {
+            let comm = read_value(root, &format!("proc/{pid}/comm"))?;
+            let stat = std::fs::read_to_string(root.join(format!("proc/{pid}/stat"))).ok();
+            let rt_priority = stat.as_deref().and_then(rt_priority_from_stat);
+            Some(Task { comm, rt_priority })
+        })
+        .collect()
+}
+
+/// `rt_priority` (field 40) when `policy` (field 41) is SCHED_FIFO or SCHED_RR, else 0.
+/// Fields are counted after the parenthesised name, which may hold spaces.
+fn rt_priority_from_stat(stat: &str) -> Option<i32> {
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state).
+    let prio: i32 = fields.get(40 - 3)?.parse().ok()?;
+    let policy: u32 = fields.get(41 - 3)?.parse().ok()?;
+    Some(if policy == 1 || policy == 2 { prio } else { 0 })
+}
+
 /// The preemption model: the active (parenthesised) entry of debugfs's
 /// `sched/preempt`; otherwise the build's model from the version string. A
 /// `PREEMPT_DYNAMIC` kernel's model is chosen at boot by `preempt=` (default: the
 /// build's `CONFIG_PREEMPT_*`, which the version string does not tell), so without the
-/// debugfs file only an explicit `preempt=` on the command line gives it.
+/// debugfs file only an explicit `preempt=` on the command line gives it here, and
+/// [`dynamic_default`] reads the default from the kernel config.
 fn preempt_model(root: &Path, version: Option<&str>, cmdline: Option<&str>) -> Option<String> {
     if let Some(text) = read_value(root, "sys/kernel/debug/sched/preempt") {
         let active = text
@@ -336,6 +469,39 @@ mod tests {
             Some("none")
         );
         assert_eq!(model("#1 SMP Tue", ""), None);
+        let config = "CONFIG_PREEMPT_BUILD=y\nCONFIG_PREEMPT_NONE=y\nCONFIG_PREEMPT_DYNAMIC=y\n";
+        assert_eq!(
+            dynamic_default(Some("#1 SMP PREEMPT_DYNAMIC @0"), Some(config)).as_deref(),
+            Some("none")
+        );
+        assert_eq!(
+            dynamic_default(Some("#1 SMP PREEMPT @0"), Some(config)),
+            None
+        );
+    }
+
+    #[test]
+    fn stat_fields_give_the_fifo_priority() {
+        let mut stat = String::from("42 (irq/36-virtio1 req) S");
+        for field in 4..=41 {
+            let v = match field {
+                40 => "50",
+                41 => "1",
+                _ => "0",
+            };
+            stat.push(' ');
+            stat.push_str(v);
+        }
+        assert_eq!(rt_priority_from_stat(&stat), Some(50));
+        assert_eq!(
+            rt_priority_from_stat(&stat.replace(" 50 1", " 0 0")),
+            Some(0)
+        );
+        assert_eq!(rt_priority_from_stat("42 (x) S 1"), None);
+        assert_eq!(
+            active_choice("always [madvise] never").as_deref(),
+            Some("madvise")
+        );
     }
 
     #[test]

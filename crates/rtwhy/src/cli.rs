@@ -41,6 +41,11 @@ pub enum Command {
     /// Run one rtwhy-lab load by hand, for a person recording it with `trace-cmd` or
     /// `rtwhy record`; without a scenario, list them. Needs root for most loads.
     Lab(LabArgs),
+    /// Audit this machine's real-time settings (PREEMPT_RT, isolation, IRQ affinities,
+    /// RT throttling, governor, idle states...), each finding with evidence and the fix.
+    /// Reads /proc and /sys only; root sees more. Exit code 0: no warning, 1: warnings or
+    /// errors found, 2: could not run.
+    Doctor(DoctorArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -274,6 +279,25 @@ pub struct TuiArgs {
     /// A trace.dat (version 6 or 7), `trace-cmd report` text, or an `rtwhy record`
     /// session directory (every spike-NNN.dat in it).
     pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DoctorFormat {
+    /// One line per check, with evidence and the fix where something is wrong.
+    Text,
+    /// The `rtwhy.doctor/1` JSON document.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
+    pub format: DoctorFormat,
+    /// Audit the `proc/`, `sys/` and `boot/` tree under this directory instead of this
+    /// machine (a copy from another machine; tests).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
 }
 
 fn parse_threshold(s: &str) -> Result<rtwhy_model::Nanos, String> {

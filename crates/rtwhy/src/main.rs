@@ -2,6 +2,7 @@
 
 mod analyze;
 mod cli;
+mod doctor;
 mod dump;
 mod info;
 mod input;
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
         cli::Command::Cleanup => record::cleanup(),
         cli::Command::Selftest(a) => selftest::run(&a),
         cli::Command::Lab(a) => selftest::lab(&a),
+        cli::Command::Doctor(a) => doctor::run(&a),
     };
     match result {
         Ok(code) => code,
