@@ -24,6 +24,9 @@ command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v perf >/dev/null || missing+=(linux-perf)
 # The TUI's end-to-end test drives the binary in a real terminal.
 command -v tmux >/dev/null || missing+=(tmux)
+# `rtwhy report --bundle` is checked with real tar; the SVG test renders text with resvg.
+command -v tar >/dev/null || missing+=(tar)
+[ -d /usr/share/fonts/truetype/dejavu ] || missing+=(fonts-dejavu-core)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "rtwhy tests need: ${missing[*]}; run this script as root or install them" >&2

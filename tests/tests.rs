@@ -7,5 +7,6 @@ mod cli;
 mod doctor;
 mod fixtures;
 mod mutations;
+mod report;
 mod roundtrip;
 mod tui;

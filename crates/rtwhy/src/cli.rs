@@ -41,6 +41,9 @@ pub enum Command {
     /// Run one rtwhy-lab load by hand, for a person recording it with `trace-cmd` or
     /// `rtwhy record`; without a scenario, list them. Needs root for most loads.
     Lab(LabArgs),
+    /// Write a report to attach to a bug: Markdown, SVG timeline, Perfetto trace, JSON,
+    /// or one .tar.gz bundle with the trace window. Exit code 0: written, 2: error.
+    Report(ReportArgs),
     /// Audit this machine's real-time settings (PREEMPT_RT, isolation, IRQ affinities,
     /// RT throttling, governor, idle states...), each finding with evidence and the fix.
     /// Reads /proc and /sys only; root sees more. Exit code 0: no warning, 1: warnings or
@@ -217,7 +220,7 @@ pub enum AnalyzeFormat {
     Markdown,
 }
 
-/// What counts as a spike, shared by `analyze` and `tui`.
+/// What counts as a spike, shared by `analyze`, `tui` and `report`.
 #[derive(Debug, Args)]
 pub struct AnalysisOpts {
     /// Latency above which a wake-up is a spike (`100us`, `2ms`; a bare number is us).
@@ -279,6 +282,44 @@ pub struct TuiArgs {
     /// A trace.dat (version 6 or 7), `trace-cmd report` text, or an `rtwhy record`
     /// session directory (every spike-NNN.dat in it).
     pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Markdown for a bug report: system, verdict, breakdown, trace lines, fix.
+    Markdown,
+    /// The `rtwhy.analysis/1` JSON document of `rtwhy analyze` (docs/analysis-json.md).
+    Json,
+    /// The text of `rtwhy analyze`.
+    Text,
+    /// An SVG timeline of one spike's window (the worst unless `--spike` says).
+    Svg,
+    /// Chrome/Perfetto trace-event JSON of the spike windows (ui.perfetto.dev).
+    Perfetto,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub opts: AnalysisOpts,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Markdown)]
+    pub format: ReportFormat,
+    /// Only spike N (numbered as `rtwhy analyze` numbers them). Default: every spike
+    /// for `json` and `text`, the 10 worst for `markdown`, `perfetto` and `--bundle`,
+    /// the worst for `svg`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub spike: Option<u32>,
+    /// Write one .tar.gz for a bug: the trace window as trace.dat, the Markdown, an SVG
+    /// per spike, the JSON and the Perfetto trace (`--format` is ignored).
+    #[arg(long)]
+    pub bundle: bool,
+    /// Write here instead of standard output (`--bundle`: default
+    /// `NAME.rtwhy-report.tar.gz` in the current directory). Written whole or not at all.
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// The trace: a capture or trace.dat (version 6 or 7) or `trace-cmd report` text.
+    pub file: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -8,6 +8,7 @@ mod info;
 mod input;
 mod record;
 mod render;
+mod report;
 mod selftest;
 mod tui;
 
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         cli::Command::Cleanup => record::cleanup(),
         cli::Command::Selftest(a) => selftest::run(&a),
         cli::Command::Lab(a) => selftest::lab(&a),
+        cli::Command::Report(a) => report::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
     };
     match result {

@@ -1,0 +1,445 @@
+//! What ran where in a spike's window: per-CPU spans of tasks, hard IRQs and softirqs,
+//! and markers for the moments that matter. Both the SVG and the Perfetto output draw
+//! from this one model, so they always agree.
+
+use std::collections::HashMap;
+
+use rtwhy_model::{softirq_name, Comm, EventKind, Nanos, Spike, SpikeKind};
+
+use crate::Window;
+
+/// What a span shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SpanKind {
+    /// The late thread itself.
+    Victim,
+    /// Another real-time task.
+    RtTask,
+    /// A normal (SCHED_OTHER) task.
+    Task,
+    /// The idle task.
+    Idle,
+    /// A hard interrupt handler.
+    Irq,
+    /// A softirq.
+    Softirq,
+}
+
+impl SpanKind {
+    /// Every kind, in legend order.
+    pub const ALL: [SpanKind; 6] = [
+        SpanKind::Victim,
+        SpanKind::RtTask,
+        SpanKind::Task,
+        SpanKind::Idle,
+        SpanKind::Irq,
+        SpanKind::Softirq,
+    ];
+
+    /// The legend's words.
+    pub fn label(self) -> &'static str {
+        match self {
+            SpanKind::Victim => "late thread",
+            SpanKind::RtTask => "real-time task",
+            SpanKind::Task => "normal task",
+            SpanKind::Idle => "idle",
+            SpanKind::Irq => "hard IRQ",
+            SpanKind::Softirq => "softirq",
+        }
+    }
+
+    /// True for the interrupt track (drawn under the task track).
+    pub fn is_interrupt(self) -> bool {
+        matches!(self, SpanKind::Irq | SpanKind::Softirq)
+    }
+}
+
+/// A stretch of time one thing had a CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// The CPU.
+    pub cpu: u32,
+    /// What ran.
+    pub kind: SpanKind,
+    /// Start (clipped to the window).
+    pub from: Nanos,
+    /// End (clipped to the window).
+    pub to: Nanos,
+    /// `comm-tid`, `IRQ 36 virtio1-req.0` or `NET_RX`.
+    pub label: String,
+    /// The task's thread id (0 for idle and interrupts).
+    pub tid: i32,
+}
+
+/// A moment worth pointing at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    /// The CPU.
+    pub cpu: u32,
+    /// When.
+    pub at: Nanos,
+    /// Short label (`timer expired`, `ran`, `E2`).
+    pub label: String,
+}
+
+/// Spans and markers of one spike's window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timeline {
+    /// Window start.
+    pub from: Nanos,
+    /// Window end.
+    pub to: Nanos,
+    /// The spike's CPU first, then the others that had events, ascending.
+    pub cpus: Vec<u32>,
+    /// Every span, by CPU then time.
+    pub spans: Vec<Span>,
+    /// The spike's start and end, then the evidence events (`E1`...).
+    pub markers: Vec<Marker>,
+}
+
+#[derive(Clone)]
+struct Running {
+    tid: i32,
+    prio: i32,
+    since: Nanos,
+}
+
+struct Cpu {
+    task: Option<Running>,
+    irq: Option<(Nanos, String)>,
+    softirq: Option<(Nanos, u32)>,
+}
+
+/// Builds the timeline of `spike` from the events of `window`.
+pub fn build(spike: &Spike, window: &Window) -> Timeline {
+    let mut names: HashMap<i32, (Comm, i32)> = HashMap::new();
+    let mut cpus: HashMap<u32, Cpu> = HashMap::new();
+    let mut spans = Vec::new();
+    let victim = spike.victim.tid;
+    names.insert(victim, (spike.victim.comm, spike.victim.prio));
+    let task_kind = |tid: i32, prio: i32| {
+        if tid == 0 {
+            SpanKind::Idle
+        } else if tid == victim {
+            SpanKind::Victim
+        } else if (0..100).contains(&prio) {
+            SpanKind::RtTask
+        } else {
+            SpanKind::Task
+        }
+    };
+    let label = |names: &HashMap<i32, (Comm, i32)>, tid: i32| match names.get(&tid) {
+        Some((c, _)) => format!("{c}-{tid}"),
+        None if tid == 0 => "idle".to_string(),
+        None => format!("<...>-{tid}"),
+    };
+    let clip = |t: Nanos| Nanos(t.0.clamp(window.from.0, window.to.0));
+    for ev in &window.events {
+        let cpu = cpus.entry(ev.cpu).or_insert(Cpu {
+            task: None,
+            irq: None,
+            softirq: None,
+        });
+        match &ev.kind {
+            EventKind::SchedSwitch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                next_comm,
+                next_pid,
+                next_prio,
+                ..
+            } => {
+                names.insert(*prev_pid, (*prev_comm, *prev_prio));
+                names.insert(*next_pid, (*next_comm, *next_prio));
+                let since = match &cpu.task {
+                    Some(r) if r.tid == *prev_pid => r.since,
+                    Some(r) => {
+                        // A switch-in that ftrace dropped: what we believed ran ends here.
+                        push_task(&mut spans, ev.cpu, r, ev.ts, &names, task_kind, label);
+                        ev.ts
+                    }
+                    None => window.from,
+                };
+                let prev = Running {
+                    tid: *prev_pid,
+                    prio: *prev_prio,
+                    since,
+                };
+                push_task(&mut spans, ev.cpu, &prev, ev.ts, &names, task_kind, label);
+                cpu.task = Some(Running {
+                    tid: *next_pid,
+                    prio: *next_prio,
+                    since: ev.ts,
+                });
+            }
+            EventKind::IrqHandlerEntry { irq, name } => {
+                cpu.irq = Some((ev.ts, format!("IRQ {irq} {name}")));
+            }
+            EventKind::IrqHandlerExit { irq, .. } => {
+                let (from, name) = cpu
+                    .irq
+                    .take()
+                    .unwrap_or((window.from, format!("IRQ {irq}")));
+                spans.push(Span {
+                    cpu: ev.cpu,
+                    kind: SpanKind::Irq,
+                    from: clip(from),
+                    to: clip(ev.ts),
+                    label: name,
+                    tid: 0,
+                });
+            }
+            EventKind::SoftirqEntry { vec } => cpu.softirq = Some((ev.ts, *vec)),
+            EventKind::SoftirqExit { vec } => {
+                let (from, vec) = cpu.softirq.take().unwrap_or((window.from, *vec));
+                spans.push(Span {
+                    cpu: ev.cpu,
+                    kind: SpanKind::Softirq,
+                    from: clip(from),
+                    to: clip(ev.ts),
+                    label: softirq_name(vec).to_string(),
+                    tid: 0,
+                });
+            }
+            EventKind::SchedWaking {
+                comm, pid, prio, ..
+            }
+            | EventKind::SchedWakeup {
+                comm, pid, prio, ..
+            }
+            | EventKind::SchedWakeupNew {
+                comm, pid, prio, ..
+            } => {
+                names.insert(*pid, (*comm, *prio));
+            }
+            _ => {}
+        }
+        // `common_pid` is the task current on the CPU. ftrace on some kernels drops the
+        // idle-to-task switch, and the window may start between switches: an event of
+        // another task than the one we believe runs tells who does.
+        if !matches!(ev.kind, EventKind::SchedSwitch { .. }) {
+            let since = match &cpu.task {
+                Some(r) if r.tid == ev.pid => None,
+                Some(r) => {
+                    push_task(&mut spans, ev.cpu, r, ev.ts, &names, task_kind, label);
+                    Some(ev.ts)
+                }
+                None => Some(window.from),
+            };
+            if let Some(since) = since {
+                let prio = names.get(&ev.pid).map_or(120, |(_, p)| *p);
+                cpu.task = Some(Running {
+                    tid: ev.pid,
+                    prio,
+                    since,
+                });
+            }
+        }
+    }
+    let mut open: Vec<(u32, Cpu)> = cpus.into_iter().collect();
+    open.sort_by_key(|(c, _)| *c);
+    for (c, cpu) in &open {
+        if let Some(r) = &cpu.task {
+            push_task(&mut spans, *c, r, window.to, &names, task_kind, label);
+        }
+        if let Some((from, name)) = &cpu.irq {
+            spans.push(Span {
+                cpu: *c,
+                kind: SpanKind::Irq,
+                from: clip(*from),
+                to: window.to,
+                label: name.clone(),
+                tid: 0,
+            });
+        }
+        if let Some((from, vec)) = cpu.softirq {
+            spans.push(Span {
+                cpu: *c,
+                kind: SpanKind::Softirq,
+                from: clip(from),
+                to: window.to,
+                label: softirq_name(vec).to_string(),
+                tid: 0,
+            });
+        }
+    }
+    spans.retain(|s| s.to > s.from);
+    spans.sort_by_key(|s| (s.cpu, s.from, s.to));
+
+    let mut lanes: Vec<u32> = open.iter().map(|(c, _)| *c).collect();
+    lanes.retain(|c| *c != spike.cpu);
+    lanes.insert(0, spike.cpu);
+
+    let mut markers = vec![
+        Marker {
+            cpu: spike.cpu,
+            at: spike.start,
+            label: start_label(spike).to_string(),
+        },
+        Marker {
+            cpu: spike.cpu,
+            at: spike.end,
+            label: "ran".to_string(),
+        },
+    ];
+    for (i, e) in spike.evidence.iter().enumerate() {
+        if e.ts >= window.from && e.ts <= window.to {
+            if !lanes.contains(&e.cpu) {
+                lanes.push(e.cpu);
+            }
+            markers.push(Marker {
+                cpu: e.cpu,
+                at: e.ts,
+                label: format!("E{}", i + 1),
+            });
+        }
+    }
+    Timeline {
+        from: window.from,
+        to: window.to,
+        cpus: lanes,
+        spans,
+        markers,
+    }
+}
+
+/// What the start of the latency was, in words.
+pub fn start_label(spike: &Spike) -> &'static str {
+    match spike.kind {
+        SpikeKind::TimerWakeup => "timer expired",
+        SpikeKind::Wakeup => "woken",
+        SpikeKind::Preempted => "preempted",
+        SpikeKind::LockWait => "blocked",
+    }
+}
+
+fn push_task(
+    spans: &mut Vec<Span>,
+    cpu: u32,
+    r: &Running,
+    to: Nanos,
+    names: &HashMap<i32, (Comm, i32)>,
+    kind: impl Fn(i32, i32) -> SpanKind,
+    label: impl Fn(&HashMap<i32, (Comm, i32)>, i32) -> String,
+) {
+    spans.push(Span {
+        cpu,
+        kind: kind(r.tid, r.prio),
+        from: r.since,
+        to,
+        label: label(names, r.tid),
+        tid: r.tid,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use rtwhy_model::{
+        Confidence, Event, Finding, Nanos, Spike, SpikeKind, SpikeSource, TaskRef, TaskState,
+    };
+
+    use super::*;
+
+    fn ev(ts: u64, cpu: u32, pid: i32, kind: EventKind) -> Event {
+        Event {
+            ts: Nanos(ts),
+            cpu,
+            pid,
+            kind,
+        }
+    }
+
+    fn switch(prev: (&str, i32, i32), next: (&str, i32, i32)) -> EventKind {
+        EventKind::SchedSwitch {
+            prev_comm: Comm::new(prev.0),
+            prev_pid: prev.1,
+            prev_prio: prev.2,
+            prev_state: TaskState(0),
+            next_comm: Comm::new(next.0),
+            next_pid: next.1,
+            next_prio: next.2,
+        }
+    }
+
+    fn spike() -> Spike {
+        Spike {
+            id: 1,
+            victim: TaskRef {
+                tid: 10,
+                comm: Comm::new("ctl"),
+                prio: 19,
+            },
+            cpu: 1,
+            kind: SpikeKind::TimerWakeup,
+            source: SpikeSource::Events,
+            start: Nanos(2_000),
+            end: Nanos(8_000),
+            latency_ns: 6_000,
+            end_inferred: false,
+            waker: None,
+            primary: Finding {
+                cause: rtwhy_model::Cause::Irq,
+                confidence: Confidence::High,
+                share: 1.0,
+                summary: String::new(),
+            },
+            contributors: Vec::new(),
+            breakdown: Vec::new(),
+            evidence: Vec::new(),
+            remediation: Vec::new(),
+            missing: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn spans_follow_switches_interrupts_and_the_current_pid() {
+        let window = Window {
+            from: Nanos(0),
+            to: Nanos(10_000),
+            events: vec![
+                // CPU 0 has no switch: its events say who is current.
+                ev(500, 0, 33, EventKind::SoftirqRaise { vec: 3 }),
+                ev(
+                    1_000,
+                    1,
+                    20,
+                    switch(("hog", 20, 120), ("swapper/1", 0, 120)),
+                ),
+                ev(
+                    3_000,
+                    1,
+                    0,
+                    EventKind::IrqHandlerEntry {
+                        irq: 36,
+                        name: "virtio1-req.0".into(),
+                    },
+                ),
+                ev(5_000, 1, 0, EventKind::IrqHandlerExit { irq: 36, ret: 1 }),
+                // The idle-to-victim switch was dropped: the victim's own event shows it.
+                ev(8_000, 1, 10, EventKind::SoftirqRaise { vec: 1 }),
+            ],
+        };
+        let t = build(&spike(), &window);
+        assert_eq!(t.cpus, vec![1, 0], "the spike's CPU comes first");
+        let on = |cpu: u32| -> Vec<(SpanKind, u64, u64, &str)> {
+            t.spans
+                .iter()
+                .filter(|s| s.cpu == cpu)
+                .map(|s| (s.kind, s.from.0, s.to.0, s.label.as_str()))
+                .collect()
+        };
+        assert_eq!(
+            on(1),
+            vec![
+                (SpanKind::Task, 0, 1_000, "hog-20"),
+                (SpanKind::Idle, 1_000, 8_000, "swapper/1-0"),
+                (SpanKind::Irq, 3_000, 5_000, "IRQ 36 virtio1-req.0"),
+                (SpanKind::Victim, 8_000, 10_000, "ctl-10"),
+            ]
+        );
+        assert_eq!(on(0), vec![(SpanKind::Task, 0, 10_000, "<...>-33")]);
+        let labels: Vec<&str> = t.markers.iter().map(|m| m.label.as_str()).collect();
+        assert_eq!(labels, ["timer expired", "ran"]);
+    }
+}

@@ -1,0 +1,430 @@
+//! `rtwhy report`: the analysis of a trace as a bug report (Markdown, SVG, Perfetto,
+//! JSON, text) or as one `.tar.gz` bundle with the trace window that proves it.
+
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use rtwhy_analyze::Analysis;
+use rtwhy_decode::print::Printer;
+use rtwhy_decode::text::TextReader;
+use rtwhy_decode::tracedat::{TraceBuilder, TraceFile};
+use rtwhy_decode::typed::EventDecoder;
+use rtwhy_model::{EventKind, Nanos, Spike, FACT_PREFIX};
+use rtwhy_report::markdown::{self, Links};
+use rtwhy_report::{Report, SpikeReport, Window};
+
+use crate::analyze::{analyze_file, Source};
+use crate::cli::{AnalysisOpts, ReportArgs, ReportFormat};
+use crate::input::{self, Input};
+use crate::render;
+
+/// History kept before the first spike in a bundle's trace window: enough for the
+/// analyzer to see the victim's previous sleep and timer, as a capture has.
+const BUNDLE_BEFORE: u64 = 500_000_000;
+/// Events kept after the last spike in a bundle's trace window.
+const BUNDLE_AFTER: u64 = 10_000_000;
+/// Most spikes a Markdown report, SVG, Perfetto trace or bundle shows: the worst ones.
+const MAX_SHOWN: usize = 10;
+/// The trace window's name inside a bundle.
+const BUNDLE_TRACE: &str = "trace-window.dat";
+
+pub fn run(args: &ReportArgs) -> Result<ExitCode> {
+    let out = match (&args.out, args.bundle) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => Some(default_bundle_name(&args.file)),
+        (None, false) => None,
+    };
+    if let Some(p) = &out {
+        check_out(p)?;
+    }
+    let (analysis, source) = analyze_file(&args.file, args.opts.config())?;
+    let mut selected = select(&analysis, args)?;
+    let bundle = args.bundle;
+    let everything = matches!(args.format, ReportFormat::Json | ReportFormat::Text) && !bundle;
+    if !everything && selected.len() > MAX_SHOWN {
+        // A bug report with hundreds of spikes is read by nobody: the worst ones, in
+        // trace order.
+        selected.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+        selected.truncate(MAX_SHOWN);
+        selected.sort_by_key(|s| s.id);
+    }
+    if args.format == ReportFormat::Svg && !bundle {
+        // One picture: the chosen spike, else the worst.
+        let worst = selected.iter().copied().max_by_key(|s| s.latency_ns);
+        selected = worst.into_iter().collect();
+        if selected.is_empty() {
+            bail!(
+                "{}: no spike above {} to draw; lower --threshold or pick one with --spike",
+                source.path,
+                rtwhy_model::human_duration(analysis.threshold.0)
+            );
+        }
+    }
+    let (spikes, window_dat) = collect(&args.file, &selected, bundle)?;
+    let shown: Vec<u32> = selected.iter().map(|s| s.id).collect();
+    let mut filtered = analysis.clone();
+    filtered.spikes.retain(|s| shown.contains(&s.id));
+    let trace_name = if bundle {
+        BUNDLE_TRACE.to_string()
+    } else {
+        source.path.clone()
+    };
+    let mut facts = analysis.facts.clone();
+    if let Some(iso) = &args.opts.isolated {
+        facts.isolated = iso.clone();
+        facts.isolated_source = Some("--isolated".to_string());
+    }
+    let report = Report {
+        source: source.path.clone(),
+        facts,
+        threshold: analysis.threshold,
+        events: analysis.events,
+        reproduce: reproduce(&args.opts, &trace_name),
+        spikes,
+        spikes_found: analysis.spikes.len(),
+    };
+
+    if bundle {
+        let Some(path) = out else {
+            bail!("--bundle needs an output file");
+        };
+        let Some(dat) = window_dat else {
+            bail!(
+                "{}: --bundle needs a trace.dat (report text cannot be cut into a trace window); use --format markdown",
+                source.path
+            );
+        };
+        let mut members = vec![
+            (BUNDLE_TRACE.to_string(), dat),
+            (
+                "report.md".to_string(),
+                markdown::render(&report, &Links { svgs: true }).into_bytes(),
+            ),
+        ];
+        for s in &report.spikes {
+            members.push((markdown::svg_name(s.spike.id), s.svg().into_bytes()));
+        }
+        members.push(("analysis.json".to_string(), json_bytes(&filtered, &source)?));
+        members.push((
+            "perfetto.json".to_string(),
+            serde_json::to_vec_pretty(&report.perfetto())?,
+        ));
+        let root = path
+            .file_name()
+            .map(|n| n.to_string_lossy().trim_end_matches(".tar.gz").to_string())
+            .unwrap_or_else(|| "rtwhy-report".to_string());
+        let mtime = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let mut archive = Vec::new();
+        rtwhy_report::bundle::write(&mut archive, &path, &root, &members, mtime)?;
+        write_out(&path, &archive)?;
+        eprintln!(
+            "rtwhy: wrote {} ({} spike{}: {})",
+            path.display(),
+            report.spikes.len(),
+            if report.spikes.len() == 1 { "" } else { "s" },
+            members
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let bytes = match args.format {
+        ReportFormat::Markdown => markdown::render(&report, &Links::default()).into_bytes(),
+        ReportFormat::Json => json_bytes(&filtered, &source)?,
+        ReportFormat::Text => {
+            let mut v = Vec::new();
+            render::text(&mut v, &filtered, &source)?;
+            v
+        }
+        ReportFormat::Svg => report
+            .spikes
+            .first()
+            .map(|s| s.svg().into_bytes())
+            .unwrap_or_default(),
+        ReportFormat::Perfetto => {
+            let mut v = serde_json::to_vec_pretty(&report.perfetto())?;
+            v.push(b'\n');
+            v
+        }
+    };
+    match &out {
+        Some(p) => write_out(p, &bytes)?,
+        None => {
+            let mut so = std::io::stdout().lock();
+            so.write_all(&bytes)?;
+            so.flush()?;
+        }
+    }
+    for w in &source.warnings {
+        eprintln!("rtwhy: warning: {}: {w}", source.path);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn json_bytes(a: &Analysis, src: &Source) -> Result<Vec<u8>> {
+    let mut v = serde_json::to_vec_pretty(&render::json(a, src))?;
+    v.push(b'\n');
+    Ok(v)
+}
+
+/// `NAME.rtwhy-report.tar.gz` in the current directory for trace `NAME.dat`.
+fn default_bundle_name(file: &Path) -> PathBuf {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".to_string());
+    PathBuf::from(format!("{stem}.rtwhy-report.tar.gz"))
+}
+
+/// Fails early, before the analysis, when `--out` cannot be written.
+fn check_out(p: &Path) -> Result<()> {
+    if p.is_dir() {
+        bail!("--out {} is a directory; give a file name", p.display());
+    }
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        bail!(
+            "--out {}: directory {} does not exist; create it or write elsewhere",
+            p.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
+fn write_out(p: &Path, bytes: &[u8]) -> Result<()> {
+    rtwhy_record::capture::write_atomic(p, |w| w.write_all(bytes))
+        .with_context(|| format!("--out {}: choose a writable file", p.display()))?;
+    Ok(())
+}
+
+/// The spikes to report: `--spike N` or all.
+fn select<'a>(a: &'a Analysis, args: &ReportArgs) -> Result<Vec<&'a Spike>> {
+    match args.spike {
+        None => Ok(a.spikes.iter().collect()),
+        Some(n) => match a.spikes.iter().find(|s| s.id == n) {
+            Some(s) => Ok(vec![s]),
+            None => bail!(
+                "{}: there is no spike {n} (the analysis found {} above {}); see `rtwhy analyze`",
+                args.file.display(),
+                a.spikes.len(),
+                rtwhy_model::human_duration(a.threshold.0)
+            ),
+        },
+    }
+}
+
+/// `word` as one shell word: as is when that is safe, else in single quotes.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The `rtwhy analyze` command line that gives the same spikes from `file`.
+fn reproduce(a: &AnalysisOpts, file: &str) -> String {
+    let t = a.threshold.0;
+    let mut cmd = if t % 1_000 == 0 {
+        format!("rtwhy analyze --threshold {}us", t / 1_000)
+    } else {
+        format!("rtwhy analyze --threshold {t}ns")
+    };
+    let ids = |v: &[i32]| {
+        v.iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if !a.pid.is_empty() {
+        cmd.push_str(&format!(" --pid {}", ids(&a.pid)));
+    }
+    if !a.tid.is_empty() {
+        cmd.push_str(&format!(" --tid {}", ids(&a.tid)));
+    }
+    for c in &a.comm {
+        cmd.push_str(&format!(" --comm {}", shell_word(c)));
+    }
+    if let Some(iso) = &a.isolated {
+        cmd.push_str(&format!(" --isolated {iso}"));
+    }
+    format!("{cmd} {}", shell_word(file))
+}
+
+/// Reads the trace again for each spike's window of events and its decisive lines
+/// (printed the way `trace-cmd report` prints them), and with `bundle`, cuts the trace
+/// window as a trace.dat.
+fn collect(
+    path: &Path,
+    spikes: &[&Spike],
+    bundle: bool,
+) -> Result<(Vec<SpikeReport>, Option<Vec<u8>>)> {
+    let display = path.display().to_string();
+    let mut reports: Vec<SpikeReport> = spikes
+        .iter()
+        .map(|s| {
+            let (from, to) = Window::around(s);
+            SpikeReport {
+                spike: (*s).clone(),
+                window: Window {
+                    from,
+                    to,
+                    events: Vec::new(),
+                },
+                trace_lines: s.evidence.iter().map(|e| e.line.clone()).collect(),
+            }
+        })
+        .collect();
+    match input::open(path)? {
+        Input::TraceDat(file) => {
+            let dat =
+                window_from_dat(&file, &mut reports, bundle).with_context(|| display.clone())?;
+            Ok((reports, dat))
+        }
+        Input::Text => {
+            let f = std::fs::File::open(path).with_context(|| format!("cannot open {display}"))?;
+            let mut reader = TextReader::new(BufReader::new(f));
+            while let Some(ev) = reader.next_event() {
+                let ev = ev.with_context(|| display.clone())?;
+                for r in reports.iter_mut() {
+                    if ev.ts >= r.window.from && ev.ts <= r.window.to {
+                        r.window.events.push(ev.clone());
+                    }
+                }
+            }
+            Ok((reports, None))
+        }
+    }
+}
+
+fn window_from_dat(
+    file: &TraceFile,
+    reports: &mut [SpikeReport],
+    bundle: bool,
+) -> Result<Option<Vec<u8>>> {
+    let meta = file.meta();
+    let mut decoder = EventDecoder::new();
+    let mut printer = Printer::new(meta);
+    let cuts: Vec<(Nanos, Nanos)> = reports
+        .iter()
+        .map(|r| {
+            (
+                Nanos(r.spike.start.0.saturating_sub(BUNDLE_BEFORE)),
+                Nanos(r.spike.end.0.saturating_add(BUNDLE_AFTER)),
+            )
+        })
+        .collect();
+    let mut builder = if bundle {
+        let page = file
+            .default_buffer()
+            .map_or(meta.page_size, |b| b.page_size);
+        let mut b = TraceBuilder::like(meta, page);
+        if let Some(u) = &file.info().uname {
+            b.writer_mut().set_uname(u);
+        }
+        Some(b)
+    } else {
+        None
+    };
+    let mut found = vec![vec![false; 0]; reports.len()];
+    for (f, r) in found.iter_mut().zip(reports.iter()) {
+        *f = vec![false; r.spike.evidence.len()];
+    }
+    let mut records = file.records()?;
+    let mut current = "";
+    let mut line = String::new();
+    let mut max_cpu = 0u32;
+    while records.advance()? {
+        let name = records.buffer_name();
+        let Some(rec) = records.current() else { break };
+        if name != current {
+            printer.set_instance(name);
+            current = name;
+        }
+        let ev = decoder.decode(meta, &rec);
+        let tag = format!(" {}:", ev.kind.name());
+        for (r, seen) in reports.iter_mut().zip(found.iter_mut()) {
+            if ev.ts >= r.window.from && ev.ts <= r.window.to {
+                r.window.events.push(ev.clone());
+            }
+            for (i, e) in r.spike.evidence.iter().enumerate() {
+                if !seen[i] && e.ts == ev.ts && e.cpu == ev.cpu && e.line.contains(&tag) {
+                    line.clear();
+                    printer.write_report(&rec, &mut line);
+                    if let Some(slot) = r.trace_lines.get_mut(i) {
+                        *slot = line.trim_end().to_string();
+                    }
+                    seen[i] = true;
+                }
+            }
+        }
+        if let Some(b) = builder.as_mut() {
+            let keep = cuts.iter().any(|(from, to)| ev.ts >= *from && ev.ts <= *to)
+                || matches!(&ev.kind, EventKind::Print { text } if text.starts_with(FACT_PREFIX));
+            // Instances go into the one buffer of the window: the analyzer reads every
+            // buffer alike, and a capture's events live in rtwhy's instance.
+            if keep {
+                b.push(rec.cpu, rec.ts, rec.data).map_err(|e| {
+                    anyhow::anyhow!("cannot cut the trace window at {}: {e}", ev.ts)
+                })?;
+                max_cpu = max_cpu.max(rec.cpu);
+            }
+        }
+    }
+    let Some(mut b) = builder else {
+        return Ok(None);
+    };
+    let cpus = file
+        .buffers()
+        .iter()
+        .flat_map(|b| &b.cpus)
+        .map(|c| c.cpu + 1)
+        .max()
+        .unwrap_or(max_cpu + 1);
+    b.writer_mut().set_cpu_count(cpus as usize);
+    let mut bytes = Vec::new();
+    b.finish(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reproduce_lines_quote_only_what_the_shell_would_split() {
+        let args = AnalysisOpts {
+            threshold: Nanos(150_000),
+            pid: Vec::new(),
+            tid: vec![7, 8],
+            comm: vec!["lto cgu.09".to_string(), "cyclictest".to_string()],
+            isolated: rtwhy_model::CpuList::parse("1-2"),
+        };
+        assert_eq!(
+            reproduce(&args, "my trace.dat"),
+            "rtwhy analyze --threshold 150us --tid 7,8 --comm 'lto cgu.09' --comm cyclictest --isolated 1-2 'my trace.dat'"
+        );
+        let odd = AnalysisOpts {
+            threshold: Nanos(1_500),
+            ..args
+        };
+        assert!(reproduce(&odd, "it's.dat").starts_with("rtwhy analyze --threshold 1500ns"));
+        assert!(reproduce(&odd, "it's.dat").ends_with(" 'it'\\''s.dat'"));
+    }
+}
