@@ -282,7 +282,7 @@ fn a_broken_config_names_the_irq_the_throttling_and_the_governor() {
     assert_eq!(o.status.code(), Some(1));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("ERROR    irq_affinity     1 device IRQ may run on the isolated CPUs 1"),
+        text.contains("ERROR    irq_affinity     1 device IRQ may run on the isolated CPU 1"),
         "{text}"
     );
     assert!(

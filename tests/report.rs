@@ -580,6 +580,7 @@ fn recorded_facts_fill_the_system_summary_of_report_text_input() {
         "kernel.preempt=none",
         "kernel.cmdline=console=ttyS0 isolcpus=1 rcu_nocbs=1",
         "kernel.hz=250",
+        "cpu.count=2",
         "kernel.realtime=0",
         "sched.rt_runtime_us=950000",
         "sched.rt_period_us=1000000",
@@ -612,6 +613,16 @@ fn recorded_facts_fill_the_system_summary_of_report_text_input() {
         assert!(md.contains(row), "no {row:?} in\n{md}");
     }
     assert!(md.contains("**Verdict: softirq**"), "{md}");
+    // doctor's checks on the recorded facts: what the machine's settings cost.
+    for finding in [
+        "- **warning** `preempt_rt`: not a PREEMPT_RT kernel",
+        "- **warning** `preempt_model`: preemption model none",
+        "- **warning** `isolation`: CPU 1 is isolated, but the command line lacks nohz_full, irqaffinity, kthread_cpus; fix: add to the kernel command line: nohz_full=1 irqaffinity=0 kthread_cpus=0",
+        "- **warning** `cpu_governor`:",
+    ] {
+        assert!(md.contains(finding), "no {finding:?} in\n{md}");
+    }
+    assert!(!md.contains("`rt_throttling`"), "{md}");
     // Report text cannot become a trace.dat window.
     let o = report(
         &[

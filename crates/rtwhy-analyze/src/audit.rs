@@ -168,6 +168,24 @@ fn preempt_model(facts: &SystemFacts) -> AuditFinding {
     }
 }
 
+/// `CPU 1` or `CPUs 2-3`.
+fn cpus(list: &CpuList) -> String {
+    if list.0.len() == 1 {
+        format!("CPU {list}")
+    } else {
+        format!("CPUs {list}")
+    }
+}
+
+/// `is` or `are` for `list`.
+fn is_are(list: &CpuList) -> &'static str {
+    if list.0.len() == 1 {
+        "is"
+    } else {
+        "are"
+    }
+}
+
 /// CPUs that are not isolated, of the `facts.cpus` the machine has.
 fn housekeeping(facts: &SystemFacts) -> Option<CpuList> {
     let n = facts.cpus?;
@@ -204,7 +222,8 @@ fn isolation(facts: &SystemFacts) -> AuditFinding {
     evidence.insert(
         0,
         format!(
-            "isolated CPUs {iso} ({})",
+            "isolated {} ({})",
+            cpus(&facts.isolated),
             facts.isolated_source.as_deref().unwrap_or("recorded")
         ),
     );
@@ -226,7 +245,9 @@ fn isolation(facts: &SystemFacts) -> AuditFinding {
             "isolation",
             Severity::Ok,
             format!(
-                "CPUs {iso} are isolated with nohz_full, rcu_nocbs, irqaffinity and kthread_cpus"
+                "{} {} isolated with nohz_full, rcu_nocbs, irqaffinity and kthread_cpus",
+                cpus(&facts.isolated),
+                is_are(&facts.isolated)
             ),
             evidence,
             None,
@@ -236,7 +257,9 @@ fn isolation(facts: &SystemFacts) -> AuditFinding {
             "isolation",
             Severity::Warning,
             format!(
-                "CPUs {iso} are isolated, but the command line lacks {}",
+                "{} {} isolated, but the command line lacks {}",
+                cpus(&facts.isolated),
+                is_are(&facts.isolated),
                 missing
                     .iter()
                     .map(|m| m.split('=').next().unwrap_or_default())
@@ -320,8 +343,8 @@ fn irq_affinity(facts: &SystemFacts) -> AuditFinding {
             "irq_affinity",
             Severity::Ok,
             format!(
-                "no device IRQ may run on the isolated CPUs {}",
-                facts.isolated
+                "no device IRQ may run on the isolated {}",
+                cpus(&facts.isolated)
             ),
             Vec::new(),
             None,
@@ -331,10 +354,10 @@ fn irq_affinity(facts: &SystemFacts) -> AuditFinding {
             "irq_affinity",
             Severity::Error,
             format!(
-                "{} device IRQ{} may run on the isolated CPUs {}",
+                "{} device IRQ{} may run on the isolated {}",
                 evidence.len(),
                 if evidence.len() == 1 { "" } else { "s" },
-                facts.isolated
+                cpus(&facts.isolated)
             ),
             evidence,
             Some(fixes.join("; ")),

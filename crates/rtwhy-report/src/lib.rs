@@ -22,6 +22,7 @@
 //!     reproduce: "rtwhy analyze --threshold 100us capture-001.dat".to_string(),
 //!     spikes: Vec::new(),
 //!     spikes_found: 0,
+//!     audit: Vec::new(),
 //! };
 //! let md = markdown::render(&report, &markdown::Links::default());
 //! assert!(md.contains("| Preemption model | none |"));
@@ -39,7 +40,7 @@ pub mod timeline;
 
 use std::path::PathBuf;
 
-use rtwhy_model::{Event, Nanos, Spike, SystemFacts};
+use rtwhy_model::{AuditFinding, Event, Nanos, Spike, SystemFacts};
 
 pub use rtwhy_model::human_duration;
 
@@ -112,6 +113,8 @@ pub struct Report {
     pub spikes: Vec<SpikeReport>,
     /// Spikes the analysis found (some may not be shown).
     pub spikes_found: usize,
+    /// `rtwhy doctor`'s findings on the recorded facts; warnings and errors are shown.
+    pub audit: Vec<AuditFinding>,
 }
 
 impl SpikeReport {

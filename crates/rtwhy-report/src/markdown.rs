@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use rtwhy_model::{human_duration, Spike, SpikeSource};
+use rtwhy_model::{human_duration, AuditFinding, Severity, Spike, SpikeSource};
 
 use crate::{system, Report, SpikeReport};
 
@@ -85,6 +85,25 @@ pub fn render(report: &Report, links: &Links) -> String {
     let _ = writeln!(out, "| | |\n|---|---|");
     for (k, v) in system::rows(&report.facts) {
         let _ = writeln!(out, "| {k} | {} |", cell(&v));
+    }
+
+    let costly: Vec<&AuditFinding> = report
+        .audit
+        .iter()
+        .filter(|f| f.severity >= Severity::Warning)
+        .collect();
+    if !costly.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSettings of the recording machine that cost latency (the checks of `rtwhy doctor` on the recorded facts):\n"
+        );
+        for f in costly {
+            let _ = write!(out, "- **{}** `{}`: {}", f.severity, f.check, f.summary);
+            if let Some(fix) = &f.fix {
+                let _ = write!(out, "; fix: {fix}");
+            }
+            out.push('\n');
+        }
     }
 
     for s in &report.spikes {

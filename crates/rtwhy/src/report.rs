@@ -78,12 +78,13 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     }
     let report = Report {
         source: source.path.clone(),
-        facts,
+        facts: facts.clone(),
         threshold: analysis.threshold,
         events: analysis.events,
         reproduce: reproduce(&args.opts, &trace_name),
         spikes,
         spikes_found: analysis.spikes.len(),
+        audit: rtwhy_analyze::audit(&facts),
     };
 
     if bundle {
