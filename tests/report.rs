@@ -115,7 +115,50 @@ fn markdown_of_every_cause_matches_its_snapshot() {
             assert!(md.contains(needle), "{cause}: no {needle:?} in\n{md}");
         }
         insta::assert_snapshot!(format!("markdown_{cause}"), md);
+        // The decisive lines are trace-cmd's own lines: a reader can find each of them
+        // in `trace-cmd report` of the attached trace.
+        if require("trace-cmd") {
+            let tc = Command::new("trace-cmd")
+                .current_dir(workspace())
+                .args(["report", &trace])
+                .output()
+                .expect("trace-cmd");
+            let report_text = String::from_utf8_lossy(&tc.stdout);
+            let lines: std::collections::HashSet<&str> = report_text.lines().collect();
+            let decisive: Vec<&str> = md
+                .lines()
+                .filter(|l| {
+                    l.starts_with('E') && l.as_bytes().get(1).is_some_and(u8::is_ascii_digit)
+                })
+                .map(|l| l.get(4..).unwrap_or_default())
+                .collect();
+            assert!(!decisive.is_empty(), "{cause}: no decisive lines");
+            // The event's header (buffer, task, CPU, time, event name) always matches;
+            // the fields too, except where this trace-cmd has a print plugin rtwhy's
+            // printer lacks (libtraceevent's futex plugin decodes `op=FUTEX_...`).
+            let headers: std::collections::HashSet<&str> =
+                lines.iter().filter_map(|l| header(l)).collect();
+            for l in decisive {
+                assert!(
+                    header(l).is_some_and(|h| headers.contains(h)),
+                    "{cause}: no such event in trace-cmd's report: {l}"
+                );
+                if !l.contains(" sys_enter_futex: ") {
+                    assert!(lines.contains(l), "{cause}: not a trace-cmd line: {l}");
+                }
+            }
+        }
     }
+}
+
+/// A `trace-cmd report` line up to and including its event name.
+fn header(line: &str) -> Option<&str> {
+    // `[CPU]  secs.usecs: event_name:` - the event name ends at the second ': '.
+    let ts_end = line.find("]  ")?;
+    let after = line.get(ts_end..)?;
+    let first = after.find(": ")?;
+    let second = after.get(first + 2..)?.find(':')?;
+    line.get(..ts_end + first + 2 + second + 1)
 }
 
 /// A trace with many spikes gives a report of the worst few, and says so.

@@ -24,15 +24,10 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
     let mut printer = Printer::new(meta);
     let mut records = file.records()?;
     let mut line = String::with_capacity(512);
-    let mut current_buffer = "";
     while records.advance()? {
+        printer.set_instance(records.buffer_name());
         let Some(rec) = records.current() else { break };
         line.clear();
-        let name = records.buffer_name();
-        if name != current_buffer {
-            printer.set_instance(name);
-            current_buffer = name;
-        }
         if args.raw {
             printer.write_raw(&rec, &mut line);
         } else {

@@ -348,17 +348,29 @@ fn window_from_dat(
         *f = vec![false; r.spike.evidence.len()];
     }
     let mut records = file.records()?;
-    let mut current = "";
     let mut line = String::new();
     let mut max_cpu = 0u32;
+    // The printer learns task names from the sched events it prints, as trace-cmd does;
+    // it sees all of them up to the last decisive line so names come out the same.
+    let last_evidence = reports
+        .iter()
+        .flat_map(|r| r.spike.evidence.iter().map(|e| e.ts))
+        .max();
     while records.advance()? {
-        let name = records.buffer_name();
+        printer.set_instance(records.buffer_name());
         let Some(rec) = records.current() else { break };
-        if name != current {
-            printer.set_instance(name);
-            current = name;
-        }
         let ev = decoder.decode(meta, &rec);
+        if last_evidence.is_some_and(|t| ev.ts <= t)
+            && matches!(
+                ev.kind,
+                EventKind::SchedSwitch { .. }
+                    | EventKind::SchedWakeup { .. }
+                    | EventKind::SchedWakeupNew { .. }
+            )
+        {
+            line.clear();
+            printer.write_report(&rec, &mut line);
+        }
         let tag = format!(" {}:", ev.kind.name());
         for (r, seen) in reports.iter_mut().zip(found.iter_mut()) {
             if ev.ts >= r.window.from && ev.ts <= r.window.to {

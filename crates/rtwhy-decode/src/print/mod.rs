@@ -145,7 +145,15 @@ impl<'m> Printer<'m> {
 
     /// Names the buffer the records come from. trace-cmd starts every line of an
     /// instance buffer with `name: `; the top-level buffer (empty name) has no prefix.
+    /// Cheap when the name has not changed, so call it for every record.
     pub fn set_instance(&mut self, name: &str) {
+        let same = match &self.instance {
+            Some(prefix) => prefix.strip_suffix(": ") == Some(name),
+            None => name.is_empty(),
+        };
+        if same {
+            return;
+        }
         self.instance = if name.is_empty() {
             None
         } else {
