@@ -88,6 +88,13 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     };
 
     if bundle {
+        if report.spikes.is_empty() {
+            bail!(
+                "{}: no spike above {} to put in a bundle; lower --threshold or check --comm/--tid",
+                source.path,
+                rtwhy_model::human_duration(analysis.threshold.0)
+            );
+        }
         let Some(path) = out else {
             bail!("--bundle needs an output file");
         };
@@ -322,15 +329,16 @@ fn window_from_dat(
     let meta = file.meta();
     let mut decoder = EventDecoder::new();
     let mut printer = Printer::new(meta);
-    let cuts: Vec<(Nanos, Nanos)> = reports
-        .iter()
-        .map(|r| {
-            (
-                Nanos(r.spike.start.0.saturating_sub(BUNDLE_BEFORE)),
-                Nanos(r.spike.end.0.saturating_add(BUNDLE_AFTER)),
-            )
-        })
-        .collect();
+    // One contiguous stretch: a gap between two cut-out pieces would read as time with
+    // no events (hwlat) to the analyzer.
+    let first = reports.iter().map(|r| r.spike.start).min();
+    let last = reports.iter().map(|r| r.spike.end).max();
+    let cut = first.zip(last).map(|(a, b)| {
+        (
+            Nanos(a.0.saturating_sub(BUNDLE_BEFORE)),
+            Nanos(b.0.saturating_add(BUNDLE_AFTER)),
+        )
+    });
     let mut builder = if bundle {
         let page = file
             .default_buffer()
@@ -387,8 +395,8 @@ fn window_from_dat(
                 }
             }
         }
-        if let Some(b) = builder.as_mut() {
-            let keep = cuts.iter().any(|(from, to)| ev.ts >= *from && ev.ts <= *to)
+        if let (Some(b), Some((from, to))) = (builder.as_mut(), cut) {
+            let keep = (ev.ts >= from && ev.ts <= to)
                 || matches!(&ev.kind, EventKind::Print { text } if text.starts_with(FACT_PREFIX));
             // Instances go into the one buffer of the window: the analyzer reads every
             // buffer alike, and a capture's events live in rtwhy's instance.
