@@ -366,6 +366,23 @@ fn svg_timelines_render_with_the_expected_lanes() {
         softirq > 100,
         "softirq track holds {softirq} softirq pixels"
     );
+    // The hwlat spike: the stopped CPU shows as a stretch with no events under the
+    // latency.
+    let (trace, args) = fixture("hwlat");
+    let svg_text = stdout_of(report(&["--format", "svg"], &trace, &args));
+    let pic = render(&svg_text, "hwlat");
+    let lx = attr_after(&svg_text, "id=\"latency\"", "x");
+    let lw = attr_after(&svg_text, "id=\"latency\"", "width");
+    let silent = pic.count_in_row(
+        (i0 + i1) / 2.0,
+        lx,
+        lx + lw,
+        rgb(svg::colour(rtwhy_report::timeline::SpanKind::NoEvents)),
+    );
+    assert!(
+        silent as f64 > lw * 0.8,
+        "only {silent} of {lw} latency pixels show no events"
+    );
 }
 
 /// Checks a Chrome trace-event document against the format's rules; returns the

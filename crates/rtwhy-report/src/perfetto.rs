@@ -108,6 +108,7 @@ pub fn document(spikes: &[(&SpikeReport, &Timeline)]) -> Value {
             let (tid, cat) = match sp.kind {
                 SpanKind::Irq => (irq_tid(sp.cpu), "irq"),
                 SpanKind::Softirq => (irq_tid(sp.cpu), "softirq"),
+                SpanKind::NoEvents => (irq_tid(sp.cpu), "no_events"),
                 SpanKind::Idle => (task_tid(sp.cpu), "idle"),
                 SpanKind::Victim => (task_tid(sp.cpu), "victim"),
                 SpanKind::RtTask => (task_tid(sp.cpu), "rt"),

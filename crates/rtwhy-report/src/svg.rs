@@ -36,6 +36,7 @@ pub fn colour(kind: SpanKind) -> &'static str {
         SpanKind::Idle => "#dddddd",
         SpanKind::Irq => "#e69f00",
         SpanKind::Softirq => "#cc79a7",
+        SpanKind::NoEvents => "#555555",
     }
 }
 
@@ -227,7 +228,17 @@ pub fn render(spike: &Spike, timeline: &Timeline) -> String {
                 human_duration(sp.to.0 - sp.from.0),
                 human_duration(sp.from.0.saturating_sub(timeline.from.0))
             );
-            if !sp.kind.is_interrupt() {
+            if sp.kind == SpanKind::NoEvents {
+                if let Some(text) = fit(&sp.label, ((w - 4.0) / 5.0) as usize) {
+                    let _ = writeln!(
+                        s,
+                        r##"<text x="{:.1}" y="{:.1}" font-size="8" fill="#ffffff">{}</text>"##,
+                        a + 2.0,
+                        i0 + 8.0,
+                        esc(&text)
+                    );
+                }
+            } else if !sp.kind.is_interrupt() {
                 if let Some(text) = fit(&sp.label, ((w - 4.0) / 6.6) as usize) {
                     let fill = if sp.kind == SpanKind::Idle {
                         "#333333"

@@ -23,17 +23,20 @@ pub enum SpanKind {
     Irq,
     /// A softirq.
     Softirq,
+    /// A stretch with no event at all on the CPU (a stopped CPU or vCPU looks like this).
+    NoEvents,
 }
 
 impl SpanKind {
     /// Every kind, in legend order.
-    pub const ALL: [SpanKind; 6] = [
+    pub const ALL: [SpanKind; 7] = [
         SpanKind::Victim,
         SpanKind::RtTask,
         SpanKind::Task,
         SpanKind::Idle,
         SpanKind::Irq,
         SpanKind::Softirq,
+        SpanKind::NoEvents,
     ];
 
     /// The legend's words.
@@ -45,12 +48,14 @@ impl SpanKind {
             SpanKind::Idle => "idle",
             SpanKind::Irq => "hard IRQ",
             SpanKind::Softirq => "softirq",
+            SpanKind::NoEvents => "no events",
         }
     }
 
-    /// True for the interrupt track (drawn under the task track).
+    /// True for the interrupt track (drawn under the task track), which also shows
+    /// stretches without events.
     pub fn is_interrupt(self) -> bool {
-        matches!(self, SpanKind::Irq | SpanKind::Softirq)
+        matches!(self, SpanKind::Irq | SpanKind::Softirq | SpanKind::NoEvents)
     }
 }
 
@@ -134,7 +139,26 @@ pub fn build(spike: &Spike, window: &Window) -> Timeline {
         None => format!("<...>-{tid}"),
     };
     let clip = |t: Nanos| Nanos(t.0.clamp(window.from.0, window.to.0));
+    // A silence this long on a CPU is worth seeing: a quarter of the latency, at least
+    // 100 us (a busy task between ticks is quieter than that only on tickless CPUs).
+    let silence = (spike.latency_ns / 4).max(100_000);
+    let mut last_event: HashMap<u32, Nanos> = HashMap::new();
     for ev in &window.events {
+        if let Some(prev) = last_event.insert(ev.cpu, ev.ts) {
+            if ev.ts.0.saturating_sub(prev.0) >= silence {
+                spans.push(Span {
+                    cpu: ev.cpu,
+                    kind: SpanKind::NoEvents,
+                    from: clip(prev),
+                    to: clip(ev.ts),
+                    label: format!(
+                        "no events for {}",
+                        rtwhy_model::human_duration(ev.ts.0 - prev.0)
+                    ),
+                    tid: 0,
+                });
+            }
+        }
         let cpu = cpus.entry(ev.cpu).or_insert(Cpu {
             task: None,
             irq: None,
