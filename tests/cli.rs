@@ -121,3 +121,16 @@ fn info_reads_report_text_pasted_into_a_bug() {
         "dump explains that it prints trace.dat files"
     );
 }
+
+/// The help of the bug-report commands, as a person reads it.
+#[test]
+fn report_and_doctor_help_match_their_snapshots() {
+    for cmd in ["report", "doctor"] {
+        let o = Command::new(rtwhy())
+            .args([cmd, "--help"])
+            .output()
+            .expect("runs");
+        assert!(o.status.success());
+        insta::assert_snapshot!(format!("help_{cmd}"), String::from_utf8_lossy(&o.stdout));
+    }
+}

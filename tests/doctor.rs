@@ -289,6 +289,7 @@ fn a_broken_config_names_the_irq_the_throttling_and_the_governor() {
         text.contains("fix: echo 950000 > /proc/sys/kernel/sched_rt_runtime_us"),
         "{text}"
     );
+    insta::assert_snapshot!("doctor_broken_text", text);
 }
 
 #[test]
