@@ -46,7 +46,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Audit this machine's real-time settings (PREEMPT_RT, isolation, IRQ affinities,
     /// RT throttling, governor, idle states...), each finding with evidence and the fix.
-    /// Reads /proc and /sys only; root sees more. Exit code 0: no warning, 1: warnings or
+    /// Reads /proc, /sys and /boot only; root sees more. Exit code 0: no warning, 1: warnings or
     /// errors found, 2: could not run.
     Doctor(DoctorArgs),
 }
