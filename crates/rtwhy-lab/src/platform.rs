@@ -57,6 +57,12 @@ impl Platform {
         }
     }
 
+    /// The first online CPU other than `cpu`, for what must not run beside the victim
+    /// (CPU 0 when there is none).
+    pub fn housekeeping_for(&self, cpu: u32) -> u32 {
+        self.online.iter().copied().find(|&c| c != cpu).unwrap_or(0)
+    }
+
     /// A path of the system tree.
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)

@@ -328,8 +328,7 @@ fn resolve_events(
 }
 
 fn check_root() -> Result<()> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::sys::is_root() {
         return Err(RecordError::Privilege(
             "rtwhy record needs root: it creates a tracefs instance and loads BPF programs".into(),
         ));

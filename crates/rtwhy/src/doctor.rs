@@ -31,7 +31,7 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
         facts.set(k, v);
     }
     let findings = rtwhy_analyze::audit(&facts);
-    let root_note = if args.root.is_none() && !is_root() {
+    let root_note = if args.root.is_none() && !rtwhy_record::sys::is_root() {
         Some("not run as root: facts behind debugfs (the preemption model on PREEMPT_DYNAMIC kernels, managed IRQs) may be missing")
     } else {
         None
@@ -122,16 +122,4 @@ fn text(
         .collect();
     writeln!(out, "\n{}", parts.join(", "))?;
     Ok(())
-}
-
-/// True when running with effective uid 0 (from /proc/self/status, no libc needed).
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
 }

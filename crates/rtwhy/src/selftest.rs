@@ -131,7 +131,7 @@ struct Bench {
 
 pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
     let interrupted = catch_signals();
-    if !is_root() {
+    if !rtwhy_record::sys::is_root() {
         bail!("rtwhy selftest needs root: it records with tracefs and BPF and runs SCHED_FIFO loads (run it with sudo)");
     }
     for line in restore_stale(Path::new(JOURNAL_DIR))? {
@@ -151,12 +151,7 @@ pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
     if cpu == 0 {
         bail!("--cpu 0: the scenarios put SCHED_FIFO loads on the victim's CPU, never on CPU 0; this machine needs a second CPU");
     }
-    let housekeeping = platform
-        .online
-        .iter()
-        .copied()
-        .find(|&c| c != cpu)
-        .unwrap_or(0);
+    let housekeeping = platform.housekeeping_for(cpu);
     let scenarios = pick_scenarios(&args.scenarios)?;
     let expect = parse_expect(&args.expect)?;
     let victim = match args.victim {
@@ -713,17 +708,6 @@ fn catch_signals() -> Arc<AtomicBool> {
     flag
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
-
 fn find_in_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -751,12 +735,7 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
     })?;
     let interrupted = catch_signals();
     let platform = Platform::read();
-    let housekeeping = platform
-        .online
-        .iter()
-        .copied()
-        .find(|&c| c != args.cpu)
-        .unwrap_or(0);
+    let housekeeping = platform.housekeeping_for(args.cpu);
     for line in restore_stale(Path::new(JOURNAL_DIR))? {
         eprintln!("rtwhy: {line}");
     }
