@@ -283,9 +283,14 @@ impl Scenario {
         let (cpu, housekeeping, scratch) = (at.cpu, at.housekeeping, at.scratch.as_path());
         self.check(p, cpu).map_err(LabError::Refused)?;
         let ms = Duration::from_millis;
-        // The victim starts first: cyclictest's thread is a normal task until it
-        // raises itself, and would starve behind a load that started before.
-        let delay = ms(300);
+        // A task load on the victim's CPU lets the victim start first: cyclictest's
+        // thread is a normal task until it raises itself, and would starve behind a
+        // load that started before. Interrupts cannot starve it, so the disk load
+        // starts at once and the victim's first spikes are already the load's.
+        let delay = match self {
+            Scenario::IrqOnIsolatedCpu => Duration::ZERO,
+            _ => ms(300),
+        };
         let length = at
             .length
             .unwrap_or_else(|| self.setup().run.saturating_sub(ms(800)));

@@ -10,8 +10,9 @@
 //! kernel allows; a scenario that ran and produced no spike of the victim is a failure,
 //! so a broken recorder cannot pass.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -326,10 +327,13 @@ struct Scene<'a> {
     load: Option<Load>,
     stop: Stop,
     load_error: Option<rtwhy_lab::LabError>,
+    /// The recorder's trace clock.
+    clock: String,
 }
 
 impl Observer for Scene<'_> {
-    fn armed(&mut self, _: &Armed) {
+    fn armed(&mut self, armed: &Armed) {
+        self.clock = armed.clock.clone();
         if self.scenario.setup().victim == Victim::LabHigh {
             // The load is the recorded command itself.
             return;
@@ -456,8 +460,16 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
         load: None,
         stop: Stop::default(),
         load_error: None,
+        clock: String::new(),
     };
     let report = session::run(&cfg, &mut scene);
+    // Spikes outside the load's run are the machine's own (the recorder's clock is
+    // CLOCK_MONOTONIC, the load's too); lab-high's spikes are all the scenario's.
+    let runs = scene
+        .load
+        .as_ref()
+        .filter(|_| scene.clock == "mono")
+        .map(|l| l.runs());
     // Whatever happened, the load ends and the settings go back before anything else.
     let load_lines = match scene.load.take() {
         Some(load) => {
@@ -497,34 +509,69 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
         ..Config::default()
     };
     let mut seen = BTreeMap::new();
+    let mut outside = BTreeSet::new();
     for path in &scene.captures {
         let (analysis, _) = analyze_file(path, config.clone())
             .with_context(|| format!("cannot analyse the capture {}", path.display()))?;
         for spike in analysis.spikes.into_iter().filter(|s| s.cpu == cpu) {
-            seen.insert(
-                (spike.victim.tid, spike.end.0),
-                (spike.primary.cause, spike.latency_ns),
-            );
+            let key = (spike.victim.tid, spike.end.0);
+            if runs
+                .as_ref()
+                .is_some_and(|r| !during(r, spike.start.0, spike.end.0))
+            {
+                outside.insert(key);
+                continue;
+            }
+            seen.insert(key, (spike.primary.cause, spike.latency_ns));
         }
+    }
+    if !outside.is_empty() {
+        eprintln!(
+            "rtwhy selftest: {}: {} spike(s) of the victim before or after the load's run not judged (this machine's own latency above {})",
+            s.name(),
+            outside.len(),
+            human_duration(threshold)
+        );
     }
     let causes: Vec<Cause> = seen.values().map(|(c, _)| *c).collect();
     let worst = seen.values().map(|(_, l)| *l).max().unwrap_or(0);
     if bench.keep.is_some() {
-        write_readme(bench, s, dir, &command_line, &load_lines, &report.ended_by)?;
+        let ran = Ran {
+            victim: &command_line,
+            load: &load_lines,
+            runs,
+            outside: outside.len(),
+            ended_by: &report.ended_by,
+        };
+        write_readme(bench, s, dir, &ran)?;
     }
     Ok(Attempt::Done(causes, worst))
 }
 
+/// Whether a spike from `start` to `end` overlaps the load's run.
+fn during(runs: &Range<u64>, start: u64, end: u64) -> bool {
+    end >= runs.start && start <= runs.end
+}
+
+/// What one attempt ran, for its README.
+struct Ran<'a> {
+    victim: &'a str,
+    load: &'a [String],
+    runs: Option<Range<u64>>,
+    outside: usize,
+    ended_by: &'a str,
+}
+
 /// A README stub beside kept captures: what was run where, for a person to complete
 /// with the justification of the expected diagnosis from the trace's own events.
-fn write_readme(
-    bench: &Bench,
-    s: Scenario,
-    dir: &Path,
-    victim: &str,
-    load: &[String],
-    ended_by: &str,
-) -> Result<()> {
+fn write_readme(bench: &Bench, s: Scenario, dir: &Path, ran: &Ran<'_>) -> Result<()> {
+    let Ran {
+        victim,
+        load,
+        runs,
+        outside,
+        ended_by,
+    } = ran;
     let f = &bench.platform.facts;
     let setup = s.setup();
     let mut t = String::new();
@@ -558,8 +605,15 @@ fn write_readme(
             bench.cpu, bench.cpu
         ));
     }
-    for l in load {
+    for l in load.iter() {
         t.push_str(&format!("- load: {l}\n"));
+    }
+    if let Some(r) = runs {
+        t.push_str(&format!(
+            "- the load ran from {} to {} (CLOCK_MONOTONIC, the trace's clock); {outside} spike(s) of the victim outside that stretch were not judged\n",
+            Nanos(r.start),
+            Nanos(r.end)
+        ));
     }
     t.push_str(&format!("- the session ended: {ended_by}\n\n"));
     t.push_str(&format!(
@@ -660,9 +714,15 @@ fn print_platform(out: &mut impl Write, b: &Bench) -> Result<()> {
 }
 
 fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
+    let wide = rows
+        .iter()
+        .map(|r| r.diagnosis.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(34);
     writeln!(
         out,
-        "{:<22} {:>6} {:>10}  {:<34} {:<22} verdict",
+        "{:<22} {:>6} {:>10}  {:<wide$} {:<22} verdict",
         "scenario", "spikes", "worst", "diagnosis", "expected"
     )?;
     for r in rows {
@@ -682,7 +742,7 @@ fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
         };
         writeln!(
             out,
-            "{:<22} {:>6} {:>10}  {:<34} {:<22} {}{tries}",
+            "{:<22} {:>6} {:>10}  {:<wide$} {:<22} {}{tries}",
             r.scenario.name(),
             spikes,
             worst,
@@ -771,6 +831,16 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_spikes_overlapping_the_load_are_judged() {
+        let runs = 1_000..2_000;
+        assert!(!during(&runs, 100, 999), "over before the load began");
+        assert!(during(&runs, 900, 1_000), "ends as the load begins");
+        assert!(during(&runs, 1_500, 1_600));
+        assert!(during(&runs, 1_990, 2_500), "began during the load");
+        assert!(!during(&runs, 2_001, 2_100), "after the load ended");
+    }
 
     #[test]
     fn verdicts() {

@@ -72,7 +72,7 @@ pub fn start(cfg: BlockIo, stop: Stop) -> Result<Load> {
     let file = Arc::new(file);
     let start = sys::monotonic_ns() + cfg.delay.as_nanos() as u64;
     let end = start + cfg.length.as_nanos() as u64;
-    let mut load = Load::new(stop.clone());
+    let mut load = Load::new(stop.clone(), start..end);
     for i in 0..cfg.depth {
         let (file, stop, scratch) = (file.clone(), stop.clone(), scratch.clone());
         load.spawn("lab-blockio", move || {

@@ -67,7 +67,7 @@ pub fn start(cfg: Flood, stop: Stop) -> Result<Load> {
     let dst = SocketAddrV4::new(Ipv4Addr::new(127, 255, 255, 255), port);
     let start = sys::monotonic_ns() + cfg.delay.as_nanos() as u64;
     let end = start + cfg.length.as_nanos() as u64;
-    let mut load = Load::new(stop.clone());
+    let mut load = Load::new(stop.clone(), start..end);
     for _ in 0..cfg.senders {
         let stop = stop.clone();
         load.spawn("lab-flood-tx", move || {

@@ -70,7 +70,8 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
         cfg.critical.as_micros(),
         cfg.medium.as_millis()
     ));
-    let mut load = Load::new(stop.clone());
+    let end = base + u64::from(cfg.iterations) * GAP_NS;
+    let mut load = Load::new(stop.clone(), base..end);
     {
         let (lock, stop) = (lock.clone(), stop.clone());
         load.spawn("lab-low", move || {

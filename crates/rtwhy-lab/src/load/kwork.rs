@@ -47,15 +47,15 @@ pub fn start(cpu: u32, delay: Duration, length: Duration, stop: Stop) -> Result<
                 .map_err(|e| LabError::Load(format!("kwork: dup: {e}")))?,
         );
     }
-    let mut load = Load::new(stop.clone());
+    let start = sys::monotonic_ns() + delay.as_nanos() as u64;
+    let end = start + length.as_nanos() as u64;
+    let mut load = Load::new(stop.clone(), start..end);
     load.spawn("lab-kwork", move || {
         let _peer = _peer;
         pin(cpu, "kwork")?;
-        let start = sys::monotonic_ns() + delay.as_nanos() as u64;
         if !stop.sleep_until(start) {
             return Ok("lab-kwork: stopped before it started".into());
         }
-        let end = start + length.as_nanos() as u64;
         let fds: Vec<_> = clones.iter().map(|c| c.as_fd()).collect();
         mark(&format!(
             "kwork: SCHED_OTHER on CPU {cpu} polls {} descriptors per poll() for {} ms\n",

@@ -2,6 +2,7 @@
 //! when asked to stop. A load is started with its parameters and returns a [`Load`]
 //! whose [`Load::wait`] joins its threads and says what they did.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -61,14 +62,24 @@ impl Stop {
 pub struct Load {
     threads: Vec<JoinHandle<Result<String>>>,
     stop: Stop,
+    runs: Range<u64>,
 }
 
 impl Load {
-    pub(crate) fn new(stop: Stop) -> Load {
+    /// A load that will do its work during `runs` (CLOCK_MONOTONIC ns).
+    pub(crate) fn new(stop: Stop, runs: Range<u64>) -> Load {
         Load {
             threads: Vec::new(),
             stop,
+            runs,
         }
+    }
+
+    /// When the load does its work, CLOCK_MONOTONIC ns: from the end of its start
+    /// delay to its planned end (a stop ends it sooner). Latency outside this stretch
+    /// is the machine's own, not the load's.
+    pub fn runs(&self) -> Range<u64> {
+        self.runs.clone()
     }
 
     /// Starts one thread of the load, named `name` (the `comm` seen in traces).

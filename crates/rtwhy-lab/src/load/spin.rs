@@ -12,10 +12,11 @@ use crate::{LabError, Result};
 /// pause for `length`.
 pub fn busy(cpu: u32, prio: i32, delay: Duration, length: Duration, stop: Stop) -> Result<Load> {
     check_length(length)?;
-    let mut load = Load::new(stop.clone());
+    let start = sys::monotonic_ns() + delay.as_nanos() as u64;
+    let end = start + length.as_nanos() as u64;
+    let mut load = Load::new(stop.clone(), start..end);
     load.spawn("lab-spin", move || {
         fifo_on(cpu, prio, "spin")?;
-        let start = sys::monotonic_ns() + delay.as_nanos() as u64;
         if !stop.sleep_until(start) {
             return Ok("spin: stopped before it started".into());
         }
@@ -23,7 +24,7 @@ pub fn busy(cpu: u32, prio: i32, delay: Duration, length: Duration, stop: Stop) 
             "spin: FIFO {prio} busy loop on CPU {cpu} for {} ms\n",
             length.as_millis()
         ));
-        spin_until(start + length.as_nanos() as u64, &stop);
+        spin_until(end, &stop);
         let ran = sys::monotonic_ns().saturating_sub(start);
         mark("spin: done\n");
         Ok(format!(
@@ -51,11 +52,11 @@ pub fn periodic(
             "spin: the burst must be shorter than the period".into(),
         ));
     }
-    let mut load = Load::new(stop.clone());
+    let start = sys::monotonic_ns() + delay.as_nanos() as u64;
+    let end = start + length.as_nanos() as u64;
+    let mut load = Load::new(stop.clone(), start..end);
     load.spawn("lab-spin", move || {
         fifo_on(cpu, prio, "spin")?;
-        let start = sys::monotonic_ns() + delay.as_nanos() as u64;
-        let end = start + length.as_nanos() as u64;
         mark(&format!(
             "spin: FIFO {prio} spins {} us every {} us on CPU {cpu} for {} ms\n",
             burst.as_micros(),
