@@ -1,7 +1,7 @@
 //! `rtwhy info`: what a trace says about itself.
 
 use std::collections::BTreeMap;
-use std::io::BufReader;
+use std::io::{BufReader, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -11,6 +11,14 @@ use serde_json::{json, Value};
 
 use crate::cli::{InfoArgs, InfoFormat};
 use crate::input::{self, Input};
+
+/// A line of the text being built.
+macro_rules! outln {
+    ($out:expr, $($arg:tt)*) => {{
+        $out.push_str(&format!($($arg)*));
+        $out.push('\n');
+    }};
+}
 
 /// Counts gathered by one pass over the events.
 #[derive(Default)]
@@ -44,10 +52,13 @@ pub fn run(args: &InfoArgs) -> Result<ExitCode> {
         Input::TraceDat(file) => trace_dat(&file)?,
         Input::Text => text(args)?,
     };
+    let mut out = String::new();
     match args.format {
-        InfoFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        InfoFormat::Text => print_text(&report),
+        InfoFormat::Json => outln!(out, "{}", serde_json::to_string_pretty(&report)?),
+        InfoFormat::Text => print_text(&mut out, &report),
     }
+    // Written at once: a reader that goes away (`| head`) is an io error, not a panic.
+    std::io::stdout().lock().write_all(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -149,32 +160,35 @@ fn secs(v: &Value) -> String {
     }
 }
 
-fn print_text(r: &Value) {
+fn print_text(out: &mut String, r: &Value) {
     let s = |k: &str| match &r[k] {
         Value::Null => "-".to_string(),
         Value::String(s) => s.clone(),
         v => v.to_string(),
     };
-    println!("file:          {}", s("path"));
-    println!("kind:          {}", s("kind"));
+    outln!(out, "file:          {}", s("path"));
+    outln!(out, "kind:          {}", s("kind"));
     if r["kind"] == "trace.dat" {
-        println!("version:       {}", s("version"));
-        println!("file size:     {} bytes", s("file_size"));
-        println!(
+        outln!(out, "version:       {}", s("version"));
+        outln!(out, "file size:     {} bytes", s("file_size"));
+        outln!(
+            out,
             "compression:   {}",
             r["compression"].as_str().unwrap_or("none")
         );
-        println!(
+        outln!(
+            out,
             "machine:       {} endian, {}-byte long, kernel long {}, page size {}",
             s("endian"),
             s("long_size"),
             s("kernel_long_size"),
             s("page_size")
         );
-        println!("clock:         {} ({})", s("clock"), s("timestamps"));
-        println!("kernel:        {}", s("kernel"));
-        println!("recorded by:   trace-cmd {}", s("tracer_version"));
-        println!(
+        outln!(out, "clock:         {} ({})", s("clock"), s("timestamps"));
+        outln!(out, "kernel:        {}", s("kernel"));
+        outln!(out, "recorded by:   trace-cmd {}", s("tracer_version"));
+        outln!(
+            out,
             "metadata:      {} event formats, {} kernel symbols, {} printk formats, {} saved task names",
             s("event_formats"),
             s("kallsyms"),
@@ -192,13 +206,14 @@ fn print_text(r: &Value) {
                 .flatten()
                 .map(|c| format!("cpu{}={}B", c["cpu"], c["size"]))
                 .collect();
-            println!("buffer:        {name}: {}", cpus.join(" "));
+            outln!(out, "buffer:        {name}: {}", cpus.join(" "));
         }
     }
-    println!("cpus:          {}", s("cpus"));
+    outln!(out, "cpus:          {}", s("cpus"));
     let ev = &r["events"];
-    println!("events:        {}", ev["total"]);
-    println!(
+    outln!(out, "events:        {}", ev["total"]);
+    outln!(
+        out,
         "time span:     {} .. {} ({} s)",
         secs(&ev["first_ts"]),
         secs(&ev["last_ts"]),
@@ -207,14 +222,16 @@ fn print_text(r: &Value) {
     if ev["missed_events"].as_u64().unwrap_or(0) > 0
         || ev["pages_with_missed_events"].as_u64().unwrap_or(0) > 0
     {
-        println!(
+        outln!(
+            out,
             "lost events:   {} (on {} pages; 0 means the kernel did not count them)",
-            ev["missed_events"], ev["pages_with_missed_events"]
+            ev["missed_events"],
+            ev["pages_with_missed_events"]
         );
     }
     if let Some(cpus) = ev["by_cpu"].as_object() {
         let per: Vec<String> = cpus.iter().map(|(k, v)| format!("cpu{k}={v}")).collect();
-        println!("per CPU:       {}", per.join(" "));
+        outln!(out, "per CPU:       {}", per.join(" "));
     }
     if let Some(by) = ev["by_event"].as_object() {
         let mut rows: Vec<(&String, u64)> = by
@@ -222,12 +239,12 @@ fn print_text(r: &Value) {
             .map(|(k, v)| (k, v.as_u64().unwrap_or(0)))
             .collect();
         rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        println!("by event:");
+        outln!(out, "by event:");
         for (name, n) in rows {
-            println!("  {n:>10}  {name}");
+            outln!(out, "  {n:>10}  {name}");
         }
     }
     for w in r["warnings"].as_array().into_iter().flatten() {
-        println!("warning:       {}", w.as_str().unwrap_or_default());
+        outln!(out, "warning:       {}", w.as_str().unwrap_or_default());
     }
 }

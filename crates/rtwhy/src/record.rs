@@ -194,7 +194,11 @@ impl Diagnoser {
         };
         let at = c.window_ns.1.saturating_sub(self.t0);
         let cause = d.cause.map_or("undiagnosed", |c| c.as_str());
-        println!(
+        // The recording goes on when nobody reads stdout any more (`| head`): the
+        // captures are on disk.
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(
+            stdout,
             "{}  +{:.3}s  {}[{}] cpu {}  {}  {}: {}",
             d.file,
             at as f64 / 1e9,
@@ -205,7 +209,7 @@ impl Diagnoser {
             cause,
             d.summary
         );
-        let _ = std::io::stdout().flush();
+        let _ = stdout.flush();
         d
     }
 }
@@ -456,16 +460,17 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
 
 pub fn cleanup() -> Result<ExitCode> {
     let removed = session::cleanup()?;
+    let mut out = std::io::stdout().lock();
     if removed.is_empty() {
-        println!("no stale rtwhy instances");
+        writeln!(out, "no stale rtwhy instances")?;
     }
     for name in removed {
-        println!("removed tracefs instance {name}");
+        writeln!(out, "removed tracefs instance {name}")?;
     }
     // Settings a killed `rtwhy selftest` or `rtwhy lab` left changed.
     let journals = std::path::Path::new(rtwhy_lab::tweak::JOURNAL_DIR);
     for line in rtwhy_lab::tweak::restore_stale(journals)? {
-        println!("{line}");
+        writeln!(out, "{line}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

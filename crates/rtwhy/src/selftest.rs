@@ -815,8 +815,9 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         None => Vec::new(),
     };
     let failed = tweaks.restore();
+    let mut out = std::io::stdout().lock();
     for line in &lines {
-        println!("{line}");
+        writeln!(out, "{line}")?;
     }
     if let Some(first) = failed.first() {
         bail!("{first}");
