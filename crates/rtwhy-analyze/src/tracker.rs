@@ -1,6 +1,6 @@
 //! Per-CPU and per-task state, followed event by event, and spike detection.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use rtwhy_model::{
     parse_fact_marker, BreachRecord, Comm, Event, EventKind, Nanos, SpikeKind, SpikeSource,
@@ -28,7 +28,14 @@ pub(crate) struct Task {
     /// The switch that took it off the CPU while runnable (real-time tasks only).
     preempted_by: Option<Event>,
     pub last: Option<LastEpisode>,
+    /// A victim's latest wake-ups that stayed under the threshold by the events' own
+    /// account, for a breach marker written after them (oldest first).
+    recent: VecDeque<Episode>,
 }
+
+/// How many of a victim's wake-ups under the threshold are kept for a breach marker:
+/// the recorder writes it a few milliseconds after the wake-up it names.
+const RECENT: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Run {
@@ -212,6 +219,7 @@ impl Tracker {
             futex: None,
             preempted_by: None,
             last: None,
+            recent: VecDeque::new(),
         });
         if let Some(c) = comm {
             t.comm = *c;
@@ -573,6 +581,12 @@ impl Tracker {
                     episode: episode.clone(),
                     spike: None,
                 });
+                if !spike {
+                    if t.recent.len() == RECENT {
+                        t.recent.pop_front();
+                    }
+                    t.recent.push_back(episode.clone());
+                }
             }
         }
         if spike {
@@ -656,6 +670,35 @@ impl Tracker {
             .expiry
             .or(r.waking)
             .unwrap_or(Nanos(r.switch_in.0.saturating_sub(r.latency.0)));
+        // The events saw this wake-up but ended it early (a switch-in ftrace dropped):
+        // its wake-up, timer and blocking stay, with the detector's exact times.
+        let seen = self
+            .tasks
+            .get(&r.tid)
+            .and_then(|t| t.recent.iter().rev().find(|e| same_wakeup(e, r)).cloned());
+        let kind = if r.expiry.is_some() {
+            SpikeKind::TimerWakeup
+        } else {
+            SpikeKind::Wakeup
+        };
+        if let Some(mut seen) = seen {
+            // The detector read the timer's expiry itself; the events only estimate it.
+            if let (Some(tf), Some(expiry)) =
+                (seen.wake.as_mut().and_then(|w| w.timer.as_mut()), r.expiry)
+            {
+                tf.expiry = expiry;
+            }
+            out.push(Outcome::Spike(Box::new(Episode {
+                kind,
+                source,
+                start,
+                end: r.switch_in.max(start),
+                end_inferred: false,
+                preempted_by: None,
+                ..seen
+            })));
+            return;
+        }
         out.push(Outcome::Spike(Box::new(Episode {
             victim: TaskRef {
                 tid: r.tid,
@@ -663,11 +706,7 @@ impl Tracker {
                 prio: r.prio.unwrap_or(prio),
             },
             cpu: r.cpu,
-            kind: if r.expiry.is_some() {
-                SpikeKind::TimerWakeup
-            } else {
-                SpikeKind::Wakeup
-            },
+            kind,
             source,
             start,
             end: r.switch_in.max(start),
@@ -689,6 +728,18 @@ impl Tracker {
                 }
             }
         }
+    }
+}
+
+/// Whether `e`, an episode found from the events, is the wake-up the detector's record
+/// `r` names: the same wake-up event, or, without one, the same end.
+fn same_wakeup(e: &Episode, r: &BreachRecord) -> bool {
+    if e.cpu != r.cpu {
+        return false;
+    }
+    match (&e.wake, r.waking) {
+        (Some(w), Some(waking)) => w.ts.0.abs_diff(waking.0) <= 20_000,
+        _ => e.start <= r.switch_in && e.end.0.abs_diff(r.switch_in.0) <= 50_000,
     }
 }
 

@@ -231,6 +231,76 @@ fn a_breach_marker_gives_a_spike_with_its_exact_times() {
 }
 
 #[test]
+fn a_breach_marker_keeps_the_timer_of_a_wakeup_the_events_ended_early() {
+    // The recorder's breach names a wake-up whose switch-in ftrace dropped: by the
+    // events it lasted 62 us (to the last event of idle), by the detector 70 us. The
+    // events still tell that the victim's timer, due at 100 us, was handled at 160 us.
+    const TIMER: u64 = 0xffff_c900_0000_1000;
+    let ns = |us: u64| 1_000_000_000 + us * US;
+    let mut t = T::new();
+    t.ev(
+        0,
+        1,
+        VICTIM,
+        EventKind::HrtimerStart {
+            hrtimer: TIMER,
+            function: 0,
+            expires: ns(100) as i64,
+            softexpires: ns(100) as i64,
+            mode: None,
+        },
+    );
+    victim_sleeps(&mut t);
+    t.ev(
+        160,
+        1,
+        0,
+        EventKind::HrtimerExpireEntry {
+            hrtimer: TIMER,
+            now: ns(160) as i64,
+            function: 0,
+        },
+    );
+    t.waking(161, 1, 0);
+    t.ev(162, 1, 0, EventKind::HrtimerExpireExit { hrtimer: TIMER });
+    t.ev(
+        175,
+        1,
+        VICTIM,
+        EventKind::SyscallExit {
+            call: rtwhy_model::SyscallKind::ClockNanosleep,
+            ret: 0,
+        },
+    );
+    let r = BreachRecord {
+        tid: VICTIM,
+        comm: Comm::new("ctl"),
+        cpu: 1,
+        prio: Some(VPRIO),
+        latency: Nanos(70 * US),
+        expiry: Some(Nanos(ns(100))),
+        waking: Some(Nanos(ns(161))),
+        switch_in: Nanos(ns(170)),
+        ..BreachRecord::default()
+    };
+    let (us, pid, kind) = print(2000, 999, &r.to_marker());
+    t.ev(us, 0, pid, kind);
+    let a = t.analyze();
+    assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
+    let s = &a.spikes[0];
+    assert_eq!(s.latency_ns, 70 * US);
+    assert!(matches!(s.source, SpikeSource::BreachMarker { .. }));
+    let delay: u64 = s
+        .breakdown
+        .iter()
+        .filter(|b| b.bucket == Bucket::TimerIrqDelay)
+        .map(|b| b.ns)
+        .sum();
+    assert_eq!(delay, 60 * US, "{:?}", s.breakdown);
+    assert_eq!(s.primary.cause, Cause::Hwlat, "{:?}", s.primary);
+}
+
+#[test]
 fn a_cyclictest_marker_names_its_wakeup_even_below_the_threshold() {
     let mut t = T::new();
     victim_sleeps(&mut t);
