@@ -143,3 +143,39 @@ fn report_and_doctor_help_match_their_snapshots() {
         insta::assert_snapshot!(format!("help_{cmd}"), String::from_utf8_lossy(&o.stdout));
     }
 }
+
+#[test]
+fn a_directory_is_refused_in_one_line_that_names_a_capture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = Command::new(rtwhy())
+        .arg("analyze")
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert_eq!(plain.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&plain.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("is a directory"), "{stderr}");
+
+    // A recording session: the error names its first capture.
+    std::fs::copy(
+        wild_corpus().join("hip24-guest-xenomai-taskset-v7-zlib.dat"),
+        dir.path().join("spike-002.dat"),
+    )
+    .expect("copy");
+    std::fs::write(dir.path().join("spike-001.dat"), b"").expect("write");
+    for cmd in ["analyze", "report", "info", "dump"] {
+        let out = Command::new(rtwhy())
+            .arg(cmd)
+            .arg(dir.path())
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "rtwhy {cmd}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "rtwhy {cmd}: {stderr}");
+        assert!(
+            stderr.contains("recording session") && stderr.contains("spike-001.dat"),
+            "rtwhy {cmd}: {stderr}"
+        );
+    }
+}

@@ -21,10 +21,25 @@ pub fn open(path: &Path) -> Result<Input> {
         let mut f =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            bail!(
-                "{} is a directory; give a trace.dat or report text file",
-                path.display()
-            );
+            let first_capture = std::fs::read_dir(path)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("spike-") && n.ends_with(".dat"))
+                .min();
+            match first_capture {
+                Some(name) => bail!(
+                    "{} is a recording session; give one of its captures ({}) or open them all with `rtwhy tui {}`",
+                    path.display(),
+                    path.join(name).display(),
+                    path.display()
+                ),
+                None => bail!(
+                    "{} is a directory; give a trace.dat or report text file",
+                    path.display()
+                ),
+            }
         }
         read_head(&mut f, &mut head).with_context(|| format!("cannot read {}", path.display()))?
     };
