@@ -354,16 +354,6 @@ fn main() {
         .map(|(p, role)| measure_analysis(&rtwhy, p, role, horizon))
         .collect();
 
-    let rate = |events: u64, r: &Option<Run>| match r {
-        Some(r) if r.secs > 0.0 => format!(
-            "{:.2} M/s ({:.3}s, {} MiB)",
-            events as f64 / r.secs / 1e6,
-            r.secs,
-            r.peak_kib / 1024
-        ),
-        Some(r) => format!("too fast to time ({} MiB)", r.peak_kib / 1024),
-        None => "failed".into(),
-    };
     let speedup = |a: &Option<Run>, b: &Option<Run>| match (a, b) {
         (Some(a), Some(b)) if b.secs > 0.0 => format!("{:.1}x", a.secs / b.secs),
         _ => "-".into(),
@@ -384,11 +374,11 @@ the synthetic one; peak RSS from GNU time).\nEvents per second = events in the f
         md.push_str(&format!(
             "| {name} | {:.1} MiB | {events} | {} | {} | {} | {} | {} |\n",
             *size as f64 / (1 << 20) as f64,
-            rate(*events, peer),
-            rate(*events, raw),
+            cell(*events, peer),
+            cell(*events, raw),
             speedup(peer, raw),
-            rate(*events, rep),
-            rate(*events, info),
+            cell(*events, rep),
+            cell(*events, info),
         ));
     }
     if let Some((_, size, events, Some(peer), raw, _, info)) = rows.last() {
