@@ -27,14 +27,12 @@ pub(crate) struct Task {
     futex: Option<Futex>,
     /// The switch that took it off the CPU while runnable (real-time tasks only).
     preempted_by: Option<Event>,
-    pub last: Option<LastEpisode>,
-    /// A victim's latest wake-ups that stayed under the threshold by the events' own
-    /// account, for a breach marker written after them (oldest first).
-    recent: VecDeque<Episode>,
+    /// A victim's latest episodes (oldest first), for a marker written after them:
+    /// cyclictest's names the newest, the recorder's one a few milliseconds old.
+    recent: VecDeque<PastEpisode>,
 }
 
-/// How many of a victim's wake-ups under the threshold are kept for a breach marker:
-/// the recorder writes it a few milliseconds after the wake-up it names.
+/// How many of a victim's episodes are kept for markers.
 const RECENT: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,9 +104,9 @@ pub(crate) struct Episode {
     pub ran: Option<Event>,
 }
 
-/// The last episode of a task, kept so that a tool's marker written after it can name it.
+/// A past episode of a victim, kept so that a marker written after it can name it.
 #[derive(Debug, Clone)]
-pub(crate) struct LastEpisode {
+pub(crate) struct PastEpisode {
     pub episode: Episode,
     pub spike: Option<usize>,
 }
@@ -218,7 +216,6 @@ impl Tracker {
             timer: None,
             futex: None,
             preempted_by: None,
-            last: None,
             recent: VecDeque::new(),
         });
         if let Some(c) = comm {
@@ -573,20 +570,17 @@ impl Tracker {
             s.max_ns = s.max_ns.max(latency);
         }
         let spike = victim && latency > threshold.0;
-        // Kept for a marker the thread may write about this wake-up (cyclictest writes
-        // it right after); only victims are worth the copy.
+        // Kept for a marker written about this wake-up later; only victims are worth
+        // the copy.
         if victim {
             if let Some(t) = self.tasks.get_mut(&tid) {
-                t.last = Some(LastEpisode {
+                if t.recent.len() == RECENT {
+                    t.recent.pop_front();
+                }
+                t.recent.push_back(PastEpisode {
                     episode: episode.clone(),
                     spike: None,
                 });
-                if !spike {
-                    if t.recent.len() == RECENT {
-                        t.recent.pop_front();
-                    }
-                    t.recent.push_back(episode.clone());
-                }
             }
         }
         if spike {
@@ -608,12 +602,15 @@ impl Tracker {
                 text: text.trim_end().to_string(),
                 reported_ns: reported,
             };
-            let last = self.tasks.get(&ev.pid).and_then(|t| t.last.clone());
+            let last = self
+                .tasks
+                .get(&ev.pid)
+                .and_then(|t| t.recent.back().cloned());
             match last {
-                Some(LastEpisode { spike: Some(i), .. }) => {
+                Some(PastEpisode { spike: Some(i), .. }) => {
                     out.push(Outcome::Mark { spike: i, source })
                 }
-                Some(LastEpisode {
+                Some(PastEpisode {
                     episode,
                     spike: None,
                 }) if ev.ts.0.saturating_sub(episode.end.0) < 1_000_000_000 => {
@@ -672,10 +669,14 @@ impl Tracker {
             .unwrap_or(Nanos(r.switch_in.0.saturating_sub(r.latency.0)));
         // The events saw this wake-up but ended it early (a switch-in ftrace dropped):
         // its wake-up, timer and blocking stay, with the detector's exact times.
-        let seen = self
-            .tasks
-            .get(&r.tid)
-            .and_then(|t| t.recent.iter().rev().find(|e| same_wakeup(e, r)).cloned());
+        let seen = self.tasks.get(&r.tid).and_then(|t| {
+            t.recent
+                .iter()
+                .rev()
+                .filter(|p| p.spike.is_none())
+                .find(|p| same_wakeup(&p.episode, r))
+                .map(|p| p.episode.clone())
+        });
         let kind = if r.expiry.is_some() {
             SpikeKind::TimerWakeup
         } else {
@@ -722,7 +723,7 @@ impl Tracker {
     pub fn spike_recorded(&mut self, tid: i32, end: Nanos, index: usize) {
         self.spike_ends.push((tid, end));
         if let Some(t) = self.tasks.get_mut(&tid) {
-            if let Some(l) = &mut t.last {
+            if let Some(l) = t.recent.back_mut() {
                 if l.episode.end == end {
                     l.spike = Some(index);
                 }
