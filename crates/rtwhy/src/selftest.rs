@@ -327,13 +327,10 @@ struct Scene<'a> {
     load: Option<Load>,
     stop: Stop,
     load_error: Option<rtwhy_lab::LabError>,
-    /// The recorder's trace clock.
-    clock: String,
 }
 
 impl Observer for Scene<'_> {
-    fn armed(&mut self, armed: &Armed) {
-        self.clock = armed.clock.clone();
+    fn armed(&mut self, _: &Armed) {
         if self.scenario.setup().victim == Victim::LabHigh {
             // The load is the recorded command itself.
             return;
@@ -460,16 +457,12 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
         load: None,
         stop: Stop::default(),
         load_error: None,
-        clock: String::new(),
     };
     let report = session::run(&cfg, &mut scene);
-    // Spikes outside the load's run are the machine's own (the recorder's clock is
-    // CLOCK_MONOTONIC, the load's too); lab-high's spikes are all the scenario's.
-    let runs = scene
-        .load
-        .as_ref()
-        .filter(|_| scene.clock == "mono")
-        .map(|l| l.runs());
+    // Spikes outside the load's run are the machine's own (the session records in
+    // CLOCK_MONOTONIC or does not start; the load's times are in it too); lab-high's
+    // spikes are all the scenario's.
+    let runs = scene.load.as_ref().map(|l| l.runs());
     // Whatever happened, the load ends and the settings go back before anything else.
     let load_lines = match scene.load.take() {
         Some(load) => {
