@@ -179,3 +179,88 @@ fn a_directory_is_refused_in_one_line_that_names_a_capture() {
         );
     }
 }
+
+#[test]
+fn version_names_the_git_revision() {
+    let out = Command::new(rtwhy())
+        .arg("--version")
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The sources are a git checkout here, so the revision must be known.
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(rtwhy_tests::workspace())
+        .output()
+        .expect("git runs");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert_eq!(head.len(), 12, "git rev-parse gave {head:?}");
+    assert!(
+        text.starts_with(&format!("rtwhy {} (git {head}", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+}
+
+#[test]
+fn generate_writes_a_man_page_per_subcommand_and_completions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(rtwhy())
+        .args(["generate", "man", "--out"])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let help = Command::new(rtwhy()).arg("--help").output().expect("runs");
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    // Every subcommand `rtwhy --help` lists has its page, and the page documents its flags.
+    let subs: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|s| *s != "help")
+        .collect();
+    assert!(
+        subs.contains(&"record") && subs.contains(&"generate"),
+        "{help}"
+    );
+    for sub in &subs {
+        let page = std::fs::read_to_string(dir.path().join(format!("rtwhy-{sub}.1")))
+            .unwrap_or_else(|e| panic!("rtwhy-{sub}.1: {e}"));
+        assert!(
+            page.contains(&format!(".TH rtwhy-{sub} 1")),
+            "rtwhy-{sub}.1:\n{page}"
+        );
+    }
+    let record = std::fs::read_to_string(dir.path().join("rtwhy-record.1")).expect("page");
+    assert!(record.contains("\\-\\-threshold"), "{record}");
+    assert!(dir.path().join("rtwhy.1").exists());
+
+    let out = Command::new(rtwhy())
+        .args(["generate", "completions", "-o"])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in ["rtwhy.bash", "_rtwhy", "rtwhy.fish"] {
+        let text = std::fs::read_to_string(dir.path().join(name)).expect(name);
+        assert!(text.contains("threshold") && text.contains("record"), "{name}");
+    }
+    // bash parses its script.
+    let bash = Command::new("bash")
+        .arg("-n")
+        .arg(dir.path().join("rtwhy.bash"))
+        .status()
+        .expect("bash runs");
+    assert!(bash.success());
+}

@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Tells real-time Linux users why their thread was late.
 #[derive(Debug, Parser)]
-#[command(name = "rtwhy", version, about, long_about = None)]
+#[command(name = "rtwhy", version = env!("RTWHY_LONG_VERSION"), about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -49,6 +49,27 @@ pub enum Command {
     /// Reads /proc, /sys and /boot only; root sees more. Exit code 0: no warning, 1: warnings or
     /// errors found, 2: could not run.
     Doctor(DoctorArgs),
+    /// Write rtwhy's man pages (one per subcommand) or its shell completions, as a
+    /// package or `make install` would lay them out. Exit code 0: written, 2: error.
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenerateWhat {
+    /// `rtwhy.1`, `rtwhy-record.1`, ... (roff, for `man`).
+    Man,
+    /// `rtwhy.bash`, `_rtwhy` (zsh) and `rtwhy.fish`.
+    Completions,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// What to write.
+    #[arg(value_enum)]
+    pub what: GenerateWhat,
+    /// Directory to write into (created).
+    #[arg(long, short, default_value = ".")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

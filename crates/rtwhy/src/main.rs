@@ -4,6 +4,7 @@ mod analyze;
 mod cli;
 mod doctor;
 mod dump;
+mod generate;
 mod info;
 mod input;
 mod record;
@@ -48,6 +49,7 @@ fn main() -> ExitCode {
         cli::Command::Lab(a) => selftest::lab(&a),
         cli::Command::Report(a) => report::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
+        cli::Command::Generate(a) => generate::run(&a),
     };
     match result {
         Ok(code) => code,

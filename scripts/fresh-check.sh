@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The clean-root check: do the README's commands work on a machine that has nothing but
+# Debian and Rust? Builds a minimal Debian root with mmdebstrap (the host's release and
+# apt sources), gives it this machine's Rust (the README's precondition: the rustup and
+# cargo homes are bind-mounted), clones the committed checkout into it, and runs there
+#
+#   demo    the README's first command, scripts/demo.sh (as root, with /proc, /sys and
+#           /dev of the host, so the live recording runs for real)
+#   build   the test command's install-and-build part, scripts/test.sh --build-only
+#   all     both (the default)
+#
+# Usage: sudo scripts/fresh-check.sh [demo|build|all] [--repo DIR]
+# Only committed work is checked (the root gets a clone). Everything is removed at the
+# end, also on failure or Ctrl-C. Exit 0 when every step passed.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+what=all
+repo="$here"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        demo | build | all) what=$1 ;;
+        --repo)
+            repo="${2:?--repo needs a directory}"
+            shift
+            ;;
+        *)
+            echo "fresh-check.sh: unknown argument '$1' (demo, build, all, --repo DIR)" >&2
+            exit 2
+            ;;
+    esac
+    shift
+done
+
+fail() {
+    echo "fresh-check: $*" >&2
+    exit 1
+}
+[ "$(id -u)" -eq 0 ] || fail "needs root (mmdebstrap, chroot, mounts)"
+command -v mmdebstrap >/dev/null || fail "mmdebstrap is missing: apt-get install mmdebstrap (or scripts/setup.sh test)"
+git -C "$repo" rev-parse --git-dir >/dev/null 2>&1 || fail "$repo is not a git checkout"
+rustup_home="${RUSTUP_HOME:-$HOME/.rustup}"
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+[ -x "$cargo_home/bin/cargo" ] || fail "no Rust at $cargo_home (install it with rustup first)"
+[ -d "$rustup_home/toolchains" ] || fail "no rustup toolchains at $rustup_home"
+. /etc/os-release
+suite="${VERSION_CODENAME:?the host's /etc/os-release names no release}"
+sources=()
+for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -s "$f" ] && sources+=("$f")
+done
+[ ${#sources[@]} -gt 0 ] || fail "the host has no apt sources to build the root from"
+
+root=$(mktemp -d /var/tmp/rtwhy-fresh.XXXXXX)
+mounted=()
+cleanup() {
+    local m
+    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+        m=${mounted[$i]}
+        umount -R "$m" 2>/dev/null || umount -R -l "$m" 2>/dev/null || true
+    done
+    # Never delete through a mount that is still there (the cargo home is the host's).
+    if findmnt -rn -o TARGET | grep -q "^$root"; then
+        echo "fresh-check: mounts remain under $root; not removing it" >&2
+    else
+        rm -rf "$root"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+step() {
+    local name=$1
+    shift
+    local t0=$SECONDS
+    echo "== fresh-check: $name"
+    if "$@"; then
+        echo "== fresh-check: $name passed in $((SECONDS - t0)) s"
+    else
+        local rc=$?
+        echo "== fresh-check: $name FAILED (exit $rc) after $((SECONDS - t0)) s" >&2
+        exit 1
+    fi
+}
+
+bind() {
+    mkdir -p "$root$2"
+    mount --rbind "$1" "$root$2"
+    mount --make-rslave "$root$2"
+    mounted+=("$root$2")
+}
+
+make_root() {
+    # ca-certificates and curl: what installing Rust with rustup takes, nothing more.
+    mmdebstrap --quiet --variant=minbase --include=ca-certificates,curl "$suite" "$root" "${sources[@]}"
+}
+
+enter_root() {
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    bind /proc /proc
+    bind /sys /sys
+    bind /dev /dev
+    bind "$rustup_home" /root/.rustup
+    bind "$cargo_home" /root/.cargo
+    git clone -q "$repo" "$root/src/rtwhy"
+}
+
+in_root() {
+    chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb CI="${CI:-}" \
+        PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        bash -c "cd /src/rtwhy && $1"
+}
+
+t_all=$SECONDS
+step "minimal Debian $suite root (mmdebstrap)" make_root
+step "Rust and the checkout ($(git -C "$repo" rev-parse --short HEAD)) in the root" enter_root
+if [ "$what" != build ]; then
+    step "README's first command: scripts/demo.sh" in_root scripts/demo.sh
+fi
+if [ "$what" != demo ]; then
+    step "README's test command, install and build: scripts/test.sh --build-only" in_root "scripts/test.sh --build-only"
+fi
+echo "fresh-check: all passed in $((SECONDS - t_all)) s"
