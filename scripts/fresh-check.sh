@@ -44,7 +44,8 @@ cargo_home="${CARGO_HOME:-$HOME/.cargo}"
 [ -x "$cargo_home/bin/cargo" ] || fail "no Rust at $cargo_home (install it with rustup first)"
 [ -d "$rustup_home/toolchains" ] || fail "no rustup toolchains at $rustup_home"
 . /etc/os-release
-suite="${VERSION_CODENAME:?the host's /etc/os-release names no release}"
+suite="${VERSION_CODENAME:-}"
+[ -n "$suite" ] || fail "/etc/os-release names no release (VERSION_CODENAME)"
 sources=()
 for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
     [ -s "$f" ] && sources+=("$f")
@@ -72,15 +73,15 @@ trap 'exit 130' INT TERM
 step() {
     local name=$1
     shift
-    local t0=$SECONDS
+    local t0=$SECONDS rc=0
     echo "== fresh-check: $name"
-    if "$@"; then
-        echo "== fresh-check: $name passed in $((SECONDS - t0)) s"
-    else
-        local rc=$?
-        echo "== fresh-check: $name FAILED (exit $rc) after $((SECONDS - t0)) s" >&2
+    "$@" || rc=$?
+    local took=$((SECONDS - t0))
+    if [ "$rc" -ne 0 ]; then
+        echo "== fresh-check: $name FAILED with exit code $rc after $took s" >&2
         exit 1
     fi
+    echo "== fresh-check: $name passed in $took s"
 }
 
 bind() {
