@@ -254,7 +254,10 @@ fn generate_writes_a_man_page_per_subcommand_and_completions() {
     );
     for name in ["rtwhy.bash", "_rtwhy", "rtwhy.fish"] {
         let text = std::fs::read_to_string(dir.path().join(name)).expect(name);
-        assert!(text.contains("threshold") && text.contains("record"), "{name}");
+        assert!(
+            text.contains("threshold") && text.contains("record"),
+            "{name}"
+        );
     }
     // bash parses its script.
     let bash = Command::new("bash")

@@ -522,6 +522,22 @@ fn bad_setups_get_one_line_and_exit_2() {
             ],
             "is not SYSTEM:EVENT",
         ),
+        (
+            vec![
+                "record".into(),
+                "--disk-budget".into(),
+                "1M".into(),
+                "--out".into(),
+                tmp.path().join("b").display().to_string(),
+                "--".into(),
+                "true".into(),
+            ],
+            "smaller than one capture can be",
+        ),
+        (
+            vec!["summary".into(), tmp.path().display().to_string()],
+            "session.json",
+        ),
     ];
     for (args, expect) in cases {
         let o = Command::new(rtwhy()).args(&args).output().unwrap();
@@ -748,4 +764,229 @@ fn ctrl_c_in_the_selftest_stops_every_load_and_restores_every_setting() {
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
     assert!(journals.is_empty(), "journal left: {journals:?}");
+}
+
+/// Bytes of the captures (`spike-*`) in a session directory.
+fn capture_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("spike-"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+/// Files a writer left half-done (`.NAME.tmpPID`).
+fn temporaries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect()
+}
+
+#[test]
+fn an_unattended_session_stays_under_its_disk_budget_through_a_storm_and_sighup() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let spin = spin_binary(tmp.path());
+    let out = tmp.path().join("unattended");
+    let before = tracefs_state();
+    // A storm: FIFO 90 spins 300 us every 2.3 ms on CPU 1 for 8 s, so cyclictest (FIFO 80,
+    // 1 ms) breaches 150 us hundreds of times.
+    let _load = spinner(&spin, 90, 8000, 300, 2300, 0);
+    let budget: u64 = 6 << 20;
+    let mut child = Command::new(rtwhy())
+        .args([
+            "record",
+            "-t",
+            "150us",
+            "--max-spikes",
+            "0",
+            "--disk-budget",
+            "6M",
+            // Two CPUs of 1 MiB: the smallest budget allowed is 6 MiB (2 MiB + 4 MiB
+            // for metadata) on any machine.
+            "--cpus",
+            "0-1",
+            "--min-gap",
+            "150ms",
+            "--buffer-kb",
+            "1024",
+            "--before",
+            "100ms",
+            "--recorder-cpus",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            "cyclictest",
+            "-m",
+            "-q",
+            "-p",
+            "80",
+            "-i",
+            "1000",
+            "-a",
+            "1",
+            "-t",
+            "1",
+            "-D",
+            "7",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // SIGHUP in the middle: a checkpoint, not an end.
+    std::thread::sleep(Duration::from_secs(4));
+    let hup = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP ended the session"
+    );
+    let rolling = session(&out);
+    assert_eq!(rolling["state"], "recording", "{rolling}");
+    let o = child.wait_with_output().unwrap();
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    assert!(all.contains("SIGHUP: recording for"), "{all}");
+
+    let s = session(&out);
+    assert_eq!(s["state"], "ended", "{all}");
+    assert_eq!(s["schema"], "rtwhy.session/2");
+    // The storm was limited, the budget held, and it had to delete captures to hold.
+    assert!(
+        s["session"]["breaches_rate_limited"].as_u64().unwrap() > 0,
+        "{all}"
+    );
+    let on_disk = capture_bytes(&out);
+    assert!(
+        on_disk <= budget,
+        "{on_disk} bytes of captures > {budget}\n{all}"
+    );
+    assert_eq!(s["disk"]["used_bytes"].as_u64().unwrap(), on_disk, "{all}");
+    let dropped = s["dropped"].as_object().unwrap();
+    let deleted: u64 = dropped
+        .values()
+        .map(|d| d["captures"].as_u64().unwrap())
+        .sum();
+    assert!(
+        deleted > 0,
+        "the budget never had to delete a capture\n{all}"
+    );
+    assert_eq!(
+        s["session"]["captures_total"].as_u64().unwrap(),
+        s["spikes"].as_array().unwrap().len() as u64 + deleted,
+        "{all}"
+    );
+    // The worst capture of each cause is kept: nothing deleted was worse.
+    for (cause, d) in dropped {
+        let kept_worst = s["spikes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|sp| sp["cause"] == cause.as_str())
+            .filter_map(|sp| sp["latency_ns"].as_u64())
+            .max();
+        if let Some(k) = kept_worst {
+            assert!(k >= d["worst_ns"].as_u64().unwrap(), "{cause}: {s}");
+        }
+    }
+    assert!(temporaries(&out).is_empty(), "{:?}", temporaries(&out));
+    check_captures(&out, "150us");
+    assert_eq!(tracefs_state(), before);
+
+    let o = run(&["summary", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let sum = String::from_utf8_lossy(&o.stdout);
+    assert!(sum.contains("deleted") && sum.contains("budget"), "{sum}");
+}
+
+/// A tmpfs mounted for a test, unmounted whatever happens.
+struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_skips_captures_and_leaves_nothing_half_written() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let spin = spin_binary(tmp.path());
+    let mnt = tmp.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cannot mount a tmpfs");
+    let _mounted = Tmpfs(mnt.clone());
+    // Fill it but for ~300 KiB: the first captures fit (about 180 KiB each here), the
+    // next ones do not, whatever the load makes.
+    std::fs::write(mnt.join("filler"), vec![0u8; 3800 << 10]).unwrap();
+    let out = mnt.join("session");
+    let before = tracefs_state();
+    let _load = spinner(&spin, 90, 4000, 300, 10_300, 0);
+    let o = record_cyclictest(
+        &["-t", "150us", "--max-spikes", "0", "--buffer-kb", "1024"],
+        &out,
+        "3",
+    );
+    let all = text(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The disk filled: captures were skipped with a warning and the session went on to
+    // its end (the command's); what was saved is whole.
+    assert_eq!(
+        err.matches("capture not saved, recording goes on").count(),
+        1,
+        "{all}"
+    );
+    assert!(
+        err.lines()
+            .filter(|l| l.starts_with("rtwhy: error"))
+            .count()
+            <= 1,
+        "{all}"
+    );
+    assert!(temporaries(&out).is_empty(), "{:?}", temporaries(&out));
+    for e in std::fs::read_dir(&out).unwrap().filter_map(|e| e.ok()) {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "dat") {
+            let r = Command::new("trace-cmd")
+                .arg("report")
+                .arg(&p)
+                .output()
+                .unwrap();
+            assert!(r.status.success(), "{} is damaged\n{all}", p.display());
+        }
+    }
+    match o.status.code() {
+        // session.json did not fit: one line saying so.
+        Some(2) => assert!(err.contains("session.json"), "{all}"),
+        Some(1) => assert!(
+            session(&out)["session"]["captures_failed"]
+                .as_u64()
+                .unwrap()
+                > 0
+        ),
+        _ => panic!("{all}"),
+    }
+    assert_eq!(tracefs_state(), before);
 }

@@ -2,7 +2,7 @@
 //! command or the built-in probe), capture a window around every breach, and undo every
 //! tracefs change at the end, whatever ends it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -64,8 +64,12 @@ pub struct SessionConfig {
     pub cpus: Option<Vec<u32>>,
     /// Output directory (created).
     pub out_dir: PathBuf,
-    /// The session ends after this many captures.
+    /// The session ends after this many captures (0: never; for unattended sessions,
+    /// whose disk use the caller bounds).
     pub max_spikes: usize,
+    /// At most one capture per this span: breaches closer to the previous capture are
+    /// counted, not saved, so a storm of breaches gives one capture and a count.
+    pub min_gap: Duration,
     /// The session ends after this long.
     pub duration: Option<Duration>,
     /// Markers (written by the application to `trace_marker`) that count as breaches.
@@ -154,8 +158,11 @@ pub trait Observer {
     fn armed(&mut self, info: &Armed);
     /// Something the user should know (one line).
     fn warning(&mut self, line: &str);
-    /// A capture was written.
-    fn captured(&mut self, capture: &Capture);
+    /// A capture was written; `so_far` is the session up to and including it.
+    fn captured(&mut self, capture: &Capture, so_far: &SessionReport);
+    /// SIGHUP: the session goes on; the observer may write out what it has (the rolling
+    /// `session.json`) and log where the session stands.
+    fn checkpoint(&mut self, _so_far: &SessionReport) {}
 }
 
 /// The session as armed.
@@ -192,19 +199,31 @@ pub struct ThreadWorst {
     pub worst_ns: u64,
 }
 
+/// How many captures' records a session keeps in memory.
+pub const RECENT_CAPTURES: usize = 1024;
+
 /// The whole session, for `session.json` and the summary table.
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionReport {
     /// How it was armed.
     pub armed: Option<Armed>,
-    /// Captures written.
-    pub captures: Vec<Capture>,
+    /// The most recent captures written (at most [`RECENT_CAPTURES`], so a session
+    /// that runs for days keeps a bounded record).
+    pub captures: VecDeque<Capture>,
+    /// Captures written since the start.
+    pub captures_total: usize,
+    /// Captures that could not be written (disk full, directory gone): skipped, the
+    /// session went on.
+    pub captures_failed: u64,
     /// Breaches measured (captured or not).
     pub breaches: u64,
     /// Breaches that fell while the instance was off.
     pub breaches_in_dead_time: u64,
     /// Breaches not captured because `--max-spikes` was reached.
     pub breaches_after_max: u64,
+    /// Breaches not captured because they came within `--min-gap` of the previous
+    /// capture (a storm).
+    pub breaches_rate_limited: u64,
     /// Worst latency per thread.
     pub threads: Vec<ThreadWorst>,
     /// Detector records lost (BPF ring buffer full).
@@ -357,6 +376,8 @@ fn make_out_dir(dir: &Path) -> Result<()> {
 struct Signals {
     int: Arc<AtomicBool>,
     term: Arc<AtomicBool>,
+    /// SIGHUP: a checkpoint, not an end (systemd's reload, a terminal that went away).
+    hup: Arc<AtomicBool>,
     ids: Vec<signal_hook::SigId>,
 }
 
@@ -364,17 +385,23 @@ impl Signals {
     fn register() -> Signals {
         let int = Arc::new(AtomicBool::new(false));
         let term = Arc::new(AtomicBool::new(false));
+        let hup = Arc::new(AtomicBool::new(false));
         let mut ids = Vec::new();
         for (sig, flag) in [
             (signal_hook::consts::SIGINT, &int),
             (signal_hook::consts::SIGTERM, &term),
-            (signal_hook::consts::SIGHUP, &term),
+            (signal_hook::consts::SIGHUP, &hup),
         ] {
             if let Ok(id) = signal_hook::flag::register(sig, flag.clone()) {
                 ids.push(id);
             }
         }
-        Signals { int, term, ids }
+        Signals {
+            int,
+            term,
+            hup,
+            ids,
+        }
     }
 }
 
@@ -400,6 +427,7 @@ struct Runner<'a> {
     worst: BTreeMap<i32, ThreadWorst>,
     last_freeze: u64,
     last_rearm: u64,
+    t0: Instant,
 }
 
 /// Runs a session to its end. Every tracefs change is undone before this returns,
@@ -595,10 +623,13 @@ fn run_with(
         cpus,
         report: SessionReport {
             armed: Some(armed),
-            captures: Vec::new(),
+            captures: VecDeque::new(),
+            captures_total: 0,
+            captures_failed: 0,
             breaches: 0,
             breaches_in_dead_time: 0,
             breaches_after_max: 0,
+            breaches_rate_limited: 0,
             threads: Vec::new(),
             detector_lost: 0,
             watch_events_lost: 0,
@@ -611,6 +642,7 @@ fn run_with(
         worst: BTreeMap::new(),
         last_freeze: 0,
         last_rearm: 0,
+        t0,
     };
     let outcome = runner.run_workload(t0, saved, signals);
     // Stop reading before the instances go.
@@ -640,6 +672,17 @@ fn run_with(
 }
 
 impl Runner<'_> {
+    fn max_reached(&self) -> bool {
+        self.cfg.max_spikes > 0 && self.report.captures_total >= self.cfg.max_spikes
+    }
+
+    /// Brings the report's per-thread worsts and length up to now, for an observer
+    /// that writes where the session stands before it ends.
+    fn refresh_report(&mut self) {
+        self.report.threads = self.worst.values().cloned().collect();
+        self.report.duration_ns = self.t0.elapsed().as_nanos() as u64;
+    }
+
     fn run_workload(&mut self, t0: Instant, saved: &Affinity, signals: &Signals) -> Result<()> {
         let mut child: Option<Child> = None;
         let mut probe = None;
@@ -674,10 +717,14 @@ impl Runner<'_> {
                     break "the command exited".to_string();
                 }
             }
+            if signals.hup.swap(false, Ordering::Relaxed) {
+                self.refresh_report();
+                self.obs.checkpoint(&self.report);
+            }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break "--duration reached".to_string();
             }
-            if self.report.captures.len() >= self.cfg.max_spikes {
+            if self.max_reached() {
                 break "--max-spikes reached".to_string();
             }
             self.poll_once(Duration::from_millis(10))?;
@@ -793,8 +840,13 @@ impl Runner<'_> {
         let Some((first, rest)) = pending.split_first() else {
             return Ok(());
         };
-        if self.report.captures.len() >= self.cfg.max_spikes {
+        if self.max_reached() {
             self.report.breaches_after_max += pending.len() as u64;
+            return Ok(());
+        }
+        let gap = self.cfg.min_gap.as_nanos() as u64;
+        if gap > 0 && self.report.captures_total > 0 && first.end() < self.last_rearm + gap {
+            self.report.breaches_rate_limited += pending.len() as u64;
             return Ok(());
         }
         let also: Vec<BreachRecord> = rest
@@ -830,7 +882,7 @@ impl Runner<'_> {
         mut also: Vec<BreachRecord>,
         seen_ns: u64,
     ) -> Result<()> {
-        let index = self.report.captures.len() + 1;
+        let index = self.report.captures_total + self.report.captures_failed as usize + 1;
         let end = trigger.end();
         // Facts first (the flight buffer has long overwritten anything written at start),
         // then the breach records.
@@ -889,8 +941,24 @@ impl Runner<'_> {
             .start()
             .saturating_sub(self.cfg.before.as_nanos() as u64);
         let path = self.cfg.out_dir.join(format!("spike-{index:03}.dat"));
-        let summary = self.layout.write(&pages, from, freeze, &path)?;
+        let written = self.layout.write(&pages, from, freeze, &path);
         drop(pages);
+        let summary = match written {
+            Ok(s) => s,
+            Err(e) => {
+                // A full disk must not end a recorder meant to run for days: what was
+                // saved stays, nothing half-written is left (the write is atomic), and
+                // the next breach tries again.
+                // One line, not one per breach: the count goes into the report.
+                if self.report.captures_failed == 0 {
+                    self.obs.warning(&format!(
+                        "capture not saved, recording goes on (further failures are counted in session.json, not logged): {e}"
+                    ));
+                }
+                self.report.captures_failed += 1;
+                return Ok(());
+            }
+        };
         let capture = Capture {
             index,
             path,
@@ -902,8 +970,15 @@ impl Runner<'_> {
             freeze_delay_ns: freeze.saturating_sub(freeze_at),
             dead_time_ns: rearm - freeze,
         };
-        self.obs.captured(&capture);
-        self.report.captures.push(capture);
+        if self.report.captures.len() >= RECENT_CAPTURES {
+            self.report.captures.pop_front();
+        }
+        self.report.captures.push_back(capture);
+        self.report.captures_total += 1;
+        self.refresh_report();
+        if let Some(c) = self.report.captures.back() {
+            self.obs.captured(c, &self.report);
+        }
         Ok(())
     }
 }

@@ -30,6 +30,10 @@ pub enum Command {
     /// save and diagnose a window around every latency breach. Needs root.
     /// Exit code: the command's when it failed, else 0 (no breach) or 1 (breaches), 2: error.
     Record(RecordArgs),
+    /// Where a recording session stands (while it runs or after): captures per cause,
+    /// those deleted to stay under --disk-budget, worst per thread, losses. Reads
+    /// DIR/session.json. Exit code 0, 2: not a session directory.
+    Summary(SummaryArgs),
     /// Remove tracefs instances left behind by a recorder that was killed, and put back
     /// settings a killed selftest or lab load left changed.
     Cleanup,
@@ -52,6 +56,12 @@ pub enum Command {
     /// Write rtwhy's man pages (one per subcommand) or its shell completions, as a
     /// package or `make install` would lay them out. Exit code 0: written, 2: error.
     Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// The session directory (`rtwhy record --out DIR`).
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -160,9 +170,20 @@ pub struct RecordArgs {
     /// Output directory (default `./rtwhy-YYYYmmdd-HHMMSS`).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
-    /// End the session after this many captures.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    /// End the session after this many captures; 0: never (for a recorder left running
+    /// for days: bound its disk with --disk-budget).
+    #[arg(long, default_value_t = 100)]
     pub max_spikes: u32,
+    /// Keep the session directory under this size (`500M`, `2G`): when a new capture
+    /// goes over it, the least severe captures are deleted (the worst of each cause is
+    /// kept longest) and counted in session.json. Default: no bound.
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub disk_budget: Option<u64>,
+    /// At most one capture per this span (`1s`, `1m`): breaches closer to the previous
+    /// capture are counted, not saved, so a storm of breaches gives one capture and a
+    /// count. Default: no limit.
+    #[arg(long, value_parser = parse_span, default_value = "0s", value_name = "SPAN")]
+    pub min_gap: rtwhy_model::Nanos,
     /// End the session after this long (`30s`, `10m`, `2h`).
     #[arg(long, value_parser = parse_span)]
     pub duration: Option<rtwhy_model::Nanos>,
@@ -385,6 +406,26 @@ fn parse_span(s: &str) -> Result<rtwhy_model::Nanos, String> {
         .or_else(|| scaled("h", 3_600_000_000_000))
         .or_else(|| rtwhy_analyze::parse_duration(t).filter(|_| t != "m"))
         .ok_or_else(|| format!("`{s}` is not a duration; use a number with a unit: 5ms, 30s, 10m"))
+}
+
+/// A size in bytes, with an optional binary unit: `800K`, `500M`, `2G` (also `MiB`, `MB`).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(digits);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => u32::MAX,
+    };
+    n.parse::<u64>()
+        .ok()
+        .filter(|_| shift != u32::MAX)
+        .and_then(|n| n.checked_mul(1u64 << shift.min(40)))
+        .ok_or_else(|| format!("`{s}` is not a size; write it like 800K, 500M or 2G"))
 }
 
 fn parse_cpu_list(s: &str) -> Result<rtwhy_model::CpuList, String> {

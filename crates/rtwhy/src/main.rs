@@ -7,6 +7,8 @@ mod dump;
 mod generate;
 mod info;
 mod input;
+mod journal;
+mod ledger;
 mod record;
 mod render;
 mod report;
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         cli::Command::Report(a) => report::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
         cli::Command::Generate(a) => generate::run(&a),
+        cli::Command::Summary(a) => record::summary(&a),
     };
     match result {
         Ok(code) => code,
@@ -58,7 +61,11 @@ fn main() -> ExitCode {
             let _ = std::io::stdout().flush();
             let mut msg = format!("{e}");
             for cause in e.chain().skip(1) {
-                msg.push_str(&format!(": {cause}"));
+                // Library errors often print their source already ("{path}: {source}").
+                let cause = cause.to_string();
+                if !msg.ends_with(&cause) {
+                    msg.push_str(&format!(": {cause}"));
+                }
             }
             eprintln!("rtwhy: error: {msg}");
             ExitCode::from(EXIT_INPUT_ERROR)

@@ -1,6 +1,7 @@
-//! `rtwhy record` and `rtwhy cleanup`: the recorder's session, with every capture
-//! diagnosed as it is written (one line live, full text and JSON beside the trace), and
-//! a summary at the end.
+//! `rtwhy record`, `rtwhy summary` and `rtwhy cleanup`: the recorder's session, with
+//! every capture diagnosed as it is written (one line live, full text and JSON beside the
+//! trace), the session directory kept under its disk budget, `session.json` rewritten
+//! after every capture (and on SIGHUP), and a summary at the end.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,9 +9,9 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rtwhy_analyze::{Config, TaskFilter};
-use rtwhy_model::{human_duration, Cause, Nanos, Spike, SpikeSource};
+use rtwhy_model::{human_duration, Nanos, Spike, SpikeSource};
 use rtwhy_record::capture::write_atomic;
 use rtwhy_record::events::Preset;
 use rtwhy_record::probe::ProbeConfig;
@@ -20,36 +21,37 @@ use rtwhy_record::session::{
 use serde_json::{json, Value};
 
 use crate::analyze::analyze_file;
-use crate::cli::{DetectorArg, PresetArg, RecordArgs};
+use crate::cli::{DetectorArg, PresetArg, RecordArgs, SummaryArgs};
+use crate::journal::{self, Level};
+use crate::ledger::{self, Diagnosed, Entry, Ledger};
 use crate::render;
 
 /// The schema of `session.json`.
-pub const SESSION_SCHEMA: &str = "rtwhy.session/1";
-
-/// What became of one capture.
-struct Diagnosed {
-    index: usize,
-    file: String,
-    victim: String,
-    tid: i32,
-    cpu: u32,
-    latency_ns: u64,
-    cause: Option<Cause>,
-    summary: String,
-    error: Option<String>,
-}
+pub const SESSION_SCHEMA: &str = "rtwhy.session/2";
 
 /// Diagnoses captures on a thread of its own, so the session keeps watching while a
-/// capture is analysed.
+/// capture is analysed; keeps the session directory under its budget and `session.json`
+/// up to date.
 struct Diagnoser {
     threshold: Nanos,
     t0: u64,
+    out_dir: PathBuf,
+    argv: Vec<String>,
+    ledger: Ledger,
+}
+
+/// What the session tells the diagnosis thread.
+enum Note {
+    /// A capture was written; the session as it stood then.
+    Captured(Box<Capture>, Box<SessionReport>),
+    /// SIGHUP: write out where the session stands.
+    Checkpoint(Box<SessionReport>),
 }
 
 struct Live {
     diagnoser: Option<Diagnoser>,
-    tx: Option<mpsc::Sender<Capture>>,
-    worker: Option<std::thread::JoinHandle<Vec<Diagnosed>>>,
+    tx: Option<mpsc::Sender<Note>>,
+    worker: Option<std::thread::JoinHandle<Ledger>>,
 }
 
 impl Live {
@@ -61,33 +63,44 @@ impl Live {
         }
     }
 
-    /// Starts the diagnosis thread at the first capture: from the session's thread, so it
+    /// Starts the diagnosis thread at the first note: from the session's thread, so it
     /// inherits the session's CPUs (`--recorder-cpus`).
-    fn sender(&mut self) -> Option<&mpsc::Sender<Capture>> {
+    fn send(&mut self, note: Note) {
         if self.tx.is_none() {
-            let d = self.diagnoser.take()?;
-            let (tx, rx) = mpsc::channel::<Capture>();
+            let Some(mut d) = self.diagnoser.take() else {
+                return;
+            };
+            let (tx, rx) = mpsc::channel::<Note>();
             match std::thread::Builder::new()
                 .name("rtwhy-diagnose".into())
-                .spawn(move || rx.iter().map(|c| d.report(&c)).collect())
-            {
+                .spawn(move || {
+                    for note in rx {
+                        d.take(note);
+                    }
+                    d.ledger
+                }) {
                 Ok(w) => {
                     self.tx = Some(tx);
                     self.worker = Some(w);
                 }
-                Err(e) => eprintln!("rtwhy: warning: cannot start the diagnosis thread: {e}"),
+                Err(e) => journal::line(
+                    Level::Warning,
+                    &format!("rtwhy: warning: cannot start the diagnosis thread: {e}"),
+                ),
             }
         }
-        self.tx.as_ref()
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(note);
+        }
     }
 
     /// Waits for every capture's diagnosis.
-    fn finish(&mut self) -> Vec<Diagnosed> {
+    fn finish(&mut self) -> Ledger {
         self.tx.take();
-        self.worker
-            .take()
-            .and_then(|w| w.join().ok())
-            .unwrap_or_default()
+        match self.worker.take().and_then(|w| w.join().ok()) {
+            Some(ledger) => ledger,
+            None => self.diagnoser.take().map(|d| d.ledger).unwrap_or_default(),
+        }
     }
 }
 
@@ -175,9 +188,12 @@ impl Diagnoser {
             Ok(d) => d,
             Err(e) => {
                 let msg = format!("{e:#}");
-                eprintln!(
-                    "rtwhy: warning: {}: cannot diagnose: {msg}",
-                    c.path.display()
+                journal::line(
+                    Level::Warning,
+                    &format!(
+                        "rtwhy: warning: {}: cannot diagnose: {msg}",
+                        c.path.display()
+                    ),
                 );
                 Diagnosed {
                     index: c.index,
@@ -193,24 +209,78 @@ impl Diagnoser {
             }
         };
         let at = c.window_ns.1.saturating_sub(self.t0);
-        let cause = d.cause.map_or("undiagnosed", |c| c.as_str());
         // The recording goes on when nobody reads stdout any more (`| head`): the
         // captures are on disk.
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(
             stdout,
-            "{}  +{:.3}s  {}[{}] cpu {}  {}  {}: {}",
+            "{}{}  +{:.3}s  {}[{}] cpu {}  {}  {}: {}",
+            journal::prefix(Level::Notice),
             d.file,
             at as f64 / 1e9,
             if d.victim.is_empty() { "?" } else { &d.victim },
             d.tid,
             d.cpu,
             human_duration(d.latency_ns),
-            cause,
+            d.cause_key(),
             d.summary
         );
         let _ = stdout.flush();
         d
+    }
+
+    fn take(&mut self, note: Note) {
+        let so_far = match note {
+            Note::Captured(c, so_far) => {
+                let d = self.report(&c);
+                for gone in self.ledger.add(Entry::on_disk(&c.path, d)) {
+                    self.drop_files(&gone);
+                }
+                so_far
+            }
+            Note::Checkpoint(so_far) => {
+                journal::line(
+                    Level::Info,
+                    &format!(
+                        "rtwhy: SIGHUP: recording for {:.0} s, {} breaches, {} captures kept ({}), {} dropped; session.json rewritten",
+                        so_far.duration_ns as f64 / 1e9,
+                        so_far.breaches,
+                        self.ledger.kept.len(),
+                        human_size(self.ledger.used()),
+                        self.ledger.dropped.values().map(|d| d.captures).sum::<u64>(),
+                    ),
+                );
+                so_far
+            }
+        };
+        let doc = session_json(&self.argv, &so_far, &self.ledger, false);
+        if let Err(e) = write_session(&self.out_dir, &doc) {
+            // The error names the file and the OS's reason already.
+            journal::line(Level::Warning, &format!("rtwhy: warning: {e}"));
+        }
+    }
+
+    fn drop_files(&self, e: &Entry) {
+        for f in ledger::files(&e.trace) {
+            match std::fs::remove_file(&f) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => journal::line(
+                    Level::Warning,
+                    &format!("rtwhy: warning: cannot delete {}: {err}", f.display()),
+                ),
+            }
+        }
+        journal::line(
+            Level::Info,
+            &format!(
+                "rtwhy: {} ({}, {}) deleted to stay under --disk-budget {}",
+                e.diag.file,
+                e.diag.cause_key(),
+                human_duration(e.diag.latency_ns),
+                human_size(self.ledger.budget.unwrap_or(0)),
+            ),
+        );
     }
 }
 
@@ -220,23 +290,41 @@ impl Observer for Live {
             Some(m) => format!("{} ({m})", a.detector),
             None => a.detector.clone(),
         };
-        eprintln!(
-            "rtwhy: armed in {} ms: detector {how}, {} events in instance {}, clock {}",
-            a.armed_after_ns / 1_000_000,
-            a.events.len(),
-            a.instance,
-            a.clock
+        journal::line(
+            Level::Info,
+            &format!(
+                "rtwhy: armed in {} ms: detector {how}, {} events in instance {}, clock {}",
+                a.armed_after_ns / 1_000_000,
+                a.events.len(),
+                a.instance,
+                a.clock
+            ),
         );
     }
 
     fn warning(&mut self, line: &str) {
-        eprintln!("rtwhy: warning: {line}");
+        journal::line(Level::Warning, &format!("rtwhy: warning: {line}"));
     }
 
-    fn captured(&mut self, c: &Capture) {
-        if let Some(tx) = self.sender() {
-            let _ = tx.send(c.clone());
-        }
+    fn captured(&mut self, c: &Capture, so_far: &SessionReport) {
+        self.send(Note::Captured(
+            Box::new(c.clone()),
+            Box::new(so_far.clone()),
+        ));
+    }
+
+    fn checkpoint(&mut self, so_far: &SessionReport) {
+        self.send(Note::Checkpoint(Box::new(so_far.clone())));
+    }
+}
+
+/// `1.5 MiB`.
+fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
     }
 }
 
@@ -249,114 +337,148 @@ fn percentile(v: &mut [u64], p: f64) -> u64 {
     v[i]
 }
 
-fn session_json(args_line: &[String], r: &SessionReport, diagnosed: &[Diagnosed]) -> Value {
+/// `session.json`: the session, the captures on disk with their diagnoses, and what the
+/// disk budget dropped. Rewritten after every capture while `ended` is false.
+fn session_json(args_line: &[String], r: &SessionReport, ledger: &Ledger, ended: bool) -> Value {
     let mut freeze: Vec<u64> = r.captures.iter().map(|c| c.freeze_delay_ns).collect();
     let mut detect: Vec<u64> = r.captures.iter().map(|c| c.detect_delay_ns).collect();
     let mut dead: Vec<u64> = r.captures.iter().map(|c| c.dead_time_ns).collect();
+    let pages_lost: u64 = r.captures.iter().map(|c| c.summary.pages_after_loss).sum();
     json!({
         "schema": SESSION_SCHEMA,
+        "state": if ended { "ended" } else { "recording" },
         "command": args_line,
         "session": r,
-        "spikes": diagnosed.iter().map(|d| json!({
-            "capture": d.index,
-            "file": d.file,
-            "tid": d.tid,
-            "comm": d.victim,
-            "cpu": d.cpu,
-            "latency_ns": d.latency_ns,
-            "cause": d.cause.map(|c| c.as_str()),
-            "summary": d.summary,
-            "error": d.error,
-        })).collect::<Vec<_>>(),
+        "spikes": ledger.kept.iter().map(|e| &e.diag).collect::<Vec<_>>(),
+        "dropped": ledger.dropped,
+        "disk": {"budget_bytes": ledger.budget, "used_bytes": ledger.used()},
         "timing": {
             "detect_delay_ns": {"p50": percentile(&mut detect, 0.5), "p99": percentile(&mut detect, 0.99)},
             "freeze_delay_ns": {"p50": percentile(&mut freeze, 0.5), "p99": percentile(&mut freeze, 0.99)},
             "dead_time_ns": {"p50": percentile(&mut dead, 0.5), "max": dead.iter().max().copied().unwrap_or(0)},
+            "pages_after_loss": pages_lost,
         },
     })
 }
 
-fn print_summary(
-    out: &mut dyn Write,
-    dir: &Path,
-    r: &SessionReport,
-    diagnosed: &[Diagnosed],
-) -> std::io::Result<()> {
+fn write_session(dir: &Path, doc: &Value) -> Result<()> {
+    write_atomic(&dir.join("session.json"), |w| {
+        serde_json::to_writer_pretty(&mut *w, doc)?;
+        w.write_all(b"\n")
+    })?;
+    Ok(())
+}
+
+/// The summary table of a session, from its `session.json` (at the end of `rtwhy
+/// record`, and by `rtwhy summary DIR` while it runs or afterwards).
+fn print_summary(out: &mut dyn Write, dir: &Path, doc: &Value) -> std::io::Result<()> {
+    let s = &doc["session"];
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let spikes = doc["spikes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let captures = s["captures_total"].as_u64().unwrap_or(spikes.len() as u64);
+    let state = if doc["state"] == "recording" {
+        "recording".to_string()
+    } else {
+        s["ended_by"].as_str().unwrap_or("ended").to_string()
+    };
     writeln!(out)?;
     writeln!(
         out,
-        "rtwhy record: {} after {:.1} s; {} breaches, {} captures in {}",
-        r.ended_by,
-        r.duration_ns as f64 / 1e9,
-        r.breaches,
-        r.captures.len(),
+        "rtwhy record: {state} after {:.1} s; {} breaches, {captures} captures in {}",
+        n(&s["duration_ns"]) as f64 / 1e9,
+        n(&s["breaches"]),
         dir.display()
     )?;
-    let mut causes: Vec<(&str, usize)> = Vec::new();
-    for d in diagnosed {
-        let c = d.cause.map_or("undiagnosed", |c| c.as_str());
-        match causes.iter_mut().find(|(n, _)| *n == c) {
-            Some((_, k)) => *k += 1,
-            None => causes.push((c, 1)),
+    // Captures per cause: those on disk and those the disk budget deleted.
+    let mut causes: Vec<(String, u64, u64)> = Vec::new();
+    let mut count =
+        |cause: &str, kept: u64, dropped: u64| match causes.iter_mut().find(|(c, _, _)| c == cause)
+        {
+            Some(c) => {
+                c.1 += kept;
+                c.2 += dropped;
+            }
+            None => causes.push((cause.to_string(), kept, dropped)),
+        };
+    for sp in spikes {
+        count(sp["cause"].as_str().unwrap_or("undiagnosed"), 1, 0);
+    }
+    if let Some(dropped) = doc["dropped"].as_object() {
+        for (cause, d) in dropped {
+            count(cause, 0, n(&d["captures"]));
         }
     }
-    causes.sort_by_key(|c| std::cmp::Reverse(c.1));
+    causes.sort_by_key(|c| std::cmp::Reverse(c.1 + c.2));
     if !causes.is_empty() {
-        writeln!(out, "  {:<28} {:>8}", "cause", "captures")?;
-        for (c, n) in &causes {
-            writeln!(out, "  {c:<28} {n:>8}")?;
+        writeln!(out, "  {:<28} {:>8} {:>8}", "cause", "captures", "deleted")?;
+        for (c, kept, dropped) in &causes {
+            writeln!(out, "  {c:<28} {:>8} {dropped:>8}", kept + dropped)?;
         }
     }
-    if !r.threads.is_empty() {
+    if let Some(threads) = s["threads"].as_array().filter(|t| !t.is_empty()) {
         writeln!(
             out,
             "  {:<8} {:<20} {:>9} {:>12}",
             "tid", "thread", "breaches", "worst"
         )?;
-        for t in &r.threads {
+        for t in threads {
             writeln!(
                 out,
                 "  {:<8} {:<20} {:>9} {:>12}",
-                t.tid,
-                t.comm,
-                t.breaches,
-                human_duration(t.worst_ns)
+                t["tid"],
+                t["comm"].as_str().unwrap_or("?"),
+                n(&t["breaches"]),
+                human_duration(n(&t["worst_ns"]))
             )?;
         }
     }
-    for p in &r.probe {
+    for p in s["probe"].as_array().map(Vec::as_slice).unwrap_or_default() {
         writeln!(
             out,
             "  probe cpu {}: {} loops, min {} avg {} max {}, {} above threshold",
-            p.cpu,
-            p.loops,
-            human_duration(p.min_ns),
-            human_duration(p.avg_ns),
-            human_duration(p.max_ns),
-            p.over_threshold
+            p["cpu"],
+            n(&p["loops"]),
+            human_duration(n(&p["min_ns"])),
+            human_duration(n(&p["avg_ns"])),
+            human_duration(n(&p["max_ns"])),
+            n(&p["over_threshold"])
         )?;
     }
-
-    let pages_lost: u64 = r.captures.iter().map(|c| c.summary.pages_after_loss).sum();
+    let t = &doc["timing"];
     writeln!(
         out,
-        "  lost: {} detector records, {} streamed events, {} captured pages after overruns; {} breaches in dead time, {} after --max-spikes",
-        r.detector_lost, r.watch_events_lost, pages_lost, r.breaches_in_dead_time, r.breaches_after_max
+        "  lost: {} detector records, {} streamed events, {} captured pages after overruns; {} breaches in dead time, {} after --max-spikes, {} within --min-gap; {} captures not saved",
+        n(&s["detector_lost"]),
+        n(&s["watch_events_lost"]),
+        n(&t["pages_after_loss"]),
+        n(&s["breaches_in_dead_time"]),
+        n(&s["breaches_after_max"]),
+        n(&s["breaches_rate_limited"]),
+        n(&s["captures_failed"]),
     )?;
-    if !r.captures.is_empty() {
-        let mut dead: Vec<u64> = r.captures.iter().map(|c| c.dead_time_ns).collect();
-        let mut freeze: Vec<u64> = r.captures.iter().map(|c| c.freeze_delay_ns).collect();
+    if let Some(budget) = doc["disk"]["budget_bytes"].as_u64() {
+        writeln!(
+            out,
+            "  disk: {} of the {} budget in use, {} captures on disk",
+            human_size(n(&doc["disk"]["used_bytes"])),
+            human_size(budget),
+            spikes.len()
+        )?;
+    }
+    if captures > 0 {
         writeln!(
             out,
             "  recording off while saving: median {} (max {}) per capture; instance stopped {} (median) after breach + --after",
-            human_duration(percentile(&mut dead, 0.5)),
-            human_duration(dead.iter().max().copied().unwrap_or(0)),
-            human_duration(percentile(&mut freeze, 0.5)),
+            human_duration(n(&t["dead_time_ns"]["p50"])),
+            human_duration(n(&t["dead_time_ns"]["max"])),
+            human_duration(n(&t["freeze_delay_ns"]["p50"])),
         )?;
     }
-
-    if let Some(code) = r.child_exit {
-        match r.child_signal {
+    if let Some(code) = s["child_exit"].as_i64() {
+        match s["child_signal"].as_i64() {
             Some(sig) => writeln!(out, "  command killed by signal {sig}")?,
             None => writeln!(out, "  command exited with {code}")?,
         }
@@ -364,11 +486,54 @@ fn print_summary(
     Ok(())
 }
 
+/// `rtwhy summary DIR`: where a recording session stands, from its `session.json`.
+pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
+    let path = args.dir.join("session.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "cannot read {} (is {} a directory written by `rtwhy record --out`?)",
+            path.display(),
+            args.dir.display()
+        )
+    })?;
+    let doc: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a session.json", path.display()))?;
+    if !doc["schema"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("rtwhy.session/"))
+    {
+        anyhow::bail!(
+            "{} is not a session.json written by rtwhy record",
+            path.display()
+        );
+    }
+    print_summary(&mut std::io::stdout().lock(), &args.dir, &doc)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     let out_dir: PathBuf = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(session::default_dir_name()));
+    if let Some(budget) = args.disk_budget {
+        // A capture holds at most the flight buffer of every traced CPU, plus the
+        // trace's metadata (formats, symbols) and its diagnosis.
+        let cpus = match &args.cpus {
+            Some(l) => l.0.len(),
+            None => session::online_cpus().len(),
+        }
+        .max(1) as u64;
+        let one = args.buffer_kb * 1024 * cpus + (4 << 20);
+        if budget < one {
+            anyhow::bail!(
+                "--disk-budget {} is smaller than one capture can be ({} KiB buffer x {cpus} CPUs + 4 MiB of metadata = {}): raise it, or lower --buffer-kb",
+                human_size(budget),
+                args.buffer_kb,
+                human_size(one)
+            );
+        }
+    }
     let markers = args
         .marker
         .iter()
@@ -422,6 +587,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         cpus: args.cpus.as_ref().map(|l| l.0.clone()),
         out_dir: out_dir.clone(),
         max_spikes: args.max_spikes as usize,
+        min_gap: Duration::from_nanos(args.min_gap.0),
         duration: args.duration.map(|d| Duration::from_nanos(d.0)),
         markers,
         detector: match args.detector {
@@ -433,25 +599,25 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         workload,
         recorder_cpus,
     };
+    let argv: Vec<String> = std::env::args().collect();
     let mut live = Live::new(Diagnoser {
         threshold: args.threshold,
         t0: session::mono_ns(),
+        out_dir: out_dir.clone(),
+        argv: argv.clone(),
+        ledger: Ledger::new(args.disk_budget),
     });
     let report = session::run(&cfg, &mut live);
-    let diagnosed = live.finish();
+    let ledger = live.finish();
     let report = report?;
-    let argv: Vec<String> = std::env::args().collect();
-    let doc = session_json(&argv, &report, &diagnosed);
-    write_atomic(&out_dir.join("session.json"), |w| {
-        serde_json::to_writer_pretty(&mut *w, &doc)?;
-        w.write_all(b"\n")
-    })?;
+    let doc = session_json(&argv, &report, &ledger, true);
+    write_session(&out_dir, &doc)?;
     let stdout = std::io::stdout();
-    print_summary(&mut stdout.lock(), &out_dir, &report, &diagnosed)?;
+    print_summary(&mut stdout.lock(), &out_dir, &doc)?;
     if let Some(code) = report.child_exit.filter(|c| *c != 0) {
         return Ok(ExitCode::from(code.clamp(1, 255) as u8));
     }
-    Ok(if report.captures.is_empty() {
+    Ok(if report.captures_total == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -28,7 +28,7 @@ use rtwhy_record::bpf::{AttachMode, BpfDetector, DetectorConfig};
 use rtwhy_record::events::Preset;
 use rtwhy_record::probe::ProbeConfig;
 use rtwhy_record::session::{
-    self, Armed, Capture, DetectorChoice, Observer, SessionConfig, Workload,
+    self, Armed, Capture, DetectorChoice, Observer, SessionConfig, SessionReport, Workload,
 };
 use rtwhy_record::tracefs::Tracefs;
 
@@ -356,7 +356,7 @@ impl Observer for Scene<'_> {
         eprintln!("rtwhy selftest: {}: warning: {line}", self.scenario.name());
     }
 
-    fn captured(&mut self, c: &Capture) {
+    fn captured(&mut self, c: &Capture, _so_far: &SessionReport) {
         self.captures.push(c.path.clone());
     }
 }
@@ -433,6 +433,7 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
         cpus: None,
         out_dir: dir.to_path_buf(),
         max_spikes: setup.max_spikes,
+        min_gap: Duration::ZERO,
         duration: Some(match &workload {
             Workload::Probe(_) => Duration::from_secs(run_secs),
             // The command ends the session; this only bounds a command that hangs.

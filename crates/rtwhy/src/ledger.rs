@@ -1,0 +1,224 @@
+//! What a recording session keeps on disk and what it only counts: the ledger of
+//! captures behind `rtwhy record --disk-budget`, so a recorder left running for days
+//! keeps the worst capture of every cause and never fills the disk.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rtwhy_model::Cause;
+use serde::Serialize;
+
+/// One capture's diagnosis, as `session.json` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnosed {
+    /// 1-based capture number.
+    #[serde(rename = "capture")]
+    pub index: usize,
+    /// The trace's file name in the session directory.
+    pub file: String,
+    pub tid: i32,
+    #[serde(rename = "comm")]
+    pub victim: String,
+    pub cpu: u32,
+    pub latency_ns: u64,
+    #[serde(serialize_with = "cause_name")]
+    pub cause: Option<Cause>,
+    pub summary: String,
+    pub error: Option<String>,
+}
+
+fn cause_name<S: serde::Serializer>(c: &Option<Cause>, s: S) -> Result<S::Ok, S::Error> {
+    match c {
+        Some(c) => s.serialize_str(c.as_str()),
+        None => s.serialize_none(),
+    }
+}
+
+impl Diagnosed {
+    /// The cause as the summary groups it.
+    pub fn cause_key(&self) -> &'static str {
+        self.cause.map_or("undiagnosed", |c| c.as_str())
+    }
+}
+
+/// A capture on disk: its diagnosis, its files and their size.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub diag: Diagnosed,
+    /// The trace; its `.txt` and `.json` sit beside it.
+    pub trace: PathBuf,
+    pub bytes: u64,
+}
+
+impl Entry {
+    /// The capture's files (trace, text, JSON), as they are on disk now.
+    pub fn on_disk(trace: &Path, diag: Diagnosed) -> Entry {
+        let bytes = files(trace)
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        Entry {
+            diag,
+            trace: trace.to_path_buf(),
+            bytes,
+        }
+    }
+}
+
+/// A capture's three files.
+pub fn files(trace: &Path) -> [PathBuf; 3] {
+    [
+        trace.to_path_buf(),
+        trace.with_extension("txt"),
+        trace.with_extension("json"),
+    ]
+}
+
+/// Captures of one cause deleted to stay under the budget.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Dropped {
+    pub captures: u64,
+    pub worst_ns: u64,
+}
+
+/// The captures kept, those dropped, and the budget.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    pub kept: Vec<Entry>,
+    pub dropped: BTreeMap<&'static str, Dropped>,
+    pub budget: Option<u64>,
+}
+
+impl Ledger {
+    pub fn new(budget: Option<u64>) -> Ledger {
+        Ledger {
+            budget,
+            ..Ledger::default()
+        }
+    }
+
+    /// Bytes the kept captures take.
+    pub fn used(&self) -> u64 {
+        self.kept.iter().map(|e| e.bytes).sum()
+    }
+
+    /// Adds a capture and returns the captures that must go to bring the session back
+    /// under its budget (already out of the ledger and counted as dropped; the caller
+    /// deletes their files).
+    pub fn add(&mut self, entry: Entry) -> Vec<Entry> {
+        self.kept.push(entry);
+        let mut out = Vec::new();
+        let Some(budget) = self.budget else {
+            return out;
+        };
+        while self.used() > budget {
+            let Some(i) = self.least_valuable() else {
+                break;
+            };
+            let e = self.kept.remove(i);
+            let d = self.dropped.entry(e.diag.cause_key()).or_default();
+            d.captures += 1;
+            d.worst_ns = d.worst_ns.max(e.diag.latency_ns);
+            out.push(e);
+        }
+        out
+    }
+
+    /// The capture to delete first: the mildest one that is not the worst of its cause;
+    /// when every capture left is the worst of its cause, the mildest of those.
+    fn least_valuable(&self) -> Option<usize> {
+        let mut worst: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, e) in self.kept.iter().enumerate() {
+            let w = worst.entry(e.diag.cause_key()).or_insert(i);
+            if e.diag.latency_ns > self.kept[*w].diag.latency_ns {
+                *w = i;
+            }
+        }
+        let mildest = |only_repeats: bool| {
+            self.kept
+                .iter()
+                .enumerate()
+                .filter(|(i, e)| !only_repeats || worst.get(e.diag.cause_key()) != Some(i))
+                // The oldest of equally mild captures goes first.
+                .min_by_key(|(i, e)| (e.diag.latency_ns, *i))
+                .map(|(i, _)| i)
+        };
+        mildest(true).or_else(|| mildest(false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(index: usize, cause: Cause, latency_us: u64, bytes: u64) -> Entry {
+        Entry {
+            diag: Diagnosed {
+                index,
+                file: format!("spike-{index:03}.dat"),
+                tid: 1,
+                victim: "v".into(),
+                cpu: 1,
+                latency_ns: latency_us * 1000,
+                cause: Some(cause),
+                summary: String::new(),
+                error: None,
+            },
+            trace: PathBuf::from(format!("spike-{index:03}.dat")),
+            bytes,
+        }
+    }
+
+    fn kept(l: &Ledger) -> Vec<usize> {
+        l.kept.iter().map(|e| e.diag.index).collect()
+    }
+
+    #[test]
+    fn without_a_budget_everything_stays() {
+        let mut l = Ledger::new(None);
+        for i in 1..=5 {
+            assert!(l.add(entry(i, Cause::Preemption, 100, 1 << 30)).is_empty());
+        }
+        assert_eq!(l.kept.len(), 5);
+    }
+
+    #[test]
+    fn the_mildest_repeat_goes_first_and_the_worst_of_each_cause_stays() {
+        let mut l = Ledger::new(Some(300));
+        l.add(entry(1, Cause::Preemption, 500, 100));
+        l.add(entry(2, Cause::Preemption, 200, 100));
+        l.add(entry(3, Cause::Softirq, 150, 100));
+        // Over budget: the mildest preemption goes, not the softirq (its cause's only
+        // capture) although it is milder.
+        let gone = l.add(entry(4, Cause::Preemption, 300, 100));
+        assert_eq!(gone.iter().map(|e| e.diag.index).collect::<Vec<_>>(), [2]);
+        assert_eq!(kept(&l), [1, 3, 4]);
+        let gone = l.add(entry(5, Cause::Preemption, 900, 100));
+        assert_eq!(gone.iter().map(|e| e.diag.index).collect::<Vec<_>>(), [4]);
+        assert_eq!(kept(&l), [1, 3, 5]);
+        let d = &l.dropped["preemption"];
+        assert_eq!((d.captures, d.worst_ns), (2, 300_000));
+        assert!(l.used() <= 300);
+    }
+
+    #[test]
+    fn when_only_worsts_remain_the_mildest_cause_gives_way() {
+        let mut l = Ledger::new(Some(200));
+        l.add(entry(1, Cause::Preemption, 500, 100));
+        l.add(entry(2, Cause::Softirq, 150, 100));
+        let gone = l.add(entry(3, Cause::Hwlat, 300, 100));
+        assert_eq!(gone.iter().map(|e| e.diag.index).collect::<Vec<_>>(), [2]);
+        assert_eq!(kept(&l), [1, 3]);
+        assert_eq!(l.dropped["softirq"].captures, 1);
+    }
+
+    #[test]
+    fn a_capture_larger_than_the_budget_does_not_stay() {
+        let mut l = Ledger::new(Some(50));
+        let gone = l.add(entry(1, Cause::Preemption, 500, 100));
+        assert_eq!(gone.len(), 1);
+        assert!(l.kept.is_empty());
+        assert_eq!(l.used(), 0);
+    }
+}
