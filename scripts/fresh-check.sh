@@ -7,9 +7,11 @@
 #   demo    the README's first command, scripts/demo.sh (as root, with /proc, /sys and
 #           /dev of the host, so the live recording runs for real)
 #   build   the test command's install-and-build part, scripts/test.sh --build-only
-#   all     both (the default)
+#   deb     the Debian package (scripts/package-deb.sh) installed there with apt-get;
+#           `man rtwhy-record`, the bash completions, `systemd-analyze verify` of the unit
+#   all     demo, build and deb (the default)
 #
-# Usage: sudo scripts/fresh-check.sh [demo|build|all] [--repo DIR]
+# Usage: sudo scripts/fresh-check.sh [demo|build|deb|all] [--repo DIR]
 # Only committed work is checked (the root gets a clone). Everything is removed at the
 # end, also on failure or Ctrl-C. Exit 0 when every step passed.
 set -euo pipefail
@@ -19,13 +21,13 @@ what=all
 repo="$here"
 while [ $# -gt 0 ]; do
     case "$1" in
-        demo | build | all) what=$1 ;;
+        demo | build | deb | all) what=$1 ;;
         --repo)
             repo="${2:?--repo needs a directory}"
             shift
             ;;
         *)
-            echo "fresh-check.sh: unknown argument '$1' (demo, build, all, --repo DIR)" >&2
+            echo "fresh-check.sh: unknown argument '$1' (demo, build, deb, all, --repo DIR)" >&2
             exit 2
             ;;
     esac
@@ -112,13 +114,29 @@ in_root() {
         bash -c "cd /src/rtwhy && $1"
 }
 
+# What a user does with the package: install it, read a page, complete a flag, and what
+# systemd makes of the unit. man-db and systemd are the checking tools, not rtwhy's needs.
+check_deb() {
+    in_root "scripts/package-deb.sh > /tmp/deb-path" || return 1
+    in_root 'apt-get install -y -qq "./$(cat /tmp/deb-path)" >/dev/null' || return 1
+    in_root 'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq man-db systemd >/dev/null' || return 1
+    in_root 'ldd /usr/bin/rtwhy; ! ldd /usr/bin/rtwhy | grep -E "lib(elf|z|bpf)\."' || return 1
+    in_root 'rtwhy --version && man rtwhy-record | grep -q -- "--disk-budget" && man rtwhy-record | head -8' || return 1
+    in_root 'bash -c ". /usr/share/bash-completion/completions/rtwhy && complete -p rtwhy"' || return 1
+    in_root 'cp /usr/lib/systemd/system/rtwhy-record@.service /tmp/rtwhy-record@check.service &&
+        systemd-analyze verify /tmp/rtwhy-record@check.service && echo "systemd-analyze verify: clean"'
+}
+
 t_all=$SECONDS
 step "minimal Debian $suite root (mmdebstrap)" make_root
 step "Rust and the checkout ($(git -C "$repo" rev-parse --short HEAD)) in the root" enter_root
-if [ "$what" != build ]; then
+if [ "$what" = demo ] || [ "$what" = all ]; then
     step "README's first command: scripts/demo.sh" in_root scripts/demo.sh
 fi
-if [ "$what" != demo ]; then
+if [ "$what" = deb ] || [ "$what" = all ]; then
+    step "the Debian package installed with apt-get: man page, completions, unit" check_deb
+fi
+if [ "$what" = build ] || [ "$what" = all ]; then
     step "README's test command, install and build: scripts/test.sh --build-only" in_root "scripts/test.sh --build-only"
 fi
 echo "fresh-check: all passed in $((SECONDS - t_all)) s"
