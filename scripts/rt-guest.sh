@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# Runs one command as root inside a QEMU guest booted on Debian's PREEMPT_RT kernel (or
+# Debian's generic kernel with preempt=full), with CPU 1 isolated, and returns the
+# command's exit status and output. The guest sees this machine's root filesystem read-only
+# (virtme-ng) plus one writable shared directory.
+#
+#   scripts/rt-guest.sh [OPTIONS] [--] CMD [ARGS...]
+#   scripts/rt-guest.sh --setup-only
+#
+# Options (each also as an environment variable; the option wins):
+#   --flavour rt|full   RTWHY_GUEST_FLAVOUR   rt: linux-image-rt-amd64 (PREEMPT_RT);
+#                                             full: linux-image-amd64 booted with
+#                                             preempt=full (PREEMPT_DYNAMIC). Default rt.
+#   --append "ARGS"     RTWHY_GUEST_APPEND    kernel command line added to virtme-ng's.
+#                       Default "isolcpus=1 nohz_full=1 rcu_nocbs=1 irqaffinity=0";
+#                       the full flavour adds preempt=full to it.
+#   --cpus N            RTWHY_GUEST_CPUS      vCPUs (default 2)
+#   --memory SIZE       RTWHY_GUEST_MEMORY    guest memory, QEMU syntax (default 2G)
+#   --timeout SECS      RTWHY_GUEST_TIMEOUT   whole run, boot included (default 900)
+#   --boot-timeout SECS RTWHY_GUEST_BOOT_TIMEOUT  the command must have started within
+#                                             this (default 240)
+#   --shared DIR        RTWHY_GUEST_SHARED    writable directory seen by the guest at the
+#                       same path (default: a new /tmp/rtwhy-guest.XXXXXX, kept)
+#   --cache DIR         RTWHY_GUEST_CACHE     kernel packages and virtme-ng's venv
+#                       (default ~/.cache/rtwhy-guest)
+#   --kernel-package P  RTWHY_GUEST_KERNEL_PACKAGE  Debian package of the kernel, default
+#                       the one linux-image-rt-amd64 (rt) or linux-image-amd64 (full) names
+#   --no-install        RTWHY_GUEST_INSTALL=0  never apt-get install / pip install: say
+#                       what is missing instead
+#   --setup-only        set up and exit 0 without booting
+#
+# Inside the guest the command runs as root in this directory (read-only unless it is
+# under the shared directory; /tmp, /home, /var are throw-away overlays) with
+# RTWHY_GUEST_SHARED set. Its stdout and stderr go to files in the shared directory (the
+# serial console loses output) and are printed here once the guest is down; the guest's
+# console is kept as DIR/.rt-guest/console.log. Exit status: the command's, or 124 when
+# it did not finish within the timeout, or 2 when the harness could not run it (one line
+# on stderr says why). No QEMU process is left behind, also on timeout or Ctrl-C.
+#
+# Setting up (first run, as root, from Debian's and PyPI's packages only):
+# qemu-system-x86, busybox-static and kmod via apt-get; the kernel package fetched with
+# `apt-get download` and unpacked with `dpkg-deb -x` into the cache (never installed);
+# its lib/modules/<version> linked under /lib/modules and `depmod <version>`;
+# virtme-ng in a venv in the cache. The TCG guest uses both host cores: run it niced
+# and under the live lock (`flock /tmp/rtwhy-live.lock nice -n 10 scripts/rt-guest.sh`).
+set -uo pipefail
+
+VIRTME_NG_VERSION=1.42
+DEFAULT_APPEND="isolcpus=1 nohz_full=1 rcu_nocbs=1 irqaffinity=0"
+
+flavour=${RTWHY_GUEST_FLAVOUR:-rt}
+append=${RTWHY_GUEST_APPEND-$DEFAULT_APPEND}
+cpus=${RTWHY_GUEST_CPUS:-2}
+memory=${RTWHY_GUEST_MEMORY:-2G}
+timeout_s=${RTWHY_GUEST_TIMEOUT:-900}
+boot_timeout_s=${RTWHY_GUEST_BOOT_TIMEOUT:-240}
+shared=${RTWHY_GUEST_SHARED:-}
+cache=${RTWHY_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rtwhy-guest}
+kernel_pkg=${RTWHY_GUEST_KERNEL_PACKAGE:-}
+install=${RTWHY_GUEST_INSTALL:-1}
+setup_only=0
+
+die() {
+    echo "rt-guest: $*" >&2
+    exit 2
+}
+
+need_arg() { [ $# -ge 2 ] || die "$1 needs a value"; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --flavour) need_arg "$@"; flavour=$2; shift 2 ;;
+    --append) need_arg "$@"; append=$2; shift 2 ;;
+    --cpus) need_arg "$@"; cpus=$2; shift 2 ;;
+    --memory) need_arg "$@"; memory=$2; shift 2 ;;
+    --timeout) need_arg "$@"; timeout_s=$2; shift 2 ;;
+    --boot-timeout) need_arg "$@"; boot_timeout_s=$2; shift 2 ;;
+    --shared) need_arg "$@"; shared=$2; shift 2 ;;
+    --cache) need_arg "$@"; cache=$2; shift 2 ;;
+    --kernel-package) need_arg "$@"; kernel_pkg=$2; shift 2 ;;
+    --no-install) install=0; shift ;;
+    --setup-only) setup_only=1; shift ;;
+    -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    --) shift; break ;;
+    -*) die "unknown option $1 (see --help)" ;;
+    *) break ;;
+    esac
+done
+
+case $flavour in
+rt) meta=linux-image-rt-amd64 ;;
+full) meta=linux-image-amd64; append="$append preempt=full" ;;
+*) die "unknown kernel flavour '$flavour' (rt or full)" ;;
+esac
+for n in cpus timeout_s boot_timeout_s; do
+    [[ ${!n} =~ ^[1-9][0-9]*$ ]] || die "${n%_s} must be a positive whole number, not '${!n}'"
+done
+[[ $memory =~ ^[1-9][0-9]*[MGmg]?$ ]] || die "memory must look like 2G or 1536M, not '$memory'"
+if [ "$setup_only" -eq 0 ] && [ $# -eq 0 ]; then
+    die "no command to run in the guest (usage: rt-guest.sh [OPTIONS] [--] CMD [ARGS...])"
+fi
+[ "$(id -u)" -eq 0 ] || die "must run as root (the guest's kernel modules go under /lib/modules)"
+
+apt_install() {
+    # $1: what is missing, for the one line when we may not install it.
+    local what=$1
+    shift
+    if [ "$install" != 1 ]; then
+        die "$what not found (apt-get install $*; or run without --no-install)"
+    fi
+    command -v apt-get >/dev/null || die "$what not found and no apt-get to install $*"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" \
+        >"$cache/apt.log" 2>&1; then
+        apt-get update -qq >>"$cache/apt.log" 2>&1
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" \
+            >>"$cache/apt.log" 2>&1 ||
+            die "$what not found and apt-get install $* failed (see $cache/apt.log)"
+    fi
+}
+
+setup() {
+    mkdir -p "$cache" || die "cannot create the cache directory $cache"
+    command -v qemu-system-x86_64 >/dev/null || apt_install "qemu (qemu-system-x86_64)" qemu-system-x86
+    # virtme-ng builds an initramfs (the Debian kernels have 9p as modules) with a static
+    # busybox, and the modules need depmod.
+    dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'install ok installed' ||
+        apt_install "busybox-static" busybox-static
+    command -v depmod >/dev/null || [ -x /sbin/depmod ] || apt_install "depmod" kmod
+    command -v dpkg-deb >/dev/null || die "dpkg-deb not found (this needs a Debian-based machine)"
+    export PATH="$PATH:/sbin:/usr/sbin"
+
+    local venv=$cache/venv
+    if ! "$venv/bin/vng" --version >/dev/null 2>&1; then
+        [ "$install" = 1 ] || die "virtme-ng not found in $venv (or run without --no-install)"
+        rm -rf "$venv"
+        if ! python3 -m venv "$venv" >"$cache/venv.log" 2>&1; then
+            apt_install "python3 venv" python3-venv
+            python3 -m venv "$venv" >>"$cache/venv.log" 2>&1 ||
+                die "python3 -m venv failed (see $cache/venv.log)"
+        fi
+        "$venv/bin/pip" install -q "virtme-ng==$VIRTME_NG_VERSION" >>"$cache/venv.log" 2>&1 ||
+            die "pip install virtme-ng==$VIRTME_NG_VERSION failed (see $cache/venv.log)"
+    fi
+    export PATH="$venv/bin:$PATH"
+
+    if [ -z "$kernel_pkg" ]; then
+        kernel_pkg=$(apt-cache depends "$meta" 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+        if [ -z "$kernel_pkg" ]; then
+            [ "$install" = 1 ] && apt-get update -qq >/dev/null 2>&1
+            kernel_pkg=$(apt-cache depends "$meta" 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+        fi
+        [ -n "$kernel_pkg" ] || die "kernel package $meta not found in apt's package lists"
+    fi
+    local kdir=$cache/$kernel_pkg
+    if ! ls "$kdir"/root/boot/vmlinuz-* >/dev/null 2>&1; then
+        rm -rf "$kdir"
+        mkdir -p "$kdir/deb" || die "cannot create $kdir"
+        if ! (cd "$kdir/deb" && apt-get download "$kernel_pkg" >"$kdir/download.log" 2>&1); then
+            [ "$install" = 1 ] && apt-get update -qq >/dev/null 2>&1
+            (cd "$kdir/deb" && apt-get download "$kernel_pkg" >"$kdir/download.log" 2>&1) ||
+                { rm -rf "$kdir"; die "kernel package $kernel_pkg not found (apt-get download failed)"; }
+        fi
+        dpkg-deb -x "$kdir"/deb/*.deb "$kdir/root.tmp" || die "dpkg-deb -x of $kernel_pkg failed"
+        rm -rf "$kdir/deb"
+        mv "$kdir/root.tmp" "$kdir/root"
+    fi
+    vmlinuz=$(ls "$kdir"/root/boot/vmlinuz-* 2>/dev/null | head -n 1)
+    [ -n "$vmlinuz" ] || die "no vmlinuz in kernel package $kernel_pkg"
+    kver=${vmlinuz##*/vmlinuz-}
+    [ -d "$kdir/root/lib/modules/$kver" ] || die "kernel package $kernel_pkg has no lib/modules/$kver"
+    mkdir -p /lib/modules
+    if [ ! -e "/lib/modules/$kver/modules.dep" ]; then
+        if [ -L "/lib/modules/$kver" ] || [ ! -e "/lib/modules/$kver" ]; then
+            ln -sfn "$kdir/root/lib/modules/$kver" "/lib/modules/$kver"
+        fi
+        depmod "$kver" || die "depmod $kver failed"
+    fi
+}
+
+mkdir -p "$(dirname "$cache")" || die "cannot create the cache directory $cache"
+# Two harnesses setting up the same cache at once would unpack over each other.
+exec 9>"$cache.lock" || die "cannot open $cache.lock"
+flock 9
+setup
+flock -u 9
+exec 9>&-
+[ "$setup_only" -eq 1 ] && { echo "rt-guest: ready: $vmlinuz"; exit 0; }
+
+if [ -z "$shared" ]; then
+    shared=$(mktemp -d /tmp/rtwhy-guest.XXXXXX) || die "cannot create a shared directory"
+fi
+mkdir -p "$shared" || die "cannot create the shared directory $shared"
+shared=$(cd "$shared" && pwd -P)
+ctl=$shared/.rt-guest
+rm -rf "$ctl"
+mkdir -p "$ctl"
+
+# The guest-side wrapper: marks the start, runs the command with its output in files,
+# records its status. The command is quoted here so that it arrives word for word.
+{
+    echo '#!/bin/bash'
+    printf 'echo started > %q\n' "$ctl/started"
+    printf 'export RTWHY_GUEST_SHARED=%q\n' "$shared"
+    printf 'cd %q 2>/dev/null || cd %q\n' "$PWD" "$shared"
+    printf '%q ' "$@"
+    printf '>%q 2>%q </dev/null\n' "$ctl/stdout" "$ctl/stderr"
+    printf 'echo $? > %q\n' "$ctl/status"
+} >"$ctl/run.sh"
+chmod +x "$ctl/run.sh"
+
+vng_pid=
+cleanup() {
+    if [ -n "$vng_pid" ] && kill -0 "$vng_pid" 2>/dev/null; then
+        # vng and the QEMU it starts share the process group setsid gave them.
+        kill -TERM -- "-$vng_pid" 2>/dev/null
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            kill -0 "$vng_pid" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill -KILL -- "-$vng_pid" 2>/dev/null
+        wait "$vng_pid" 2>/dev/null
+    fi
+    if [ -n "$vng_pid" ]; then
+        # QEMU may outlive vng by a moment (a zombie until reaped): return only once
+        # nothing of the group is left.
+        for _ in $(seq 20); do
+            pgrep -g "$vng_pid" >/dev/null 2>&1 || break
+            kill -KILL -- "-$vng_pid" 2>/dev/null
+            sleep 0.25
+        done
+    fi
+    vng_pid=
+}
+trap 'cleanup; echo "rt-guest: interrupted" >&2; exit 130' INT
+trap 'cleanup; echo "rt-guest: terminated" >&2; exit 143' TERM
+trap cleanup EXIT
+
+setsid vng --verbose --force-9p --disable-kvm --cpus "$cpus" --memory "$memory" \
+    -r "$vmlinuz" --append "$append" --rwdir "$shared" -- "$ctl/run.sh" \
+    >"$ctl/console.log" 2>&1 </dev/null &
+vng_pid=$!
+
+start=$SECONDS
+outcome=
+while :; do
+    if ! kill -0 "$vng_pid" 2>/dev/null; then
+        wait "$vng_pid" 2>/dev/null
+        break
+    fi
+    elapsed=$((SECONDS - start))
+    if [ ! -e "$ctl/started" ] && [ "$elapsed" -ge "$boot_timeout_s" ]; then
+        outcome=noboot
+        break
+    fi
+    if [ "$elapsed" -ge "$timeout_s" ]; then
+        outcome=timeout
+        break
+    fi
+    sleep 1
+done
+cleanup
+
+[ -f "$ctl/stdout" ] && cat "$ctl/stdout"
+[ -f "$ctl/stderr" ] && cat "$ctl/stderr" >&2
+case $outcome in
+noboot)
+    echo "rt-guest: guest did not boot within ${boot_timeout_s}s (console: $ctl/console.log)" >&2
+    exit 2
+    ;;
+timeout)
+    echo "rt-guest: command did not finish within ${timeout_s}s (console: $ctl/console.log)" >&2
+    exit 124
+    ;;
+esac
+if [ ! -e "$ctl/started" ]; then
+    echo "rt-guest: guest stopped before running the command: $(grep -m1 -iE 'panic|error|fail' "$ctl/console.log" || tail -n 1 "$ctl/console.log") (console: $ctl/console.log)" >&2
+    exit 2
+fi
+status=$(cat "$ctl/status" 2>/dev/null)
+if ! [[ $status =~ ^[0-9]+$ ]]; then
+    echo "rt-guest: guest stopped before the command finished (console: $ctl/console.log)" >&2
+    exit 2
+fi
+exit "$status"
