@@ -57,4 +57,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
 log "fuzzing (bounded)"
 scripts/fuzz.sh "${RTWHY_FUZZ_SECONDS:-20}"
 
+log "the README's first command in a clean Debian root"
+scripts/fresh-check.sh demo
+
 log "all checks passed"
