@@ -12,6 +12,7 @@ fn main() {
     let source = bpf_dir.join("detector.bpf.c");
     let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default());
 
+    check_build_needs();
     let result = SkeletonBuilder::new()
         .source(&source)
         .obj(out.join("detector.bpf.o"))
@@ -30,4 +31,34 @@ fn main() {
         "cargo:rerun-if-changed={}",
         bpf_dir.join("rtwhy_kernel.h").display()
     );
+}
+
+/// What building the recorder takes from the system, checked first so that `cargo
+/// install` on a bare machine says what to install instead of failing deep inside clang
+/// or the linker.
+fn check_build_needs() {
+    const FIX: &str = "run scripts/setup.sh build as root, or apt-get install clang llvm libelf-dev zlib1g-dev pkg-config";
+    let clang = std::process::Command::new("clang")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !clang {
+        panic!("rtwhy's BPF detector is compiled with clang, which is not installed: {FIX}");
+    }
+    // libbpf-sys links these archives statically (see .cargo/config.toml).
+    let target = env::var("TARGET").unwrap_or_default().replace('-', "_");
+    println!("cargo:rerun-if-env-changed=LIBBPF_SYS_LIBRARY_PATH_{target}");
+    if let Ok(dirs) = env::var(format!("LIBBPF_SYS_LIBRARY_PATH_{target}")) {
+        for lib in ["libelf.a", "libz.a"] {
+            let found = dirs
+                .split(':')
+                .any(|d| std::path::Path::new(d).join(lib).exists());
+            if !found {
+                panic!("rtwhy links {lib} statically and it is not in {dirs}: {FIX}");
+            }
+        }
+    }
+    if !std::path::Path::new("/usr/include/gelf.h").exists() {
+        println!("cargo:warning=/usr/include/gelf.h is missing (libelf-dev): {FIX}");
+    }
 }
