@@ -8,9 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-command -v trace-cmd >/dev/null || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq trace-cmd >/dev/null
-}
+scripts/setup.sh test
 trace="${1:-${TMPDIR:-/tmp}/rtwhy-tui-bench-1m.dat}"
 echo "machine: $(uname -srm), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg); commit $(git rev-parse --short HEAD)"
 cargo bench -q --locked -p rtwhy-tui --bench tui -- --trace "$trace"

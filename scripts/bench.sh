@@ -8,11 +8,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-missing=()
-[ -x /usr/bin/time ] || missing+=(time)
-command -v trace-cmd >/dev/null || missing+=(trace-cmd)
-if [ ${#missing[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+scripts/setup.sh test
 cargo build --release --locked -q -p rtwhy --bin rtwhy --example bench
 target/release/examples/bench "$@"

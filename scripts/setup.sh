@@ -7,7 +7,8 @@
 #                            binary), pkg-config, git (the revision in --version)
 #   scripts/setup.sh test    build, plus what the test suite drives for real: trace-cmd
 #                            (the oracle), zstd, cyclictest (rt-tests), perf, tmux, tar,
-#                            fonts for the SVG check, mmdebstrap for the clean-root check
+#                            fonts for the SVG check, mmdebstrap for the clean-root check,
+#                            GNU time for the benchmarks' peak memory
 #   scripts/setup.sh package build, plus cargo-deb, for scripts/package-deb.sh
 #
 # Installs only what is missing (apt-get as root); without root it names the missing
@@ -47,6 +48,7 @@ if [ "$what" = test ]; then
     need_cmd tar tar
     need_cmd mmdebstrap mmdebstrap
     need_file /usr/share/fonts/truetype/dejavu fonts-dejavu-core
+    need_file /usr/bin/time time
 fi
 
 # One package may be named by several checks.
