@@ -87,7 +87,10 @@ pub struct Dropped {
 pub struct Ledger {
     pub kept: Vec<Entry>,
     pub dropped: BTreeMap<&'static str, Dropped>,
+    /// Bound on the whole session directory.
     pub budget: Option<u64>,
+    /// Bytes of the directory that are not captures (`session.json`), as last written.
+    pub other_bytes: u64,
 }
 
 impl Ledger {
@@ -98,9 +101,9 @@ impl Ledger {
         }
     }
 
-    /// Bytes the kept captures take.
+    /// Bytes the session directory takes: the kept captures and `session.json`.
     pub fn used(&self) -> u64 {
-        self.kept.iter().map(|e| e.bytes).sum()
+        self.kept.iter().map(|e| e.bytes).sum::<u64>() + self.other_bytes
     }
 
     /// Adds a capture and returns the captures that must go to bring the session back
@@ -211,6 +214,16 @@ mod tests {
         assert_eq!(gone.iter().map(|e| e.diag.index).collect::<Vec<_>>(), [2]);
         assert_eq!(kept(&l), [1, 3]);
         assert_eq!(l.dropped["softirq"].captures, 1);
+    }
+
+    #[test]
+    fn the_session_file_counts_against_the_budget() {
+        let mut l = Ledger::new(Some(300));
+        l.other_bytes = 150;
+        l.add(entry(1, Cause::Preemption, 500, 100));
+        let gone = l.add(entry(2, Cause::Preemption, 200, 100));
+        assert_eq!(gone.iter().map(|e| e.diag.index).collect::<Vec<_>>(), [2]);
+        assert_eq!(l.used(), 250);
     }
 
     #[test]

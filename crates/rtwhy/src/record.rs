@@ -40,6 +40,10 @@ struct Diagnoser {
     ledger: Ledger,
 }
 
+/// Room kept in the disk budget for `session.json` to grow between two writes (a few
+/// capture records).
+const SESSION_GROWTH: u64 = 16 << 10;
+
 /// What the session tells the diagnosis thread.
 enum Note {
     /// A capture was written; the session as it stood then.
@@ -254,9 +258,12 @@ impl Diagnoser {
             }
         };
         let doc = session_json(&self.argv, &so_far, &self.ledger, false);
-        if let Err(e) = write_session(&self.out_dir, &doc) {
+        match write_session(&self.out_dir, &doc) {
+            // The next capture's room is judged with this file's size, and room for it
+            // to grow by the records written before it is measured again.
+            Ok(bytes) => self.ledger.other_bytes = bytes + SESSION_GROWTH,
             // The error names the file and the OS's reason already.
-            journal::line(Level::Warning, &format!("rtwhy: warning: {e}"));
+            Err(e) => journal::line(Level::Warning, &format!("rtwhy: warning: {e}")),
         }
     }
 
@@ -361,12 +368,12 @@ fn session_json(args_line: &[String], r: &SessionReport, ledger: &Ledger, ended:
     })
 }
 
-fn write_session(dir: &Path, doc: &Value) -> Result<()> {
-    write_atomic(&dir.join("session.json"), |w| {
+/// Writes `session.json` (atomically); returns its size.
+fn write_session(dir: &Path, doc: &Value) -> Result<u64> {
+    Ok(write_atomic(&dir.join("session.json"), |w| {
         serde_json::to_writer_pretty(&mut *w, doc)?;
         w.write_all(b"\n")
-    })?;
-    Ok(())
+    })?)
 }
 
 /// The summary table of a session, from its `session.json` (at the end of `rtwhy
