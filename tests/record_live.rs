@@ -939,7 +939,7 @@ fn a_full_disk_skips_captures_and_leaves_nothing_half_written() {
     let _mounted = Tmpfs(mnt.clone());
     // Fill it but for ~300 KiB: the first captures fit (about 180 KiB each here), the
     // next ones do not, whatever the load makes.
-    std::fs::write(mnt.join("filler"), vec![0u8; 3800 << 10]).unwrap();
+    std::fs::write(mnt.join("filler"), vec![0u8; 3960 << 10]).unwrap();
     let out = mnt.join("session");
     let before = tracefs_state();
     let _load = spinner(&spin, 90, 4000, 300, 10_300, 0);
