@@ -179,3 +179,40 @@ fn a_directory_is_refused_in_one_line_that_names_a_capture() {
         );
     }
 }
+
+/// Regression: a UTF-8 non-breaking space (0xC2 0xA0) written over the space before a
+/// field name in one event format made `rtwhy info` and `rtwhy analyze` panic and exit
+/// 101 ("byte index is not a char boundary"). The format is now refused with a warning
+/// and the rest of the trace still reads.
+#[test]
+fn nbsp_in_an_event_format_does_not_panic_info_or_analyze() {
+    let orig = std::fs::read(wild_corpus().join("bengo-i686-sched-fifo.dat")).expect("corpus");
+    let needle = b"field:int common_pid;";
+    let at = orig
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("a v6 format in the clear");
+    let mut bad = orig.clone();
+    // `int common_pid` -> `int\u{a0}ommon_pid`: same length, so the file stays whole.
+    bad[at + 9] = 0xC2;
+    bad[at + 10] = 0xA0;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("nbsp.dat");
+    std::fs::write(&path, &bad).expect("write");
+    for args in [vec!["info"], vec!["analyze"]] {
+        let out = Command::new(rtwhy())
+            .args(&args)
+            .arg(&path)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        // info lists warnings in its output, analyze on stderr.
+        let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            all.contains("cannot split type and name"),
+            "{args:?}: {all}"
+        );
+    }
+}
