@@ -266,4 +266,181 @@ fn generate_writes_a_man_page_per_subcommand_and_completions() {
         .status()
         .expect("bash runs");
     assert!(bash.success());
+
+/// Regression: a UTF-8 non-breaking space (0xC2 0xA0) written over the space before a
+/// field name in one event format made `rtwhy info` and `rtwhy analyze` panic and exit
+/// 101 ("byte index is not a char boundary"). The format is now refused with a warning
+/// and the rest of the trace still reads.
+#[test]
+fn nbsp_in_an_event_format_does_not_panic_info_or_analyze() {
+    let orig = std::fs::read(wild_corpus().join("bengo-i686-sched-fifo.dat")).expect("corpus");
+    let needle = b"field:int common_pid;";
+    let at = orig
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("a v6 format in the clear");
+    let mut bad = orig.clone();
+    // `int common_pid` -> `int\u{a0}ommon_pid`: same length, so the file stays whole.
+    bad[at + 9] = 0xC2;
+    bad[at + 10] = 0xA0;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("nbsp.dat");
+    std::fs::write(&path, &bad).expect("write");
+    for args in [vec!["info"], vec!["analyze"]] {
+        let out = Command::new(rtwhy())
+            .args(&args)
+            .arg(&path)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        // info lists warnings in its output, analyze on stderr.
+        let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            all.contains("cannot split type and name"),
+            "{args:?}: {all}"
+        );
+    }
+}
+
+const BTF: &[u8] = &[0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0];
+const LAST_BOOT: &[u8] =
+    b"Offset: 10c00000\nffffffffc00ca000 usb_serial_simple\nffffffffc008b000 bfq\n\0";
+const MODULES: &[u8] = b"bfq 106496 1 - Live 0x0000000000000000\nusbserial 61440 1 usb_serial_simple, Live 0x0000000000000000\n\0";
+
+/// `rtwhy info` on `path`: exit 0, the three trace-cmd 3.4 options in its notes, and the
+/// same event total as `orig`.
+fn check_newer_options(path: &std::path::Path, orig: &std::path::Path) {
+    let v = info_json(path);
+    let notes: Vec<&str> = v["notes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|n| n.as_str()).collect())
+        .unwrap_or_default();
+    let has = |what: &str| notes.iter().any(|n| n.contains(what));
+    assert!(
+        has("BTF_FILE (option 23)") && has("kernel BTF"),
+        "{notes:?}"
+    );
+    assert!(
+        has("LAST_BOOT_INFO (option 24)") && has("\"Offset: 10c00000\", 2 module lines"),
+        "{notes:?}"
+    );
+    assert!(
+        has("MODULES_FILE (option 25)") && has("2 loaded modules"),
+        "{notes:?}"
+    );
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(0), "{v}");
+    assert_eq!(v["events"]["total"], info_json(orig)["events"]["total"]);
+    let text = Command::new(rtwhy())
+        .arg("info")
+        .arg(path)
+        .output()
+        .expect("runs");
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(out.matches("\nnote:").count(), 3, "{out}");
+}
+
+/// trace-cmd 3.4 writes options 23 (BTF_FILE), 24 (LAST_BOOT_INFO) and 25
+/// (MODULES_FILE). A v6 file written by rtwhy's writer carries them inline in its
+/// options section: the reader notes each and reads every event.
+#[test]
+fn trace_cmd_3_4_options_in_a_v6_file_are_noted_not_fatal() {
+    let orig = wild_corpus().join("bengo-i686-sched-fifo.dat");
+    let file = rtwhy_decode::tracedat::TraceFile::open(&orig).expect("corpus");
+    let mut b = rtwhy_decode::tracedat::TraceBuilder::like(file.meta(), file.meta().page_size);
+    let w = b.writer_mut();
+    w.add_option(23, BTF.to_vec());
+    w.add_option(24, LAST_BOOT.to_vec());
+    w.add_option(25, MODULES.to_vec());
+    let mut s = file.records().expect("records");
+    while let Some(r) = s.next_record().expect("record") {
+        b.push(r.cpu, r.ts, r.data).expect("push");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("newer-options-v6.dat");
+    let mut out = Vec::new();
+    b.finish(&mut out).expect("write");
+    std::fs::write(&path, out).expect("write");
+    check_newer_options(&path, &orig);
+}
+
+/// The same options in a version 7 file, as trace-cmd writes large contents there: the
+/// options pointing to sections of their own id (BTF and modules; the modules section
+/// zstd-compressed) and LAST_BOOT_INFO inline. They are appended to a file trace-cmd
+/// wrote, in a further options section the last DONE option now points to.
+#[test]
+fn trace_cmd_3_4_sections_in_a_v7_file_are_noted_not_fatal() {
+    let orig = wild_corpus().join("lanhaocoder-x86-v7-zstd.dat");
+    let mut b = std::fs::read(&orig).expect("corpus");
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4"));
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8"));
+    // Header: magic, "7\0", endian, long size, page size, compression name and version.
+    let name_end = 18 + b[18..].iter().position(|c| *c == 0).expect("name");
+    let ver_end = name_end
+        + 1
+        + b[name_end + 1..]
+            .iter()
+            .position(|c| *c == 0)
+            .expect("version");
+    let mut next = u64_at(&b, ver_end + 1) as usize;
+    // Follow the (uncompressed) options sections to the last DONE option.
+    let done_at = loop {
+        assert_eq!(
+            (u16_at(&b, next), u16_at(&b, next + 2)),
+            (0, 0),
+            "options section"
+        );
+        let end = next + 16 + u64_at(&b, next + 8) as usize;
+        let mut at = next + 16;
+        let mut done = None;
+        while at < end {
+            let (id, size) = (u16_at(&b, at), u32_at(&b, at + 2) as usize);
+            if id == 0 {
+                done = Some(at + 6);
+                break;
+            }
+            at += 6 + size;
+        }
+        let done = done.expect("DONE option");
+        match u64_at(&b, done) {
+            0 => break done,
+            n => next = n as usize,
+        }
+    };
+    let section = |b: &mut Vec<u8>, id: u16, flags: u16, content: &[u8]| -> u64 {
+        let at = b.len() as u64;
+        b.extend_from_slice(&id.to_le_bytes());
+        b.extend_from_slice(&flags.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(content.len() as u64).to_le_bytes());
+        b.extend_from_slice(content);
+        at
+    };
+    let btf_at = section(&mut b, 23, 0, BTF);
+    // A compressed section: compressed size, uncompressed size, zstd frame.
+    let mut zstd = Vec::new();
+    let mut frame =
+        ruzstd::encoding::compress_to_vec(MODULES, ruzstd::encoding::CompressionLevel::Fastest);
+    zstd.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+    zstd.extend_from_slice(&(MODULES.len() as u32).to_le_bytes());
+    zstd.append(&mut frame);
+    let modules_at = section(&mut b, 25, 1, &zstd);
+    let mut opts = Vec::new();
+    let mut option = |id: u16, data: &[u8]| {
+        opts.extend_from_slice(&id.to_le_bytes());
+        opts.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        opts.extend_from_slice(data);
+    };
+    option(23, &btf_at.to_le_bytes());
+    option(24, LAST_BOOT);
+    option(25, &modules_at.to_le_bytes());
+    option(0, &0u64.to_le_bytes());
+    let opts_at = section(&mut b, 0, 0, &opts);
+    b[done_at..done_at + 8].copy_from_slice(&opts_at.to_le_bytes());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("newer-sections-v7.dat");
+    std::fs::write(&path, &b).expect("write");
+    check_newer_options(&path, &orig);
 }

@@ -92,15 +92,14 @@ impl EventFormat {
         let mut lines = text.lines().enumerate().peekable();
         while let Some((i, line)) = lines.next() {
             let lineno = i + 1;
-            let trimmed = line.trim();
+            let trimmed = line.trim_ascii();
             if let Some(rest) = trimmed.strip_prefix("name:") {
-                name = Some(rest.trim().to_string());
+                name = Some(rest.trim_ascii().to_string());
             } else if let Some(rest) = trimmed.strip_prefix("ID:") {
-                id = Some(
-                    rest.trim()
-                        .parse::<u32>()
-                        .map_err(|_| err(lineno, format!("bad ID {:?}", rest.trim()), &name))?,
-                );
+                id =
+                    Some(rest.trim_ascii().parse::<u32>().map_err(|_| {
+                        err(lineno, format!("bad ID {:?}", rest.trim_ascii()), &name)
+                    })?);
             } else if trimmed.starts_with("field") {
                 let field = parse_field_line(trimmed).map_err(|what| err(lineno, what, &name))?;
                 if in_common && field.name.starts_with("common_") {
@@ -114,13 +113,13 @@ impl EventFormat {
                     in_common = false;
                 }
             } else if let Some(rest) = trimmed.strip_prefix("print fmt:") {
-                let mut fmt = rest.trim_start().to_string();
+                let mut fmt = rest.trim_ascii_start().to_string();
                 // A print fmt may continue over several lines on some kernels.
                 for (_, more) in lines.by_ref() {
                     fmt.push('\n');
                     fmt.push_str(more);
                 }
-                print_fmt = fmt.trim_end().to_string();
+                print_fmt = fmt.trim_ascii_end().to_string();
             }
         }
         let name = name.ok_or_else(|| err(1, "no `name:` line".into(), &None))?;
@@ -143,7 +142,7 @@ fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
     let mut size = None;
     let mut signed = None;
     for part in line.split(';') {
-        let part = part.trim();
+        let part = part.trim_ascii();
         if part.is_empty() {
             continue;
         }
@@ -151,21 +150,21 @@ fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
             .strip_prefix("field special:")
             .or_else(|| part.strip_prefix("field:"))
         {
-            decl = Some(rest.trim().to_string());
+            decl = Some(rest.trim_ascii().to_string());
         } else if let Some(rest) = part.strip_prefix("offset:") {
             offset = Some(
-                rest.trim()
+                rest.trim_ascii()
                     .parse::<usize>()
                     .map_err(|_| format!("bad offset in {part:?}"))?,
             );
         } else if let Some(rest) = part.strip_prefix("size:") {
             size = Some(
-                rest.trim()
+                rest.trim_ascii()
                     .parse::<usize>()
                     .map_err(|_| format!("bad size in {part:?}"))?,
             );
         } else if let Some(rest) = part.strip_prefix("signed:") {
-            signed = Some(rest.trim() == "1");
+            signed = Some(rest.trim_ascii() == "1");
         }
     }
     let decl = decl.ok_or("no field declaration")?;
@@ -200,23 +199,35 @@ fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
 }
 
 /// Splits `unsigned char prev_comm[16]` into (`unsigned char`, `prev_comm`, 16, true).
+///
+/// Works on bytes and splits only at ASCII whitespace or `*`, as libtraceevent's
+/// tokenizer does: the text comes from the file, and a multibyte character (a UTF-8
+/// non-breaking space, say) is part of a word, never a separator to slice beside.
 fn split_declaration(decl: &str) -> std::result::Result<(String, String, usize, bool), String> {
-    let decl = decl.trim();
-    let (base, array_len, is_array) = match decl.find('[') {
+    let decl = decl.trim_ascii();
+    let (base, array_len, is_array) = match (decl.find('['), decl.strip_suffix(']')) {
         // `__data_loc char[] name`: brackets belong to the type.
-        Some(open) if decl.ends_with(']') => {
-            let len_text = &decl[open + 1..decl.len() - 1];
-            let len = len_text.trim().parse::<usize>().unwrap_or(0);
-            (&decl[..open], len, true)
+        (Some(open), Some(inner)) => {
+            let len = inner
+                .get(open + 1..)
+                .and_then(|t| t.trim_ascii().parse::<usize>().ok())
+                .unwrap_or(0);
+            (decl.get(..open).unwrap_or(decl), len, true)
         }
         _ => (decl, 0, false),
     };
-    let base = base.trim_end();
+    let base = base.trim_ascii_end();
     let split = base
-        .rfind(|c: char| c.is_whitespace() || c == '*')
+        .bytes()
+        .rposition(|c| c.is_ascii_whitespace() || c == b'*')
         .ok_or_else(|| format!("cannot split type and name in {decl:?}"))?;
-    let name = base[split + 1..].trim().to_string();
-    let type_name = base[..=split].trim().to_string();
+    // `split` is the index of an ASCII byte, so both sides are char boundaries.
+    let (type_part, name_part) = (base.get(..=split), base.get(split + 1..));
+    let (Some(type_part), Some(name_part)) = (type_part, name_part) else {
+        return Err(format!("cannot split type and name in {decl:?}"));
+    };
+    let name = name_part.trim_ascii().to_string();
+    let type_name = type_part.trim_ascii().to_string();
     if name.is_empty() {
         return Err(format!("no field name in {decl:?}"));
     }
@@ -227,7 +238,7 @@ fn split_declaration(decl: &str) -> std::result::Result<(String, String, usize, 
 
 /// Signedness of a C type, for formats written before the kernel printed `signed:`.
 fn type_is_signed(type_name: &str) -> bool {
-    let t = type_name.trim();
+    let t = type_name.trim_ascii();
     if t.contains('*') || t.contains("unsigned") {
         return false;
     }
@@ -262,7 +273,7 @@ impl HeaderPage {
     pub fn parse(text: &str) -> Result<HeaderPage> {
         let mut fields = Vec::new();
         for (i, line) in text.lines().enumerate() {
-            let t = line.trim();
+            let t = line.trim_ascii();
             if t.starts_with("field") {
                 let f = parse_field_line(t).map_err(|what| Error::Format {
                     name: "header_page".into(),
@@ -366,6 +377,56 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
         let h32 = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:4;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:12;\tsize:4084;\tsigned:1;\n";
         let p = HeaderPage::parse(h32).expect("parses");
         assert_eq!((p.commit_size, p.data_offset), (4, 12));
+    }
+
+    /// Regression: a UTF-8 non-breaking space (0xC2 0xA0) written over the space before a
+    /// field name made the declaration split at a byte index found by a Unicode
+    /// whitespace search plus one, inside the character: "byte index is not a char
+    /// boundary", and `rtwhy info`/`analyze` exited 101.
+    #[test]
+    fn nbsp_over_the_space_before_a_field_name_is_an_error_not_a_panic() {
+        let text =
+            "name: x\nID: 7\nformat:\n\tfield:int\u{a0}ommon_pid;\toffset:4;\tsize:4;\tsigned:1;\n";
+        let e = EventFormat::parse("s", text).expect_err("no ASCII separator");
+        assert!(e.to_string().contains("cannot split type and name"), "{e}");
+    }
+
+    #[test]
+    fn multibyte_characters_anywhere_in_a_declaration_never_panic() {
+        let pieces = ["\u{a0}", "\u{2003}", "\u{3000}", "é", "€", "😀", "\u{85}"];
+        let decls = [
+            "int a",
+            "unsigned char comm[16]",
+            "__data_loc char[] name",
+            "const char * fn",
+            "char x[4294967296000000000000]",
+        ];
+        for p in pieces {
+            for d in decls {
+                for at in 0..=d.len() {
+                    let mut m = d.to_string();
+                    m.insert_str(at, p);
+                    let line = format!("field:{m};\toffset:8;\tsize:4;\tsigned:0;");
+                    let _ = parse_field_line(&line);
+                    if at < d.len() {
+                        let mut over = d.to_string();
+                        over.replace_range(at..at + 1, p);
+                        let _ = parse_field_line(&format!("field:{over};\toffset:8;\tsize:4;"));
+                    }
+                }
+            }
+        }
+        // A multibyte character inside a word keeps it one word.
+        let f = parse_field_line("field:int caf\u{e9};\toffset:8;\tsize:4;").expect("parses");
+        assert_eq!(
+            (f.type_name.as_str(), f.name.as_str()),
+            ("int", "caf\u{e9}")
+        );
+        // Huge numbers are refused, not wrapped.
+        assert!(
+            parse_field_line("field:int a;\toffset:99999999999999999999999;\tsize:4;").is_err()
+        );
+        assert!(parse_field_line("field:int a;\toffset:8;\tsize:18446744073709551615;").is_err());
     }
 
     #[test]

@@ -118,6 +118,7 @@ fn trace_dat(file: &TraceFile) -> Result<Value> {
         "saved_cmdlines": meta.cmdlines.len(),
         "buffers": buffers,
         "events": counts_json(&counts),
+        "notes": info.notes,
         "warnings": warnings,
     }))
 }
@@ -243,6 +244,9 @@ fn print_text(out: &mut String, r: &Value) {
         for (name, n) in rows {
             outln!(out, "  {n:>10}  {name}");
         }
+    }
+    for n in r["notes"].as_array().into_iter().flatten() {
+        outln!(out, "note:          {}", n.as_str().unwrap_or_default());
     }
     for w in r["warnings"].as_array().into_iter().flatten() {
         outln!(out, "warning:       {}", w.as_str().unwrap_or_default());

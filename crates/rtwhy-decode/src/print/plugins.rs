@@ -424,7 +424,7 @@ pub(crate) fn run(
                 .map(|f| ctx.read(f.offset, f.size) as i32)
                 .unwrap_or(0);
             out.push_str("             |  ");
-            for _ in 0..depth.max(0) * 2 {
+            for _ in 0..graph_indent(depth) {
                 out.push(' ');
             }
             match ctx.funcs.find(func) {
@@ -461,13 +461,23 @@ pub(crate) fn run(
                 out.push(' ');
             }
             out.push_str("|  ");
-            for _ in 0..depth.max(0) * 2 {
+            for _ in 0..graph_indent(depth) {
                 out.push(' ');
             }
             out.push('}');
             false
         }
     }
+}
+
+/// The kernel never nests the function graph deeper than `FTRACE_RETFUNC_DEPTH` (50); a
+/// depth read from a damaged record could otherwise ask for four billion spaces (and
+/// overflow `depth * 2` on the way).
+const MAX_GRAPH_DEPTH: i32 = 1024;
+
+/// Spaces the function graph plugin indents a call at `depth`, two per level.
+fn graph_indent(depth: i32) -> usize {
+    depth.clamp(0, MAX_GRAPH_DEPTH) as usize * 2
 }
 
 /// The function plugin's indentation: the position of the parent in this CPU's chain.
@@ -559,5 +569,48 @@ fn exit_reason(isa: u64, v: i32) -> Option<&'static str> {
         1 => VMX.iter().find(|(_, n)| *n == v).map(|(s, _)| *s),
         2 => None,
         _ => Some("UNKNOWN-ISA"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Endian, EventFormat, Record, TraceMeta};
+
+    const FUNCGRAPH_ENTRY: &str = "name: funcgraph_entry\nID: 11\nformat:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:unsigned long func;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:int depth;\toffset:12;\tsize:4;\tsigned:1;
+
+print fmt: \"--> %lx (%d)\", REC->func, REC->depth
+";
+
+    /// Regression: a damaged funcgraph record with depth near `i32::MAX` overflowed
+    /// `depth * 2` (a panic in debug builds) or pushed billions of spaces.
+    #[test]
+    fn huge_funcgraph_depth_is_bounded() {
+        let format = EventFormat::parse("ftrace", FUNCGRAPH_ENTRY).expect("parses");
+        let mut meta = TraceMeta::new(Endian::Little, 4, 4096);
+        meta.formats.insert(11, format);
+        let mut payload = vec![0u8; 16];
+        payload[..2].copy_from_slice(&11u16.to_le_bytes());
+        payload[12..16].copy_from_slice(&i32::MAX.to_le_bytes());
+        let rec = Record {
+            ts: 1,
+            cpu: 0,
+            data: &payload,
+            format: meta.format(11),
+            endian: Endian::Little,
+            missed_before: None,
+            following: &[],
+        };
+        let mut printer = crate::print::Printer::new(&meta);
+        let mut line = String::new();
+        printer.write_report(&rec, &mut line);
+        assert!(line.len() < 4096, "{} bytes", line.len());
+        assert!(line.ends_with("0x0() {"), "{line}");
     }
 }

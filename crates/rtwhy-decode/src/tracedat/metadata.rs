@@ -29,6 +29,12 @@ const OPT_KALLSYMS: u16 = 19;
 const OPT_PRINTK: u16 = 20;
 const OPT_CMDLINES: u16 = 21;
 const OPT_BUFFER_TEXT: u16 = 22;
+// trace-cmd 3.4's additions. Their layout is not in the v7.5 file spec, so each is read
+// either as a pointer to a section of the same id (the v7 way for large contents) or as
+// inline data, described in a note and otherwise unused.
+const OPT_BTF_FILE: u16 = 23;
+const OPT_LAST_BOOT_INFO: u16 = 24;
+const OPT_MODULES_FILE: u16 = 25;
 
 /// Most event format files a file may declare; real kernels have a few thousand.
 const MAX_FORMATS: u32 = 1 << 16;
@@ -410,6 +416,56 @@ fn cstr_at(data: &[u8]) -> String {
     String::from_utf8_lossy(&data[..end]).into_owned()
 }
 
+fn newer_option_name(id: u16) -> &'static str {
+    match id {
+        OPT_BTF_FILE => "BTF_FILE (option 23)",
+        OPT_LAST_BOOT_INFO => "LAST_BOOT_INFO (option 24)",
+        _ => "MODULES_FILE (option 25)",
+    }
+}
+
+/// What a trace-cmd 3.4 option holds, in one line for `rtwhy info`. rtwhy does not use
+/// these contents: BTF types are not needed to decode events (formats say it all), and
+/// addresses are not shifted by a previous boot's offset.
+fn newer_option_note(id: u16, content: &[u8], at: u64) -> String {
+    let name = newer_option_name(id);
+    let n = content.len();
+    let text = || {
+        String::from_utf8_lossy(content.split(|b| *b == 0).next().unwrap_or_default()).into_owned()
+    };
+    match id {
+        OPT_BTF_FILE => {
+            // BTF data starts with the magic 0xeb9f in the writer's byte order.
+            let magic = matches!(content.get(..2), Some([0x9f, 0xeb] | [0xeb, 0x9f]));
+            let what = if magic {
+                "kernel BTF"
+            } else {
+                "data without the BTF magic"
+            };
+            format!("{name} at file offset {at:#x}: {n} bytes of {what}; not used")
+        }
+        OPT_LAST_BOOT_INFO => {
+            let t = text();
+            let first: String = t
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .chars()
+                .take(80)
+                .collect();
+            let modules = t.lines().skip(1).filter(|l| !l.trim().is_empty()).count();
+            format!(
+                "{name} at file offset {at:#x}: the instance's last_boot_info ({first:?}, {modules} module lines); addresses are not relocated by it"
+            )
+        }
+        _ => {
+            let modules = text().lines().filter(|l| !l.trim().is_empty()).count();
+            format!("{name} at file offset {at:#x}: {modules} loaded modules listed; not used")
+        }
+    }
+}
+
 /// Options shared by versions 6 and 7 (the v7-only section pointers are handled by the caller).
 fn option(id: u16, data: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
     match id {
@@ -440,6 +496,9 @@ fn option(id: u16, data: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
             Some(sync) => p.meta.host_sync = Some(sync),
             None => p.warnings.push(format!("at file offset {at:#x}: TIME_SHIFT option is malformed; guest timestamps are not synchronised to the host")),
         },
+        OPT_BTF_FILE | OPT_LAST_BOOT_INFO | OPT_MODULES_FILE => {
+            p.info.notes.push(newer_option_note(id, data, at))
+        }
         OPT_TSC2NSEC => {
             let e = p.meta.endian;
             if let (Some(mult), Some(shift), Some(offset)) = (e.u32(data, 0), e.u32(data, 4), e.u64(data, 8)) {
@@ -577,6 +636,22 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
                     pointers.push((id, off));
                 }
                 OPT_BUFFER | OPT_BUFFER_TEXT => buffer_opts.push((body.to_vec(), at)),
+                OPT_BTF_FILE | OPT_LAST_BOOT_INFO | OPT_MODULES_FILE => {
+                    let pointed = endian
+                        .u64(body, 0)
+                        .filter(|_| body.len() == 8)
+                        .map(|off| (off, section(bytes, off, id, codec, endian)));
+                    match pointed {
+                        Some((off, Ok(content))) => {
+                            p.info.notes.push(newer_option_note(id, &content, off))
+                        }
+                        Some((off, Err(e))) => p.warnings.push(format!(
+                            "{}: {e}; the section at {off:#x} is skipped",
+                            newer_option_name(id)
+                        )),
+                        None => option(id, body, at, p)?,
+                    }
+                }
                 _ => option(id, body, at, p)?,
             }
         }

@@ -83,6 +83,9 @@ pub struct FileInfo {
     pub latency_text: Option<String>,
     /// Size of the file.
     pub file_len: u64,
+    /// Contents the file carries that rtwhy reads past (trace-cmd 3.4's BTF, modules
+    /// and last-boot options), one line each.
+    pub notes: Vec<String>,
 }
 
 /// An opened trace.dat file.

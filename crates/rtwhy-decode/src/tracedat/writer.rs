@@ -25,6 +25,7 @@ pub struct TraceDatWriter {
     clock: Option<String>,
     uname: Option<String>,
     version: Option<String>,
+    extra_options: Vec<(u16, Vec<u8>)>,
     cpus: Vec<Vec<u8>>,
 }
 
@@ -45,6 +46,7 @@ impl TraceDatWriter {
             clock: None,
             uname: None,
             version: Some(format!("rtwhy {}", env!("CARGO_PKG_VERSION"))),
+            extra_options: Vec::new(),
             cpus: Vec::new(),
         }
     }
@@ -57,6 +59,19 @@ impl TraceDatWriter {
     /// Records the traced machine's `uname -a`.
     pub fn set_uname(&mut self, uname: &str) {
         self.uname = Some(uname.to_string());
+    }
+
+    /// The metadata texts to be written (formats, kallsyms, printk formats, cmdlines), to
+    /// change before writing.
+    pub fn sources_mut(&mut self) -> &mut MetaSources {
+        &mut self.sources
+    }
+
+    /// Adds an option the writer does not make itself (id and data as they go into the
+    /// options section), after the ones it does. Used to write files such as newer
+    /// trace-cmd versions make.
+    pub fn add_option(&mut self, id: u16, data: Vec<u8>) {
+        self.extra_options.push((id, data));
     }
 
     /// Appends whole ring-buffer pages (a multiple of the page size; a short tail is
@@ -152,6 +167,9 @@ impl TraceDatWriter {
         let mut count = Vec::new();
         self.put(&mut count, ncpus as u64, 4);
         self.option(&mut out, OPT_CPUCOUNT, &count);
+        for (id, data) in &self.extra_options {
+            self.option(&mut out, *id, data);
+        }
         self.put(&mut out, 0, 2);
 
         out.extend_from_slice(b"flyrecord\0");
