@@ -68,6 +68,8 @@ pub(crate) struct Replay {
     pub late_timer: Option<LateTimer>,
     /// The history did not reach back to the window's start.
     pub truncated: bool,
+    /// Who was current on the CPU when the window began (0: idle, -1: not known).
+    pub start_curr: i32,
 }
 
 #[derive(Debug, Clone)]
@@ -94,7 +96,10 @@ pub(crate) fn replay(
     w: &Window<'_>,
 ) -> Replay {
     let q = history.cpu(w.cpu);
-    let mut out = Replay::default();
+    let mut out = Replay {
+        start_curr: -1,
+        ..Replay::default()
+    };
     if w.to <= w.from {
         return out;
     }
@@ -130,6 +135,7 @@ pub(crate) fn replay(
         last_open = Some(e.clone());
     }
 
+    out.start_curr = curr;
     let mut acc = Acc {
         out: Vec::new(),
         victim: w.victim,
