@@ -894,10 +894,18 @@ impl Ctx<'_> {
 /// How far back (events per CPU) the holder's state at the start of a wait is looked for.
 const HOLDER_LOOKBACK: usize = 50_000;
 
-/// The holder's last scheduling event on any CPU before `at`: where it was left runnable
-/// (switched out with `R`, or woken), if it was.
-fn holder_runnable_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<(u32, Nanos, Event, i32)> {
-    let mut last: Option<(Nanos, Option<(u32, Event, i32)>)> = None;
+/// Where a lock holder waited for a CPU: the CPU, the event that left it runnable there
+/// (a switch out with `R`, or its wake-up), and its priority then.
+struct Runnable {
+    cpu: u32,
+    event: Event,
+    prio: i32,
+}
+
+/// The holder's last scheduling event on any CPU before `at`: where it was left runnable,
+/// if it was.
+fn holder_runnable_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<Runnable> {
+    let mut last: Option<(Nanos, Option<Runnable>)> = None;
     for cpu in 0..tr.history.cpu_count() as u32 {
         let q = tr.history.cpu(cpu);
         let end = tr.history.first_at(cpu, at);
@@ -912,11 +920,11 @@ fn holder_runnable_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<(u32, Nano
                     prev_prio,
                     prev_state,
                     ..
-                } if *prev_pid == holder => Some(
-                    prev_state
-                        .is_runnable()
-                        .then(|| (cpu, e.clone(), *prev_prio)),
-                ),
+                } if *prev_pid == holder => Some(prev_state.is_runnable().then(|| Runnable {
+                    cpu,
+                    event: e.clone(),
+                    prio: *prev_prio,
+                })),
                 EventKind::SchedSwitch { next_pid, .. } if *next_pid == holder => Some(None),
                 EventKind::SchedWaking {
                     pid,
@@ -929,9 +937,11 @@ fn holder_runnable_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<(u32, Nano
                     prio,
                     target_cpu,
                     ..
-                } if *pid == holder && *target_cpu >= 0 => {
-                    Some(Some((*target_cpu as u32, e.clone(), *prio)))
-                }
+                } if *pid == holder && *target_cpu >= 0 => Some(Some(Runnable {
+                    cpu: *target_cpu as u32,
+                    event: e.clone(),
+                    prio: *prio,
+                })),
                 _ if e.pid == holder => Some(None),
                 _ => None,
             };
@@ -941,8 +951,7 @@ fn holder_runnable_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<(u32, Nano
             }
         }
     }
-    let (ts, st) = last?;
-    st.map(|(cpu, e, prio)| (cpu, ts, e, prio))
+    last.and_then(|(_, st)| st)
 }
 
 fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
@@ -968,9 +977,9 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
     // runnable). It may have been preempted long before the victim blocked.
     let mut runnable: Vec<(u32, Nanos, Event)> = Vec::new();
     let mut intervals: Vec<(u32, Nanos, Nanos, Event)> = Vec::new();
-    if let Some((cpu, ts, e, p)) = holder_runnable_at(tr, holder_tid, ep.start) {
-        holder.prio = holder.prio.max(p);
-        runnable.push((cpu, ts, e));
+    if let Some(r) = holder_runnable_at(tr, holder_tid, ep.start) {
+        holder.prio = holder.prio.max(r.prio);
+        runnable.push((r.cpu, r.event.ts, r.event));
     }
     // The holder's own priority: the lowest it had in the window (PI boosts raise it).
     for cpu in 0..tr.history.cpu_count() as u32 {
