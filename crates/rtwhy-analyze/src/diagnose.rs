@@ -44,11 +44,6 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         _ => None,
     };
     let replay_from = lock_until.unwrap_or(ep.start);
-    let victim_on_rq = match (&ep.wake, ep.kind) {
-        (_, SpikeKind::Preempted) => true,
-        (Some(w), _) => w.target_cpu < 0 || w.target_cpu as u32 == ep.cpu,
-        (None, _) => true,
-    };
     let timer = ep.wake.as_ref().and_then(|w| w.timer);
     let window = Window {
         cpu: ep.cpu,
@@ -56,7 +51,6 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         to: ep.end,
         victim: &ep.victim,
         timer,
-        victim_on_rq,
     };
     let replay = breakdown::replay(&tr.history, &tr.late, &tr.tasks, &window);
 
@@ -1052,7 +1046,6 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
             to: to.min(until),
             victim: &holder,
             timer: None,
-            victim_on_rq: false,
         };
         let r = breakdown::replay(&tr.history, &tr.late, &tr.tasks, &w);
         let mut medium_here = false;

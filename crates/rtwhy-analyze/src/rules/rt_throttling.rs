@@ -83,6 +83,8 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
     let mut rt_since: Option<Nanos> = None;
     let mut open: Option<(usize, i32, u64)> = None;
     let mut best: Option<Throttle> = None;
+    // Who the events say is current: only a change needs the task's priority.
+    let mut curr: i32 = -1;
     let close =
         |open: &mut Option<(usize, i32, u64)>, until: Nanos, best: &mut Option<Throttle>| {
             if let Some((i, waiting, held_before)) = open.take() {
@@ -125,6 +127,7 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
                         waiting.remove(0);
                     }
                 }
+                curr = *next_pid;
                 let lower = *next_pid == 0 || *next_prio >= 100;
                 if *next_pid > 0 && *next_prio < 100 && !is_stopper(next_comm.as_bytes()) {
                     close(&mut open, e.ts, &mut best);
@@ -164,7 +167,8 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
             EventKind::SchedMigrateTask { pid, orig_cpu, .. } if *orig_cpu == cpu as i32 => {
                 waiting.retain(|p| p != pid);
             }
-            _ => {
+            _ if e.pid != curr => {
+                curr = e.pid;
                 // A real-time task's own event: it runs (its switch-in may be lost).
                 if is_rt(tr, e.pid) {
                     close(&mut open, e.ts, &mut best);
@@ -173,6 +177,7 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
                     }
                 }
             }
+            _ => {}
         }
     }
     // Still refused when the victim, a real-time task, finally ran.
