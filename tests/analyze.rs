@@ -34,7 +34,7 @@ fn recorded(name: &str) -> std::path::PathBuf {
 fn exit_code_says_whether_spikes_were_found() {
     let (code, v) = analyze_json(&recorded("vm-cyclictest-v7-zstd.dat"), &[]);
     assert_eq!(code, Some(1));
-    assert_eq!(v["schema"], "rtwhy.analysis/1");
+    assert_eq!(v["schema"], "rtwhy.analysis/2");
     assert_eq!(v["summary"]["spikes"], 1);
     // cyclictest printed Max: 159 us for this run; the trace gives the same spike.
     let lat = v["spikes"][0]["latency_ns"].as_u64().expect("latency");

@@ -78,7 +78,7 @@ fn check(expect: &Path) -> Vec<String> {
         )];
     }
     let doc: Value = serde_json::from_slice(&out.stdout).expect("analysis json");
-    assert_eq!(doc["schema"], "rtwhy.analysis/1");
+    assert_eq!(doc["schema"], "rtwhy.analysis/2");
     let spikes = doc["spikes"].as_array().cloned().unwrap_or_default();
     let n = spikes.len() as u64;
     if code != Some(if n == 0 { 0 } else { 1 }) {

@@ -177,7 +177,7 @@ fn text_json_svg_and_perfetto_of_softirq_match_their_snapshots() {
     insta::assert_snapshot!("text_softirq", text);
     let json = stdout_of(report(&["--format", "json"], &trace, &args));
     let v: Value = serde_json::from_str(&json).expect("json");
-    assert_eq!(v["schema"], "rtwhy.analysis/1");
+    assert_eq!(v["schema"], "rtwhy.analysis/2");
     assert_eq!(v["spikes"][0]["primary"]["cause"], "softirq");
     insta::assert_snapshot!("json_softirq", json);
     let svg_text = stdout_of(report(&["--format", "svg"], &trace, &args));

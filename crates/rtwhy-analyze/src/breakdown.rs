@@ -57,9 +57,6 @@ pub(crate) struct TimerFire {
 #[derive(Debug, Default)]
 pub(crate) struct Replay {
     pub segments: Vec<Segment>,
-    /// A switch that put a lower-priority task (or idle) on the CPU while the victim was
-    /// runnable there: only RT throttling or the fair server make the scheduler do that.
-    pub lower_picked: Option<Event>,
     /// Last idle state entered before the window (`cpu_idle state`), and when.
     pub idle_before: Option<(u32, Event)>,
     /// Frequencies seen on the CPU from shortly before the window to its end (kHz).
@@ -68,6 +65,8 @@ pub(crate) struct Replay {
     pub late_timer: Option<LateTimer>,
     /// The history did not reach back to the window's start.
     pub truncated: bool,
+    /// Who was current on the CPU when the window began (0: idle, -1: not known).
+    pub start_curr: i32,
 }
 
 #[derive(Debug, Clone)]
@@ -83,8 +82,6 @@ pub(crate) struct Window<'a> {
     pub to: Nanos,
     pub victim: &'a TaskRef,
     pub timer: Option<TimerFire>,
-    /// The victim could be picked on this CPU during the window (it was on its run queue).
-    pub victim_on_rq: bool,
 }
 
 pub(crate) fn replay(
@@ -94,7 +91,10 @@ pub(crate) fn replay(
     w: &Window<'_>,
 ) -> Replay {
     let q = history.cpu(w.cpu);
-    let mut out = Replay::default();
+    let mut out = Replay {
+        start_curr: -1,
+        ..Replay::default()
+    };
     if w.to <= w.from {
         return out;
     }
@@ -116,20 +116,13 @@ pub(crate) fn replay(
     }
     let mut last_open: Option<Event> = None;
     let mut prio: Option<i32> = None;
-    // RT tasks left runnable on this CPU; a switch to idle or to a normal task while
-    // one waits is the scheduler refusing the RT class: throttling (or the fair server).
-    let mut rt_waiting: Vec<i32> = Vec::new();
-    for e in q.range(lookback_end..i0) {
-        if let Some(throttled) = track_rt_waiting(e, w.cpu, &mut rt_waiting) {
-            out.lower_picked = throttled.then(|| e.clone());
-        }
-    }
     for e in q.range(begin..i0) {
         apply(e, &mut curr, &mut stack, &mut prio);
         observe_power(e, w, &mut out);
         last_open = Some(e.clone());
     }
 
+    out.start_curr = curr;
     let mut acc = Acc {
         out: Vec::new(),
         victim: w.victim,
@@ -154,21 +147,6 @@ pub(crate) fn replay(
         );
         apply(e, &mut curr, &mut stack, &mut prio);
         observe_power(e, w, &mut out);
-        let throttled = track_rt_waiting(e, w.cpu, &mut rt_waiting);
-        if w.victim_on_rq && out.lower_picked.is_none() {
-            if let EventKind::SchedSwitch {
-                next_pid,
-                next_prio,
-                ..
-            } = &e.kind
-            {
-                let lower =
-                    *next_pid != w.victim.tid && (*next_pid == 0 || *next_prio > w.victim.prio);
-                if lower && (w.victim.is_rt() || throttled == Some(true)) {
-                    out.lower_picked = Some(e.clone());
-                }
-            }
-        }
         t = e.ts;
         opened_by = Some(e.clone());
     }
@@ -197,35 +175,6 @@ fn observe_power(e: &Event, w: &Window<'_>, out: &mut Replay) {
             out.frequencies.push(e.clone());
         }
         _ => {}
-    }
-}
-
-/// Follows the RT tasks left runnable on `cpu`. For a switch, returns whether it put
-/// idle or a normal task on the CPU while one of them waited.
-fn track_rt_waiting(e: &Event, cpu: u32, waiting: &mut Vec<i32>) -> Option<bool> {
-    match &e.kind {
-        EventKind::SchedSwitch {
-            prev_pid,
-            prev_prio,
-            prev_state,
-            next_pid,
-            next_prio,
-            ..
-        } => {
-            waiting.retain(|p| p != next_pid && p != prev_pid);
-            if *prev_prio < 100 && *prev_pid > 0 && prev_state.is_runnable() {
-                waiting.push(*prev_pid);
-                if waiting.len() > 64 {
-                    waiting.remove(0);
-                }
-            }
-            Some(!waiting.is_empty() && (*next_pid == 0 || *next_prio >= 100))
-        }
-        EventKind::SchedMigrateTask { pid, orig_cpu, .. } if *orig_cpu == cpu as i32 => {
-            waiting.retain(|p| p != pid);
-            None
-        }
-        _ => None,
     }
 }
 

@@ -10,6 +10,7 @@ use rtwhy_model::{
 use crate::breakdown::{self, Replay, Segment, Window};
 use crate::line::trace_line;
 use crate::remedy;
+use crate::rules;
 use crate::tracker::{Episode, Tracker};
 
 /// A cause's share below which the spike is not explained.
@@ -32,6 +33,8 @@ pub(crate) struct LockStory {
     pub medium_switch: Option<Event>,
     pub pi_boost: Option<Event>,
     pub waking: Option<Event>,
+    /// An event of the holder's own during the wait: it ran.
+    pub holder_ran: Option<Event>,
 }
 
 pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
@@ -41,11 +44,6 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         _ => None,
     };
     let replay_from = lock_until.unwrap_or(ep.start);
-    let victim_on_rq = match (&ep.wake, ep.kind) {
-        (_, SpikeKind::Preempted) => true,
-        (Some(w), _) => w.target_cpu < 0 || w.target_cpu as u32 == ep.cpu,
-        (None, _) => true,
-    };
     let timer = ep.wake.as_ref().and_then(|w| w.timer);
     let window = Window {
         cpu: ep.cpu,
@@ -53,7 +51,6 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         to: ep.end,
         victim: &ep.victim,
         timer,
-        victim_on_rq,
     };
     let replay = breakdown::replay(&tr.history, &tr.late, &tr.tasks, &window);
 
@@ -82,7 +79,6 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     }
     items.sort_by_key(|i| std::cmp::Reverse(i.ns));
 
-    let mut groups: BTreeMap<Cause, u64> = BTreeMap::new();
     let isolated = tr
         .config
         .isolated
@@ -99,53 +95,99 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         .map(|i| i.ns)
         .sum();
     let freq = frequency_story(tr, &replay);
+    // Only a real-time victim kept from its CPU by idle or lower work can be throttled.
+    let throttle = (ep.victim.is_rt()
+        && items.iter().any(|i| {
+            matches!(
+                i.bucket,
+                Bucket::Idle
+                    | Bucket::Task {
+                        outranks_victim: false,
+                        ..
+                    }
+            )
+        }))
+    .then(|| rules::rt_throttling::find(tr, ep));
+    let moved = rules::migration::moved(tr, ep);
+    let ctx = Ctx {
+        tr,
+        ep,
+        replay: &replay,
+        items: &items,
+        lock: lock.as_ref(),
+        freq: freq.as_ref(),
+        isolated,
+        throttle,
+        moved,
+    };
+    let mut checked = rules::Checked::default();
+
+    let mut groups: BTreeMap<Cause, u64> = BTreeMap::new();
     for item in &items {
-        let cause = match &item.bucket {
+        // The candidates for this stretch, most specific first: the first whose
+        // preconditions hold gets it; none, and it stays unexplained.
+        let candidates: &[Cause] = match &item.bucket {
             Bucket::TimerIrqDelay | Bucket::Unaccounted => {
                 if deep_idle_exit && stopped <= MAX_IDLE_EXIT {
-                    Cause::FrequencyRamp
+                    &[Cause::IdleExit, Cause::Hwlat]
                 } else {
-                    Cause::Hwlat
+                    &[Cause::Hwlat]
                 }
             }
             Bucket::Irq { name, .. } => {
                 if isolated && !is_local_timer(name) {
-                    Cause::IrqOnIsolatedCpu
+                    &[Cause::IrqOnIsolatedCpu, Cause::Irq]
                 } else {
-                    Cause::Irq
+                    &[Cause::Irq]
                 }
             }
-            Bucket::Softirq { .. } => Cause::Softirq,
+            Bucket::Softirq { .. } => &[Cause::Softirq],
+            Bucket::Task { comm, .. } if rules::migration::is_stopper(comm.as_bytes()) => {
+                &[Cause::Migration, Cause::Preemption]
+            }
             Bucket::Task {
-                outranks_victim, ..
+                outranks_victim,
+                prio,
+                ..
             } => {
                 if *outranks_victim {
-                    Cause::Preemption
-                } else if replay.lower_picked.is_some() && ep.victim.is_rt() {
-                    Cause::RtThrottling
+                    &[Cause::Preemption]
                 } else if ep.victim.is_rt() {
-                    Cause::KernelNonpreemptible
+                    if ctx.moved.is_some() {
+                        &[
+                            Cause::Migration,
+                            Cause::RtThrottling,
+                            Cause::KernelNonpreemptible,
+                        ]
+                    } else {
+                        &[Cause::RtThrottling, Cause::KernelNonpreemptible]
+                    }
+                } else if rules::preemption::may_hold(*prio, ep.victim.prio) {
+                    &[Cause::Preemption]
                 } else {
-                    Cause::Preemption
+                    &[]
                 }
             }
             Bucket::Idle => {
-                if replay.lower_picked.is_some() && ep.victim.is_rt() {
-                    Cause::RtThrottling
-                } else if deep_idle_exit {
-                    Cause::FrequencyRamp
+                if ctx.moved.is_some() {
+                    &[Cause::Migration, Cause::RtThrottling, Cause::IdleExit]
                 } else {
-                    Cause::Unknown
+                    &[Cause::RtThrottling, Cause::IdleExit]
                 }
             }
             Bucket::LockWait { .. } => match &lock {
                 Some(l) if l.medium_ns > 0 && l.medium_ns * 10 >= (item.ns * 3) => {
-                    Cause::PriorityInversion
+                    &[Cause::PriorityInversion, Cause::LockContention]
                 }
-                _ => Cause::LockContention,
+                _ => &[Cause::LockContention],
             },
-            Bucket::Victim => Cause::Unknown,
+            Bucket::Victim => &[],
         };
+        let cause = candidates
+            .iter()
+            .copied()
+            .find(|c| checked.holds(*c, &ctx))
+            .unwrap_or(Cause::Unknown);
         *groups.entry(cause).or_default() += item.ns;
     }
     // A low clock slows everything the CPU did in the window.
@@ -161,7 +203,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             .map(|i| i.ns)
             .sum();
         let slowed = (busy as f64 * (1.0 - *low as f64 / tr.max_freq.max(1) as f64)) as u64;
-        if slowed > 0 {
+        if slowed > 0 && checked.holds(Cause::FrequencyRamp, &ctx) {
             *groups.entry(Cause::FrequencyRamp).or_default() += slowed;
         }
     }
@@ -173,21 +215,14 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             (ns as f64 / latency as f64).min(1.0)
         }
     };
+    // The last gate: a cause is printed only with its preconditions.
     let mut ranked: Vec<(Cause, u64)> = groups
         .into_iter()
         .filter(|(c, _)| *c != Cause::Unknown)
+        .filter(|(c, _)| checked.holds(*c, &ctx))
         .collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
 
-    let ctx = Ctx {
-        tr,
-        ep,
-        replay: &replay,
-        items: &items,
-        lock: lock.as_ref(),
-        freq: freq.as_ref(),
-        isolated,
-    };
     let missing = missing_events(tr, ep);
     let (primary, contributors): (Finding, Vec<Finding>) = match ranked.first() {
         Some(&(cause, ns)) if share(ns) >= MIN_PRIMARY_SHARE => {
@@ -225,6 +260,11 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                     human_duration(latency)
                 )
             };
+            let refused = checked.refused();
+            if !refused.is_empty() {
+                summary.push_str("; ");
+                summary.push_str(&refused.join("; "));
+            }
             if !missing.is_empty() {
                 summary.push_str("; ");
                 summary.push_str(&missing.join("; "));
@@ -280,9 +320,14 @@ pub(crate) struct Ctx<'a> {
     pub lock: Option<&'a LockStory>,
     pub freq: Option<&'a (u32, Event)>,
     pub isolated: bool,
+    /// The search for a refused RT class, made when the victim is real-time and idle or
+    /// lower work took part of its window.
+    pub throttle: Option<Result<rules::rt_throttling::Throttle, String>>,
+    /// The event showing the victim changed CPUs in its window.
+    pub moved: Option<Event>,
 }
 
-fn is_local_timer(name: &str) -> bool {
+pub(crate) fn is_local_timer(name: &str) -> bool {
     name.contains("timer") || name == "IPI" || name.starts_with("ipi")
 }
 
@@ -377,7 +422,7 @@ impl Ctx<'_> {
                     .facts
                     .kernel_version_number()
                     .is_some_and(|v| v >= (6, 12));
-                if self.replay.lower_picked.is_some()
+                if matches!(self.throttle, Some(Ok(_)))
                     && confidence < Confidence::High
                     && share >= 0.4
                 {
@@ -487,24 +532,53 @@ impl Ctx<'_> {
                     }
                 )
             }
-            Cause::FrequencyRamp => {
-                let mut parts = Vec::new();
-                if let Some((state, e)) = &self.replay.idle_before {
-                    parts.push(format!(
-                        "CPU {cpu} was in idle state {state} (entered at {}) and took {} to handle the timer",
-                        e.ts,
-                        human_duration(self.sum(|b| matches!(b, Bucket::TimerIrqDelay | Bucket::Unaccounted)))
-                    ));
+            Cause::FrequencyRamp => match self.freq {
+                Some((low, _)) => format!(
+                    "low clock on CPU {cpu}: {} MHz, {:.0}% of the {} MHz seen in the trace, slowed everything it did for {victim}",
+                    low / 1000,
+                    *low as f64 * 100.0 / self.tr.max_freq.max(1) as f64,
+                    self.tr.max_freq / 1000
+                ),
+                None => format!("low clock on CPU {cpu}"),
+            },
+            Cause::IdleExit => {
+                let ns = self.sum(|b| {
+                    matches!(b, Bucket::Idle | Bucket::TimerIrqDelay | Bucket::Unaccounted)
+                });
+                let state = match &self.replay.idle_before {
+                    Some((state, e)) => format!(" (idle state {state} entered at {})", e.ts),
+                    None => " (no power:cpu_idle events: the idle state is not known)".to_string(),
+                };
+                format!(
+                    "idle exit on CPU {cpu}: {victim} was woken while the CPU idled{state}, and the CPU took {} to leave idle and run it, with no other task in between: a C-state exit on hardware, a halt exit in a VM",
+                    human_duration(ns)
+                )
+            }
+            Cause::Migration => {
+                let stopper = self.top_item(|b| match b {
+                    Bucket::Task { comm, .. } => rules::migration::is_stopper(comm.as_bytes()),
+                    _ => false,
+                });
+                let moved = self.moved.as_ref().map(|e| match &e.kind {
+                    EventKind::SchedMigrateTask {
+                        orig_cpu, dest_cpu, ..
+                    } => format!("{victim} was moved from CPU {orig_cpu} to CPU {dest_cpu} while it waited"),
+                    EventKind::SchedSwitch { .. } => format!(
+                        "{victim} was switched out on CPU {} and ran again on CPU {cpu}",
+                        e.cpu
+                    ),
+                    _ => format!("{victim} was woken for another CPU and ran on CPU {cpu}"),
+                });
+                match (stopper, moved) {
+                    (Some(i), m) => format!(
+                        "migration on CPU {cpu}: the stopper thread {} held the CPU for {}{}",
+                        i.bucket,
+                        human_duration(i.ns),
+                        m.map(|m| format!("; {m}")).unwrap_or_default()
+                    ),
+                    (None, Some(m)) => format!("migration: {m}"),
+                    (None, None) => format!("migration on CPU {cpu}"),
                 }
-                if let Some((low, _)) = self.freq {
-                    parts.push(format!(
-                        "the clock was {} MHz, {:.0}% of the {} MHz seen in the trace",
-                        low / 1000,
-                        *low as f64 * 100.0 / self.tr.max_freq.max(1) as f64,
-                        self.tr.max_freq / 1000
-                    ));
-                }
-                format!("idle exit / low clock: {}", parts.join("; "))
             }
             Cause::PriorityInversion | Cause::LockContention => {
                 let wait = self.sum(|b| matches!(b, Bucket::LockWait { .. }));
@@ -590,12 +664,15 @@ impl Ctx<'_> {
                         }
                     )
                 });
-                let model = self
-                    .tr
-                    .facts
-                    .preempt_model()
-                    .map(|m| format!(" (preemption model: {m})"))
-                    .unwrap_or_default();
+                let model = match rules::kernel_nonpreemptible::model(self) {
+                    rules::kernel_nonpreemptible::Model::Recorded(m) => {
+                        format!(" (preemption model: {m}, from the recorded facts)")
+                    }
+                    _ => {
+                        confidence = confidence.min(Confidence::Medium);
+                        " (preemption model not recorded)".to_string()
+                    }
+                };
                 match who {
                     Some(i) => format!(
                         "non-preemptible kernel section on CPU {cpu}: {} kept the CPU for {} after {victim} was woken{interrupts}{model}",
@@ -690,9 +767,14 @@ impl Ctx<'_> {
                 ),
                 Cause::Softirq => matches!(b, Bucket::Softirq { .. }),
                 Cause::Irq | Cause::IrqOnIsolatedCpu => matches!(b, Bucket::Irq { .. }),
-                Cause::Hwlat | Cause::FrequencyRamp => {
-                    matches!(b, Bucket::Unaccounted | Bucket::TimerIrqDelay)
+                Cause::Hwlat => matches!(b, Bucket::Unaccounted | Bucket::TimerIrqDelay),
+                Cause::IdleExit => {
+                    matches!(
+                        b,
+                        Bucket::Idle | Bucket::Unaccounted | Bucket::TimerIrqDelay
+                    )
                 }
+                Cause::Migration => matches!(b, Bucket::Task { .. } | Bucket::Idle),
                 Cause::Preemption => matches!(b, Bucket::Task { .. }),
                 Cause::KernelNonpreemptible => matches!(
                     b,
@@ -714,17 +796,29 @@ impl Ctx<'_> {
             }
         }
         if primary == Cause::RtThrottling {
-            if let Some(e) = &self.replay.lower_picked {
+            if let Some(Ok(t)) = &self.throttle {
                 push(
-                    e,
+                    &t.refused,
                     format!(
-                        "the scheduler puts idle or a normal task on CPU {} while a real-time task is runnable there: the RT class is throttled",
-                        e.cpu
+                        "the scheduler puts idle or a normal task on CPU {} while the real-time task {} is runnable there; no real-time task runs there for {}: the RT class is throttled",
+                        t.refused.cpu,
+                        self.task_ref(t.waiting),
+                        human_duration(t.stretch())
                     ),
                 );
             }
         }
-        if matches!(primary, Cause::Hwlat | Cause::FrequencyRamp) {
+        if primary == Cause::Migration {
+            if let Some(e) = &self.moved {
+                push(e, format!("{} changes CPUs", victim.comm));
+            }
+        }
+        if primary == Cause::IdleExit {
+            if let Some((state, e)) = &self.replay.idle_before {
+                push(e, format!("CPU {} enters idle state {state}", e.cpu));
+            }
+        }
+        if matches!(primary, Cause::Hwlat | Cause::IdleExit) {
             if let Some(l) = self.replay.late_timer {
                 if let Some(h) = self.find(l.cpu, l.ts, |k| {
                     matches!(k, EventKind::HrtimerExpireEntry { .. })
@@ -738,8 +832,10 @@ impl Ctx<'_> {
                     );
                 }
             }
-            if let Some((_, e)) = &self.replay.idle_before {
-                push(e, "last idle state entered before the window".to_string());
+            if primary == Cause::Hwlat {
+                if let Some((_, e)) = &self.replay.idle_before {
+                    push(e, "last idle state entered before the window".to_string());
+                }
             }
         }
         if let Some((_, e)) = self.freq {
@@ -750,10 +846,12 @@ impl Ctx<'_> {
                 push(e, "priority inheritance boosts the holder".to_string());
             }
             if let Some(e) = &l.medium_switch {
-                push(
-                    e,
-                    "a medium-priority task preempts the lock holder".to_string(),
-                );
+                let why = if matches!(e.kind, EventKind::SchedSwitch { .. }) {
+                    "the lock holder is switched out runnable; a medium-priority task runs on its CPU while it waits"
+                } else {
+                    "the lock holder is woken and waits for its CPU, where a medium-priority task runs"
+                };
+                push(e, why.to_string());
             }
             if let Some(e) = &l.waking {
                 push(
@@ -787,6 +885,69 @@ impl Ctx<'_> {
     }
 }
 
+/// How far back (events per CPU) the holder's state at the start of a wait is looked for.
+const HOLDER_LOOKBACK: usize = 50_000;
+
+/// Where a lock holder waited for a CPU: the CPU, the event that left it runnable there
+/// (a switch out with `R`, or its wake-up), and its priority then.
+struct Runnable {
+    cpu: u32,
+    event: Event,
+    prio: i32,
+}
+
+/// The holder's last scheduling event on any CPU before `at`: where it was left runnable,
+/// if it was.
+fn holder_runnable_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<Runnable> {
+    let mut last: Option<(Nanos, Option<Runnable>)> = None;
+    for cpu in 0..tr.history.cpu_count() as u32 {
+        let q = tr.history.cpu(cpu);
+        let end = tr.history.first_at(cpu, at);
+        for i in (end.saturating_sub(HOLDER_LOOKBACK)..end).rev() {
+            let Some(e) = q.get(i) else { break };
+            if last.as_ref().is_some_and(|(ts, _)| e.ts <= *ts) {
+                break;
+            }
+            let state = match &e.kind {
+                EventKind::SchedSwitch {
+                    prev_pid,
+                    prev_prio,
+                    prev_state,
+                    ..
+                } if *prev_pid == holder => Some(prev_state.is_runnable().then(|| Runnable {
+                    cpu,
+                    event: e.clone(),
+                    prio: *prev_prio,
+                })),
+                EventKind::SchedSwitch { next_pid, .. } if *next_pid == holder => Some(None),
+                EventKind::SchedWaking {
+                    pid,
+                    prio,
+                    target_cpu,
+                    ..
+                }
+                | EventKind::SchedWakeup {
+                    pid,
+                    prio,
+                    target_cpu,
+                    ..
+                } if *pid == holder && *target_cpu >= 0 => Some(Some(Runnable {
+                    cpu: *target_cpu as u32,
+                    event: e.clone(),
+                    prio: *prio,
+                })),
+                _ if e.pid == holder => Some(None),
+                _ => None,
+            };
+            if let Some(st) = state {
+                last = Some((e.ts, st));
+                break;
+            }
+        }
+    }
+    last.and_then(|(_, st)| st)
+}
+
 fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
     let mut story = LockStory::default();
     let Some(w) = &ep.wake else {
@@ -806,15 +967,24 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
         comm,
         prio,
     };
-    // The holder's own priority: the lowest it had in the window (PI boosts raise it).
-    let mut preemptions: Vec<(u32, Nanos, Event)> = Vec::new();
+    // Where the holder waited for a CPU: (cpu, since, the switch or wake-up that left it
+    // runnable). It may have been preempted long before the victim blocked.
+    let mut runnable: Vec<(u32, Nanos, Event)> = Vec::new();
     let mut intervals: Vec<(u32, Nanos, Nanos, Event)> = Vec::new();
+    if let Some(r) = holder_runnable_at(tr, holder_tid, ep.start) {
+        holder.prio = holder.prio.max(r.prio);
+        runnable.push((r.cpu, r.event.ts, r.event));
+    }
+    // The holder's own priority: the lowest it had in the window (PI boosts raise it).
     for cpu in 0..tr.history.cpu_count() as u32 {
         let q = tr.history.cpu(cpu);
         let i = tr.history.first_at(cpu, ep.start);
         for e in q.range(i..) {
             if e.ts > until {
                 break;
+            }
+            if e.pid == holder_tid && story.holder_ran.is_none() {
+                story.holder_ran = Some(e.clone());
             }
             match &e.kind {
                 EventKind::SchedSwitch {
@@ -826,14 +996,28 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
                 } => {
                     if *prev_pid == holder_tid && prev_state.is_runnable() {
                         holder.prio = holder.prio.max(*prev_prio);
-                        preemptions.push((cpu, e.ts, e.clone()));
+                        runnable.push((cpu, e.ts, e.clone()));
                     }
                     if *next_pid == holder_tid {
-                        if let Some(pos) = preemptions.iter().position(|p| p.0 == cpu) {
-                            let (c, from, sw) = preemptions.remove(pos);
+                        if story.holder_ran.is_none() {
+                            story.holder_ran = Some(e.clone());
+                        }
+                        if let Some(pos) = runnable.iter().position(|p| p.0 == cpu) {
+                            let (c, from, sw) = runnable.remove(pos);
                             intervals.push((c, from, e.ts, sw));
                         }
                     }
+                }
+                EventKind::SchedWaking {
+                    pid, target_cpu, ..
+                }
+                | EventKind::SchedWakeup {
+                    pid, target_cpu, ..
+                } if *pid == holder_tid
+                    && *target_cpu >= 0
+                    && !runnable.iter().any(|r| r.0 == *target_cpu as u32) =>
+                {
+                    runnable.push((*target_cpu as u32, e.ts, e.clone()));
                 }
                 EventKind::SchedPiSetprio {
                     pid,
@@ -850,18 +1034,18 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
             }
         }
     }
-    for (cpu, from, sw) in preemptions {
+    for (cpu, from, sw) in runnable {
         intervals.push((cpu, from, until, sw));
     }
     let mut by_task: BTreeMap<i32, (TaskRef, u64)> = BTreeMap::new();
     for (cpu, from, to, sw) in intervals {
+        // Only the part inside the wait counts.
         let w = Window {
             cpu,
-            from,
-            to,
+            from: from.max(ep.start),
+            to: to.min(until),
             victim: &holder,
             timer: None,
-            victim_on_rq: false,
         };
         let r = breakdown::replay(&tr.history, &tr.late, &tr.tasks, &w);
         let mut medium_here = false;
@@ -870,7 +1054,7 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
                 tid, comm, prio, ..
             } = &s.bucket
             {
-                if *prio < holder.prio && *prio > ep.victim.prio {
+                if *prio < holder.prio && *prio > ep.victim.prio && *prio < 100 {
                     medium_here = true;
                     let e = by_task.entry(*tid).or_insert((
                         TaskRef {

@@ -42,6 +42,7 @@ mod history;
 mod intmap;
 mod line;
 mod remedy;
+mod rules;
 mod tracker;
 
 pub use audit::{audit, CHECKS};

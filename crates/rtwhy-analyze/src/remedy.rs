@@ -111,9 +111,28 @@ fn for_cause(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
                 .map(|g| format!(" (governor now: {g})"))
                 .unwrap_or_default();
             vec![format!(
-                "Keep CPU {cpu} awake and fast{gov}: the performance governor or a raised scaling_min_freq, and limit deep idle states (/dev/cpu_dma_latency held open with 0, or disable states in /sys/devices/system/cpu/cpu{cpu}/cpuidle/state*/disable)."
+                "Keep CPU {cpu} fast{gov}: the performance governor or a raised scaling_min_freq (/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_min_freq)."
             )]
         }
+        Cause::IdleExit => {
+            let states = facts
+                .idle_states
+                .get(&cpu)
+                .map(|s| format!(" (idle states: {s})"))
+                .unwrap_or_default();
+            vec![
+                format!(
+                    "Keep CPU {cpu} out of deep idle states{states}: hold /dev/cpu_dma_latency open with 0 while the real-time work runs, or disable the deep states in /sys/devices/system/cpu/cpu{cpu}/cpuidle/state*/disable; for a dedicated CPU, idle=poll (or processor.max_cstate=/intel_idle.max_cstate= on the command line)."
+                ),
+                "In a VM the idle exit is a halt exit to the host: raise the host's halt_poll_ns (KVM) or give the guest dedicated vCPUs with idle=poll, or fix it on the host.".to_string(),
+            ]
+        }
+        Cause::Migration => vec![
+            format!(
+                "{} waited for the stopper thread migration/N or to be moved between CPUs: pin it (taskset/sched_setaffinity once at start, not in the loop), avoid affinity changes and CPU hotplug while it runs, and keep stop_machine users (module loading, ftrace changes, CPU hotplug) away from production.",
+                victim.comm
+            ),
+        ],
         Cause::PriorityInversion => {
             let holder = ctx
                 .lock

@@ -181,9 +181,18 @@ pub(crate) struct Tracker {
     pub max_freq: u32,
     pub victims: IntMap<i32, VictimStats>,
     pub spike_ends: Vec<(i32, Nanos)>,
+    /// A `ktimers/N` thread was switched in: only PREEMPT_RT kernels have them.
+    rt_threads: bool,
 }
 
 impl Tracker {
+    /// Whether the trace shows a thread only PREEMPT_RT kernels run (`ktimers/N`, which
+    /// runs the timer softirqs there). `irq/N-*` threads prove nothing: every kernel
+    /// has them for drivers that request threaded handlers.
+    pub fn rt_threads_seen(&self) -> bool {
+        self.rt_threads
+    }
+
     pub fn new(config: Config, facts: SystemFacts) -> Tracker {
         let history = History::new(config.horizon, config.max_events_per_cpu);
         let selected = config.filter.pids.iter().copied().collect();
@@ -203,6 +212,7 @@ impl Tracker {
             max_freq: 0,
             victims: IntMap::default(),
             spike_ends: Vec::new(),
+            rt_threads: false,
         }
     }
 
@@ -300,6 +310,9 @@ impl Tracker {
                 next_prio,
             } => {
                 self.seen.switch = true;
+                if !self.rt_threads && next_comm.as_bytes().starts_with(b"ktimers/") {
+                    self.rt_threads = true;
+                }
                 self.cpu(ev.cpu).depth = 0;
                 if *prev_pid > 0 {
                     let t = self.task(*prev_pid, Some(prev_comm), Some(*prev_prio));

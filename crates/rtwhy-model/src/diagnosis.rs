@@ -1,5 +1,5 @@
 //! What the analyzer concludes about one late wake-up: the spike, where its time went,
-//! the cause, the evidence and the fix. Serialized as the `rtwhy.analysis/1` JSON
+//! the cause, the evidence and the fix. Serialized as the `rtwhy.analysis/2` JSON
 //! schema (docs/analysis-json.md).
 
 use std::fmt;
@@ -22,8 +22,10 @@ pub enum Cause {
     Irq,
     /// The CPU was stopped with no kernel event (SMI, hypervisor).
     Hwlat,
-    /// Deep idle exit or a low or changing clock.
+    /// A low or changing CPU clock.
     FrequencyRamp,
+    /// The victim was woken on an idle CPU that left idle late (C-state or halt exit).
+    IdleExit,
     /// The victim waited for a lock whose holder was preempted by a medium-priority task.
     PriorityInversion,
     /// The victim waited for a lock whose holder ran its critical section undisturbed.
@@ -32,23 +34,27 @@ pub enum Cause {
     Preemption,
     /// A lower-priority task kept the CPU in a non-preemptible kernel section.
     KernelNonpreemptible,
+    /// The victim waited for the stopper thread `migration/N` or to be moved between CPUs.
+    Migration,
     /// The trace does not hold the evidence to decide.
     Unknown,
 }
 
 impl Cause {
     /// Every cause, in the order the documentation lists them.
-    pub const ALL: [Cause; 11] = [
+    pub const ALL: [Cause; 13] = [
         Cause::RtThrottling,
         Cause::Softirq,
         Cause::IrqOnIsolatedCpu,
         Cause::Irq,
         Cause::Hwlat,
         Cause::FrequencyRamp,
+        Cause::IdleExit,
         Cause::PriorityInversion,
         Cause::LockContention,
         Cause::Preemption,
         Cause::KernelNonpreemptible,
+        Cause::Migration,
         Cause::Unknown,
     ];
 
@@ -61,10 +67,12 @@ impl Cause {
             Cause::Irq => "irq",
             Cause::Hwlat => "hwlat",
             Cause::FrequencyRamp => "frequency_ramp",
+            Cause::IdleExit => "idle_exit",
             Cause::PriorityInversion => "priority_inversion",
             Cause::LockContention => "lock_contention",
             Cause::Preemption => "preemption",
             Cause::KernelNonpreemptible => "kernel_nonpreemptible",
+            Cause::Migration => "migration",
             Cause::Unknown => "unknown",
         }
     }

@@ -256,7 +256,7 @@ pub struct InfoArgs {
 pub enum AnalyzeFormat {
     /// One block per spike for people: verdict, breakdown, evidence, fix.
     Text,
-    /// The `rtwhy.analysis/1` JSON document (docs/analysis-json.md).
+    /// The `rtwhy.analysis/2` JSON document (docs/analysis-json.md).
     Json,
     /// Markdown for a bug report or a wiki.
     Markdown,
@@ -330,7 +330,7 @@ pub struct TuiArgs {
 pub enum ReportFormat {
     /// Markdown for a bug report: system, verdict, breakdown, trace lines, fix.
     Markdown,
-    /// The `rtwhy.analysis/1` JSON document of `rtwhy analyze` (docs/analysis-json.md).
+    /// The `rtwhy.analysis/2` JSON document of `rtwhy analyze` (docs/analysis-json.md).
     Json,
     /// The text of `rtwhy analyze`.
     Text,

@@ -1,4 +1,4 @@
-//! Diagnoses as text, Markdown and the `rtwhy.analysis/1` JSON document.
+//! Diagnoses as text, Markdown and the `rtwhy.analysis/2` JSON document.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::analyze::Source;
 
 /// The JSON schema's name and version; bump the version on incompatible changes.
-pub const SCHEMA: &str = "rtwhy.analysis/1";
+pub const SCHEMA: &str = "rtwhy.analysis/2";
 
 /// `ns` as a percentage of the spike's latency.
 fn percent_of(ns: u64, s: &Spike) -> f64 {
@@ -260,7 +260,7 @@ pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
     Ok(())
 }
 
-/// The `rtwhy.analysis/1` document.
+/// The `rtwhy.analysis/2` document.
 pub fn json(a: &Analysis, src: &Source) -> Value {
     let seen = a.seen;
     json!({

@@ -777,7 +777,7 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         let out = std::io::stdout();
         let mut out = out.lock();
         for s in Scenario::ALL {
-            writeln!(out, "{:<22} {}", s.name(), s.induces())?;
+            writeln!(out, "{:<35} {}", s.name(), s.induces())?;
         }
         return Ok(ExitCode::SUCCESS);
     };

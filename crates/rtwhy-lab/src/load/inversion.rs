@@ -5,7 +5,9 @@
 //!   time;
 //! - `lab-high` (FIFO 80), the victim, wakes at t + 1 ms and locks the same mutex: it
 //!   blocks;
-//! - `lab-med` (FIFO 50) wakes at t + 1.5 ms and spins `medium` of wall time.
+//! - `lab-med` (FIFO 50) wakes at t + 1.5 ms (or, holder preempted first, at
+//!   t + 0.5 ms: it already runs when `lab-high` blocks, and `lab-high`'s switch goes
+//!   straight to it) and spins `medium` of wall time.
 //!
 //! With a plain mutex `lab-med` preempts `lab-low`, so `lab-high` waits for `lab-med`:
 //! an unbounded inversion. With priority inheritance `lab-low` runs at FIFO 80 while
@@ -33,11 +35,14 @@ pub struct Inversion {
     pub critical: Duration,
     /// Wall time `lab-med` spins (at most 100 ms).
     pub medium: Duration,
+    /// `lab-med` starts before `lab-high` wakes: the holder is preempted first.
+    pub medium_first: bool,
 }
 
 const GAP_NS: u64 = 200_000_000;
 const HIGH_AT_NS: u64 = 1_000_000;
 const MEDIUM_AT_NS: u64 = 1_500_000;
+const MEDIUM_FIRST_AT_NS: u64 = 500_000;
 
 /// Starts the three threads; they end after the last iteration.
 pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
@@ -64,7 +69,8 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
         LockKind::PriorityInheritance => "PRIO_INHERIT",
     };
     mark(&format!(
-        "inversion: {kind} mutex, low FIFO 10, medium FIFO 50, high FIFO 80 on CPU {}, {} iterations, critical section {} us, medium spins {} ms\n",
+        "inversion: {kind} mutex, low FIFO 10, medium FIFO 50{}, high FIFO 80 on CPU {}, {} iterations, critical section {} us, medium spins {} ms\n",
+        if cfg.medium_first { " (starts before high wakes)" } else { "" },
         cfg.cpu,
         cfg.iterations,
         cfg.critical.as_micros(),
@@ -116,10 +122,15 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
             ))
         })?;
     }
+    let medium_at = if cfg.medium_first {
+        MEDIUM_FIRST_AT_NS
+    } else {
+        MEDIUM_AT_NS
+    };
     load.spawn("lab-med", move || {
         fifo_on(cfg.cpu, 50, "inversion")?;
         for i in 0..cfg.iterations {
-            let at = base + u64::from(i) * GAP_NS + MEDIUM_AT_NS;
+            let at = base + u64::from(i) * GAP_NS + medium_at;
             if !stop.sleep_until(at) {
                 break;
             }

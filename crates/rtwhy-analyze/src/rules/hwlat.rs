@@ -1,0 +1,35 @@
+//! `hwlat`: the CPU was stopped with no kernel event at all.
+
+use rtwhy_model::{Bucket, Cause};
+
+use super::Rule;
+use crate::diagnose::Ctx;
+
+pub(crate) struct Hwlat;
+
+impl Rule for Hwlat {
+    fn cause(&self) -> Cause {
+        Cause::Hwlat
+    }
+
+    /// An event-free stretch closed by a late timer interrupt (`now - expires`), or the
+    /// victim's own timer handled late while nothing ran: the breakdown only makes these
+    /// buckets from such a timer, so their presence is the late timer's.
+    fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        let late_timer = ctx.replay.late_timer.is_some()
+            && ctx
+                .items
+                .iter()
+                .any(|i| i.bucket == Bucket::Unaccounted && i.ns > 0);
+        let own_timer_late = ctx.ep.wake.as_ref().and_then(|w| w.timer).is_some()
+            && ctx
+                .items
+                .iter()
+                .any(|i| i.bucket == Bucket::TimerIrqDelay && i.ns > 0);
+        if late_timer || own_timer_late {
+            Ok(())
+        } else {
+            Err("no event-free stretch ended by a late timer interrupt".to_string())
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! `irq_on_isolated_cpu`: a device interrupt on a CPU meant to be isolated.
+
+use rtwhy_model::{Bucket, Cause};
+
+use super::Rule;
+use crate::diagnose::{is_local_timer, Ctx};
+
+pub(crate) struct IrqOnIsolatedCpu;
+
+impl Rule for IrqOnIsolatedCpu {
+    fn cause(&self) -> Cause {
+        Cause::IrqOnIsolatedCpu
+    }
+
+    /// The CPU is isolated (recorded facts or `--isolated`) and a device handler (not the
+    /// local timer, not an IPI) ran on it in the window.
+    fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        if !ctx.isolated {
+            return Err(format!(
+                "CPU {} is not isolated per the recorded facts or --isolated",
+                ctx.ep.cpu
+            ));
+        }
+        let device = ctx.replay.segments.iter().any(|s| match &s.bucket {
+            Bucket::Irq { name, .. } => {
+                !is_local_timer(name) && (s.begin.is_some() || s.end.is_some())
+            }
+            _ => false,
+        });
+        if device {
+            Ok(())
+        } else {
+            Err("only local timer or IPI handlers ran in the window".to_string())
+        }
+    }
+}

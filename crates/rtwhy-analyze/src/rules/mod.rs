@@ -1,0 +1,94 @@
+//! One file per cause: what must be true in the events before the cause may be named
+//! (docs/causes.md, "Evidence required"). The classifier asks these rules before it
+//! gives a stretch of a spike to a cause, and again before a finding is printed: a
+//! cause whose preconditions fail is never named; the next candidate, or `unknown`
+//! saying what was missing, is.
+
+use rtwhy_model::Cause;
+
+use crate::diagnose::Ctx;
+
+mod frequency_ramp;
+mod hwlat;
+mod idle_exit;
+mod irq;
+mod irq_on_isolated_cpu;
+pub(crate) mod kernel_nonpreemptible;
+mod lock_contention;
+pub(crate) mod migration;
+pub(crate) mod preemption;
+mod priority_inversion;
+pub(crate) mod rt_throttling;
+mod softirq;
+
+/// A cause's rule.
+pub(crate) trait Rule: Sync {
+    /// The cause it names.
+    fn cause(&self) -> Cause;
+    /// `Err` says what the events lack for this spike to be given to the cause.
+    fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String>;
+}
+
+/// Every rule; `unknown` has none (it needs nothing).
+static RULES: [&dyn Rule; 12] = [
+    &rt_throttling::RtThrottling,
+    &softirq::Softirq,
+    &irq_on_isolated_cpu::IrqOnIsolatedCpu,
+    &irq::Irq,
+    &hwlat::Hwlat,
+    &frequency_ramp::FrequencyRamp,
+    &idle_exit::IdleExit,
+    &priority_inversion::PriorityInversion,
+    &lock_contention::LockContention,
+    &preemption::Preemption,
+    &kernel_nonpreemptible::KernelNonpreemptible,
+    &migration::Migration,
+];
+
+/// Whether `cause` may be named for the spike in `ctx`.
+pub(crate) fn preconditions(cause: Cause, ctx: &Ctx<'_>) -> Result<(), String> {
+    match RULES.iter().find(|r| r.cause() == cause) {
+        Some(r) => r.preconditions(ctx),
+        None => Ok(()),
+    }
+}
+
+/// Remembers each cause's verdict for one spike: the rules are asked once per cause, and
+/// the reasons of the causes turned down are kept for an `unknown` verdict.
+#[derive(Default)]
+pub(crate) struct Checked {
+    done: Vec<(Cause, Result<(), String>)>,
+}
+
+impl Checked {
+    pub(crate) fn holds(&mut self, cause: Cause, ctx: &Ctx<'_>) -> bool {
+        if let Some((_, r)) = self.done.iter().find(|(c, _)| *c == cause) {
+            return r.is_ok();
+        }
+        let r = preconditions(cause, ctx);
+        let ok = r.is_ok();
+        self.done.push((cause, r));
+        ok
+    }
+
+    /// "cause: why" for every cause turned down.
+    pub(crate) fn refused(&self) -> Vec<String> {
+        self.done
+            .iter()
+            .filter_map(|(c, r)| r.as_ref().err().map(|why| format!("not {c}: {why}")))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_cause_has_exactly_one_rule() {
+        for c in Cause::ALL {
+            let n = RULES.iter().filter(|r| r.cause() == c).count();
+            assert_eq!(n, usize::from(c != Cause::Unknown), "{c}");
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! Priority inversion in every ordering, and the preconditions that keep a cause from
+//! being named without its evidence, on small hand-made event sequences: a holder
+//! preempted before or during the victim's wait, on the victim's CPU or another, the
+//! victim woken by FUTEX_WAKE, FUTEX_UNLOCK_PI or after a PI boost.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rtwhy_analyze::{Analysis, Analyzer, Config};
+use rtwhy_model::{
+    Cause, Comm, Event, EventKind, Nanos, Spike, SpikeKind, SyscallKind, SystemFacts, TaskState,
+};
+
+const US: u64 = 1_000;
+/// H: FIFO 90, the victim.
+const H: (i32, i32) = (100, 9);
+/// L: FIFO 10, the lock holder.
+const L: (i32, i32) = (300, 89);
+/// M: FIFO 50, medium.
+const M: (i32, i32) = (400, 49);
+const IDLE: (i32, i32) = (0, 120);
+const LOCK: u64 = 0x7f00_1000;
+const FUTEX_WAIT: u64 = 128;
+const FUTEX_WAKE: u64 = 1 | 128;
+const FUTEX_LOCK_PI: u64 = 6 | 128;
+const FUTEX_UNLOCK_PI: u64 = 7 | 128;
+const R: u64 = 0;
+const S: u64 = 1;
+
+fn name(pid: i32) -> Comm {
+    Comm::new(match pid {
+        0 => "swapper",
+        100 => "high",
+        300 => "low",
+        400 => "med",
+        _ => "other",
+    })
+}
+
+#[derive(Default)]
+struct Seq {
+    events: Vec<Event>,
+}
+
+impl Seq {
+    fn ev(&mut self, us: u64, cpu: u32, pid: i32, kind: EventKind) -> &mut Seq {
+        self.events.push(Event {
+            ts: Nanos(1_000_000_000 + us * US),
+            cpu,
+            pid,
+            kind,
+        });
+        self
+    }
+    fn switch(
+        &mut self,
+        us: u64,
+        cpu: u32,
+        prev: (i32, i32),
+        state: u64,
+        next: (i32, i32),
+    ) -> &mut Seq {
+        self.ev(
+            us,
+            cpu,
+            prev.0,
+            EventKind::SchedSwitch {
+                prev_comm: name(prev.0),
+                prev_pid: prev.0,
+                prev_prio: prev.1,
+                prev_state: TaskState(state),
+                next_comm: name(next.0),
+                next_pid: next.0,
+                next_prio: next.1,
+            },
+        )
+    }
+    fn waking(&mut self, us: u64, cpu: u32, by: i32, who: (i32, i32), target: u32) -> &mut Seq {
+        self.ev(
+            us,
+            cpu,
+            by,
+            EventKind::SchedWaking {
+                comm: name(who.0),
+                pid: who.0,
+                prio: who.1,
+                target_cpu: target as i32,
+            },
+        )
+    }
+    fn futex(&mut self, us: u64, cpu: u32, pid: i32, op: u64) -> &mut Seq {
+        self.ev(
+            us,
+            cpu,
+            pid,
+            EventKind::SyscallEnter {
+                call: SyscallKind::Futex,
+                args: vec![LOCK, op, 0, 0, 0, 0],
+            },
+        )
+    }
+    fn futex_exit(&mut self, us: u64, cpu: u32, pid: i32) -> &mut Seq {
+        self.ev(
+            us,
+            cpu,
+            pid,
+            EventKind::SyscallExit {
+                call: SyscallKind::Futex,
+                ret: 0,
+            },
+        )
+    }
+    fn pi(&mut self, us: u64, cpu: u32, by: i32, who: (i32, i32), newprio: i32) -> &mut Seq {
+        self.ev(
+            us,
+            cpu,
+            by,
+            EventKind::SchedPiSetprio {
+                comm: name(who.0),
+                pid: who.0,
+                oldprio: who.1,
+                newprio,
+            },
+        )
+    }
+    fn irq(&mut self, us: u64, cpu: u32) -> &mut Seq {
+        // One device interrupt so the trace counts as having irq events.
+        self.ev(
+            us,
+            cpu,
+            0,
+            EventKind::IrqHandlerEntry {
+                irq: 30,
+                name: "eth0".into(),
+            },
+        );
+        self.ev(us, cpu, 0, EventKind::IrqHandlerExit { irq: 30, ret: 1 })
+    }
+    fn analyze_with(&self, facts: SystemFacts) -> Analysis {
+        let mut a = Analyzer::new(Config::default(), facts);
+        for e in &self.events {
+            a.push(e.clone());
+        }
+        a.finish()
+    }
+    fn analyze(&self) -> Analysis {
+        self.analyze_with(SystemFacts::default())
+    }
+}
+
+fn lock_wait_of_h(a: &Analysis) -> &Spike {
+    a.spikes
+        .iter()
+        .find(|s| s.victim.tid == H.0 && s.kind == SpikeKind::LockWait)
+        .unwrap_or_else(|| panic!("no lock wait of H in {:#?}", a.spikes))
+}
+
+fn why(s: &Spike) -> String {
+    format!("{}: {}", s.primary.cause, s.primary.summary)
+}
+
+/// M is already running on the holder's CPU when H blocks: H's switch goes straight to M,
+/// M runs 3 ms, then L runs, releases the lock and wakes H.
+fn holder_preempted_before(op_lock: u64, op_unlock: u64) -> Seq {
+    let mut t = Seq::default();
+    t.switch(0, 1, IDLE, R, L);
+    t.waking(10, 1, L.0, M, 1);
+    t.switch(11, 1, L, R, M);
+    t.waking(100, 1, M.0, H, 1);
+    t.switch(101, 1, M, R, H);
+    t.futex(102, 1, H.0, op_lock);
+    t.switch(103, 1, H, S, M);
+    t.switch(3103, 1, M, S, L);
+    t.futex(3150, 1, L.0, op_unlock);
+    t.waking(3151, 1, L.0, H, 1);
+    t.switch(3152, 1, L, R, H);
+    t.futex_exit(3153, 1, H.0);
+    t
+}
+
+#[test]
+fn holder_preempted_before_the_wait_same_cpu_futex_wake_is_inversion() {
+    let a = holder_preempted_before(FUTEX_WAIT, FUTEX_WAKE).analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
+    assert_eq!(s.start, Nanos(1_000_000_000 + 103 * US));
+    assert!(s.primary.summary.contains("med:400"), "{}", why(s));
+    // The evidence shows the switch that left L runnable, before H blocked.
+    assert!(
+        s.evidence
+            .iter()
+            .any(|e| e.ts == Nanos(1_000_000_000 + 11 * US) && e.why.contains("holder")),
+        "{:#?}",
+        s.evidence
+    );
+}
+
+#[test]
+fn holder_preempted_before_the_wait_woken_by_futex_unlock_pi_is_inversion() {
+    // LOCK_PI without a recorded boost: the trace shows M running while L was runnable.
+    let a = holder_preempted_before(FUTEX_LOCK_PI, FUTEX_UNLOCK_PI).analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
+}
+
+#[test]
+fn holder_preempted_during_the_wait_same_cpu_is_inversion() {
+    let mut t = Seq::default();
+    t.switch(0, 1, IDLE, R, L);
+    t.waking(100, 1, L.0, H, 1);
+    t.switch(101, 1, L, R, H);
+    t.futex(102, 1, H.0, FUTEX_WAIT);
+    t.switch(103, 1, H, S, L);
+    t.waking(200, 1, L.0, M, 1);
+    t.switch(201, 1, L, R, M);
+    t.switch(3201, 1, M, S, L);
+    t.futex(3250, 1, L.0, FUTEX_WAKE);
+    t.waking(3251, 1, L.0, H, 1);
+    t.switch(3252, 1, L, R, H);
+    let a = t.analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
+}
+
+#[test]
+fn holder_preempted_before_the_wait_on_another_cpu_is_inversion() {
+    let mut t = Seq::default();
+    // L on CPU 2, preempted there by M; H blocks on CPU 1, which then idles.
+    t.switch(0, 2, IDLE, R, L);
+    t.waking(10, 2, L.0, M, 2);
+    t.switch(11, 2, L, R, M);
+    t.waking(100, 1, 0, H, 1);
+    t.switch(101, 1, IDLE, R, H);
+    t.futex(102, 1, H.0, FUTEX_WAIT);
+    t.switch(103, 1, H, S, IDLE);
+    t.switch(3103, 2, M, S, L);
+    t.futex(3150, 2, L.0, FUTEX_WAKE);
+    t.waking(3151, 2, L.0, H, 1);
+    t.switch(3160, 1, IDLE, R, H);
+    let a = t.analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
+}
+
+#[test]
+fn holder_woken_and_left_waiting_behind_medium_work_is_inversion() {
+    // L sleeps (not holding the CPU) when H blocks; it is woken for CPU 2, where M runs.
+    let mut t = Seq::default();
+    t.switch(0, 2, IDLE, R, M);
+    t.switch(5, 1, IDLE, R, L);
+    t.switch(8, 1, L, S, IDLE);
+    t.waking(100, 1, 0, H, 1);
+    t.switch(101, 1, IDLE, R, H);
+    t.futex(102, 1, H.0, FUTEX_WAIT);
+    t.switch(103, 1, H, S, IDLE);
+    t.waking(150, 2, M.0, L, 2);
+    t.switch(3150, 2, M, S, L);
+    t.futex(3200, 2, L.0, FUTEX_WAKE);
+    t.waking(3201, 2, L.0, H, 1);
+    t.switch(3210, 1, IDLE, R, H);
+    let a = t.analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
+}
+
+#[test]
+fn a_pi_boost_ends_the_inversion_the_wait_is_contention() {
+    // M ran before H blocked, but H's FUTEX_LOCK_PI boosts L above M at once: L runs its
+    // critical section (400 us) and hands the lock over with FUTEX_UNLOCK_PI.
+    let mut t = Seq::default();
+    t.switch(0, 1, IDLE, R, L);
+    t.waking(10, 1, L.0, M, 1);
+    t.switch(11, 1, L, R, M);
+    t.waking(100, 1, M.0, H, 1);
+    t.switch(101, 1, M, R, H);
+    t.futex(102, 1, H.0, FUTEX_LOCK_PI);
+    t.pi(102, 1, H.0, L, H.1);
+    t.switch(103, 1, H, S, (L.0, H.1));
+    t.futex(2500, 1, L.0, FUTEX_UNLOCK_PI);
+    t.pi(2501, 1, L.0, (L.0, H.1), L.1);
+    t.waking(2501, 1, L.0, H, 1);
+    t.switch(2502, 1, L, R, H);
+    let a = t.analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::LockContention, "{}", why(s));
+    assert!(
+        s.primary.summary.contains("priority inheritance"),
+        "{}",
+        why(s)
+    );
+}
+
+#[test]
+fn a_wait_without_a_known_holder_is_not_named() {
+    // Woken from interrupt context: nobody is known to have held the lock.
+    let mut t = Seq::default();
+    t.switch(0, 1, IDLE, R, H);
+    t.futex(1, 1, H.0, FUTEX_WAIT);
+    t.switch(2, 1, H, S, IDLE);
+    t.waking(3000, 1, 0, H, 1);
+    t.switch(3001, 1, IDLE, R, H);
+    let a = t.analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::Unknown, "{}", why(s));
+    assert!(
+        s.primary.summary.contains("holder is not known"),
+        "{}",
+        why(s)
+    );
+}
+
+#[test]
+fn a_short_idle_stretch_after_a_normal_task_blocked_is_not_throttling() {
+    // The idle-exit spike: a normal task blocks, the CPU idles, H's wake-up comes
+    // while it idles and H runs 150 us later. No RT task was runnable when the CPU went
+    // idle: idle exit, never RT throttling.
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 1, H, S, (500, 120));
+    t.switch(50, 1, (500, 120), S, IDLE);
+    t.waking(1000, 1, 0, H, 1);
+    t.switch(1150, 1, IDLE, R, H);
+    let a = t.analyze();
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    assert_eq!(s.primary.cause, Cause::IdleExit, "{}", why(s));
+}
+
+#[test]
+fn a_short_refusal_of_the_rt_class_is_not_throttling() {
+    // An RT task is switched out runnable to idle (what throttling looks like) but the
+    // RT class is back 40 us later: no used-up runtime explains that.
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 1, IDLE, R, M);
+    t.waking(10, 1, M.0, H, 1);
+    t.switch(20, 1, M, R, IDLE);
+    t.switch(60, 1, IDLE, R, M);
+    t.switch(220, 1, M, S, H);
+    let a = t.analyze();
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    assert_ne!(s.primary.cause, Cause::RtThrottling, "{}", why(s));
+    assert!(
+        s.contributors
+            .iter()
+            .all(|c| c.cause != Cause::RtThrottling),
+        "{:?}",
+        s.contributors
+    );
+}
+
+#[test]
+fn a_long_refusal_of_the_rt_class_is_throttling() {
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 1, IDLE, R, M);
+    t.waking(10, 1, M.0, H, 1);
+    t.switch(20, 1, M, R, IDLE);
+    t.switch(40_020, 1, IDLE, R, H);
+    let a = t.analyze();
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    assert_eq!(s.primary.cause, Cause::RtThrottling, "{}", why(s));
+}
+
+#[test]
+fn a_lower_task_on_a_fully_preemptible_kernel_is_not_kernel_nonpreemptible() {
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 1, H, S, (500, 120));
+    t.waking(100, 1, 500, H, 1);
+    t.switch(600, 1, (500, 120), R, H);
+    let mut full = SystemFacts::default();
+    full.set("kernel.preempt", "full");
+    let s = t.analyze_with(full).spikes[0].clone();
+    assert_eq!(s.primary.cause, Cause::Unknown, "{}", why(&s));
+    assert!(
+        s.primary.summary.contains("preemption model full"),
+        "{}",
+        why(&s)
+    );
+    let mut none = SystemFacts::default();
+    none.set("kernel.preempt", "none");
+    let s = t.analyze_with(none).spikes[0].clone();
+    assert_eq!(s.primary.cause, Cause::KernelNonpreemptible, "{}", why(&s));
+}
+
+#[test]
+fn waiting_for_the_stopper_thread_is_migration() {
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 1, IDLE, R, H);
+    t.switch(10, 1, H, R, (21, 0));
+    t.switch(400, 1, (21, 0), S, H);
+    let mut a = t.clone_with_comm(21, "migration/1");
+    let s = a.remove(0);
+    assert_eq!(s.primary.cause, Cause::Migration, "{}", why(&s));
+}
+
+impl Seq {
+    /// The analysis with task `pid` renamed (the stopper needs its kernel name).
+    fn clone_with_comm(&self, pid: i32, comm: &str) -> Vec<Spike> {
+        let events: Vec<Event> = self
+            .events
+            .iter()
+            .cloned()
+            .map(|mut e| {
+                if let EventKind::SchedSwitch {
+                    prev_comm,
+                    prev_pid,
+                    next_comm,
+                    next_pid,
+                    ..
+                } = &mut e.kind
+                {
+                    if *prev_pid == pid {
+                        *prev_comm = Comm::new(comm);
+                    }
+                    if *next_pid == pid {
+                        *next_comm = Comm::new(comm);
+                    }
+                }
+                e
+            })
+            .collect();
+        Seq { events }.analyze().spikes
+    }
+}

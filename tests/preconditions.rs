@@ -1,0 +1,692 @@
+//! Every verdict rtwhy prints has its evidence: on every fixture and every wild trace,
+//! each spike's primary cause is re-checked against the trace's own events, with checks
+//! written here from docs/causes.md ("Evidence required"), independently of the
+//! analyzer's rules (no code shared: these walk the whole decoded trace). Prints the
+//! verdict distribution per trace; fails on any verdict without its preconditions.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rtwhy_decode::text::TextReader;
+use rtwhy_decode::tracedat::TraceFile;
+use rtwhy_decode::EventDecoder;
+use rtwhy_model::{Event, EventKind, Nanos};
+use rtwhy_tests::{dat_files, rtwhy, wild_corpus, workspace};
+use serde_json::Value;
+
+fn events_of(path: &Path) -> Vec<Event> {
+    let mut out = Vec::new();
+    if path.extension().is_some_and(|e| e == "dat") {
+        let Ok(file) = TraceFile::open(path) else {
+            return out;
+        };
+        let mut dec = EventDecoder::new();
+        let Ok(mut recs) = file.records() else {
+            return out;
+        };
+        while let Ok(Some(r)) = recs.next_record() {
+            out.push(dec.decode(file.meta(), &r));
+        }
+    } else {
+        let f = std::fs::File::open(path).expect("readable");
+        let mut rd = TextReader::new(BufReader::new(f));
+        while let Some(Ok(e)) = rd.next_event() {
+            out.push(e);
+        }
+    }
+    out.sort_by_key(|e| e.ts);
+    out
+}
+
+/// The traces and the arguments each is analyzed with: every trace with the defaults,
+/// and each fixture also with the arguments of its expectation files.
+fn cases() -> Vec<(PathBuf, Vec<String>)> {
+    let mut v: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    let fixtures = workspace().join("fixtures");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    dirs.extend(
+        std::fs::read_dir(fixtures.join("synthetic"))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok().map(|e| e.path()))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default(),
+    );
+    dirs.sort();
+    for d in dirs.iter().filter(|d| d.is_dir()) {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(d)
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.sort();
+        for f in &files {
+            let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let is_trace = name.ends_with(".dat")
+                || (name.ends_with(".txt") && d.parent().is_some_and(|p| p.ends_with("synthetic")));
+            if is_trace {
+                v.push((f.clone(), Vec::new()));
+            }
+            if let Some(stem) = name.strip_suffix(".expect.json") {
+                let spec: Value =
+                    serde_json::from_str(&std::fs::read_to_string(f).expect("readable"))
+                        .expect("json");
+                let trace = match spec["trace"].as_str() {
+                    Some(t) => d.join(t),
+                    None => {
+                        let s = stem.split('.').next().unwrap_or(stem);
+                        let dat = d.join(format!("{s}.dat"));
+                        if dat.exists() {
+                            dat
+                        } else if d.join(format!("{s}.txt")).exists() {
+                            d.join(format!("{s}.txt"))
+                        } else {
+                            wild_corpus().join(format!("{s}.dat"))
+                        }
+                    }
+                };
+                let args = spec["args"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                v.push((trace, args));
+            }
+        }
+    }
+    for f in dat_files(&wild_corpus()) {
+        v.push((f, Vec::new()));
+    }
+    v
+}
+
+/// What the whole trace says, indexed for the checks.
+struct Trace {
+    events: Vec<Event>,
+    /// Indexes into `events`, per CPU.
+    per_cpu: HashMap<u32, Vec<usize>>,
+    /// Any `ktimers/N` thread: a PREEMPT_RT kernel.
+    rt_kernel: bool,
+    max_freq: u32,
+    /// Every task's priority and name as the scheduler events last gave them.
+    tasks: HashMap<i32, (i32, String)>,
+}
+
+impl Trace {
+    fn new(events: Vec<Event>) -> Trace {
+        let mut per_cpu: HashMap<u32, Vec<usize>> = HashMap::new();
+        let mut rt_kernel = false;
+        let mut max_freq = 0;
+        let mut tasks = HashMap::new();
+        for (i, e) in events.iter().enumerate() {
+            per_cpu.entry(e.cpu).or_default().push(i);
+            match &e.kind {
+                EventKind::SchedSwitch {
+                    next_comm,
+                    next_pid,
+                    next_prio,
+                    prev_comm,
+                    prev_pid,
+                    prev_prio,
+                    ..
+                } => {
+                    rt_kernel |= next_comm.as_bytes().starts_with(b"ktimers/");
+                    tasks.insert(
+                        *prev_pid,
+                        (*prev_prio, prev_comm.to_str_lossy().into_owned()),
+                    );
+                    tasks.insert(
+                        *next_pid,
+                        (*next_prio, next_comm.to_str_lossy().into_owned()),
+                    );
+                }
+                EventKind::CpuFrequency { state, .. } => max_freq = max_freq.max(*state),
+                _ => {}
+            }
+        }
+        Trace {
+            events,
+            per_cpu,
+            rt_kernel,
+            max_freq,
+            tasks,
+        }
+    }
+
+    fn on(&self, cpu: u32) -> impl Iterator<Item = &Event> {
+        self.per_cpu
+            .get(&cpu)
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.events.get(i))
+    }
+
+    fn on_between(&self, cpu: u32, from: u64, to: u64) -> impl Iterator<Item = &Event> {
+        self.on(cpu).filter(move |e| e.ts.0 >= from && e.ts.0 <= to)
+    }
+
+    /// Who ran on `cpu` at some time in `[from, to]`, with the priority it ran at: the
+    /// task current at `from` and every task switched in before `to`, or seen running by
+    /// its own events (the VMs here drop most idle-to-task switches).
+    fn ran_on(&self, cpu: u32, from: u64, to: u64) -> Vec<(i32, i32, String)> {
+        let mut cur: Option<(i32, i32, String)> = None;
+        let mut out = Vec::new();
+        let mut at_from: Option<(i32, i32, String)> = None;
+        for e in self.on(cpu) {
+            if e.ts.0 > to {
+                break;
+            }
+            if e.ts.0 <= from {
+                at_from.clone_from(&cur);
+            }
+            match &e.kind {
+                EventKind::SchedSwitch {
+                    next_pid,
+                    next_prio,
+                    next_comm,
+                    ..
+                } => {
+                    if e.ts.0 >= from && e.ts.0 < to {
+                        out.push((*next_pid, *next_prio, next_comm.to_str_lossy().into_owned()));
+                    }
+                    cur = Some((*next_pid, *next_prio, next_comm.to_str_lossy().into_owned()));
+                }
+                EventKind::SchedPiSetprio { pid, newprio, .. } => {
+                    if let Some(c) = cur.as_mut().filter(|c| c.0 == *pid) {
+                        c.1 = *newprio;
+                        if e.ts.0 >= from {
+                            out.push(c.clone());
+                        }
+                    }
+                }
+                _ if !is_stack(e) && cur.as_ref().is_none_or(|c| c.0 != e.pid) => {
+                    let (p, c) = self
+                        .tasks
+                        .get(&e.pid)
+                        .cloned()
+                        .unwrap_or((120, String::new()));
+                    cur = Some((e.pid, p, c));
+                    if e.ts.0 >= from && e.ts.0 < to {
+                        out.extend(cur.clone());
+                    }
+                }
+                _ => {}
+            }
+            if e.ts.0 <= from {
+                at_from.clone_from(&cur);
+            }
+        }
+        out.extend(at_from);
+        out
+    }
+}
+
+struct SpikeView<'a> {
+    s: &'a Value,
+    cpu: u32,
+    start: u64,
+    end: u64,
+    victim: i32,
+    vprio: i32,
+    kind: &'a str,
+}
+
+/// ftrace's stack events carry the pid of the event they follow (a switch's stack shows
+/// the task switched out): they say nothing about who runs.
+fn is_stack(e: &Event) -> bool {
+    matches!(&e.kind, EventKind::Generic(g) if g.name == "kernel_stack" || g.name == "user_stack")
+}
+
+fn is_stopper(comm: &str) -> bool {
+    comm.starts_with("migration/")
+}
+
+/// The refusal of the RT class docs/causes.md requires, searched over the whole CPU
+/// history: a switch to idle or prio >= 100 while an RT task was runnable there, and how
+/// long the RT class then stayed off / had held the CPU before.
+fn throttled(t: &Trace, sp: &SpikeView<'_>, facts: &Value) -> Result<(), String> {
+    if sp.vprio >= 100 {
+        return Err("victim not real-time".into());
+    }
+    let runtime = facts["rt_runtime_us"].as_i64().unwrap_or(950_000);
+    let period = facts["rt_period_us"].as_i64().unwrap_or(1_000_000);
+    let (runtime, period) = if runtime >= 0 && runtime < period {
+        (runtime, period)
+    } else {
+        (950_000, 1_000_000)
+    };
+    let min_off = (period - runtime) as u64 * 1000 / 2;
+    let min_held = runtime as u64 * 1000 / 2;
+    let mut prio: HashMap<i32, i32> = HashMap::new();
+    let mut runnable: Vec<i32> = Vec::new();
+    let mut held_since: Option<u64> = None;
+    let mut open: Option<(u64, u64)> = None; // (refused at, held before)
+    let mut best = String::from("no refusal of the RT class on the CPU");
+    let mut ok = false;
+    let mut judge = |(at, held): (u64, u64), back: u64, best: &mut String| {
+        if back > sp.start && at < sp.end {
+            if back - at >= min_off || held >= min_held {
+                ok = true;
+            } else {
+                *best = format!("refusal at {at}: off {} ns, held {held} ns", back - at);
+            }
+        }
+    };
+    for e in t.on(sp.cpu) {
+        if e.ts.0 >= sp.end {
+            break;
+        }
+        match &e.kind {
+            EventKind::SchedSwitch {
+                prev_pid,
+                prev_prio,
+                prev_state,
+                prev_comm,
+                next_pid,
+                next_prio,
+                next_comm,
+            } => {
+                prio.insert(*prev_pid, *prev_prio);
+                prio.insert(*next_pid, *next_prio);
+                runnable.retain(|p| p != prev_pid && p != next_pid);
+                if *prev_pid > 0
+                    && *prev_prio < 100
+                    && prev_state.is_runnable()
+                    && !is_stopper(&prev_comm.to_str_lossy())
+                {
+                    runnable.push(*prev_pid);
+                }
+                if *next_pid > 0 && *next_prio < 100 && !is_stopper(&next_comm.to_str_lossy()) {
+                    if let Some(o) = open.take() {
+                        judge(o, e.ts.0, &mut best);
+                    }
+                    held_since.get_or_insert(e.ts.0);
+                } else if *next_pid == 0 || *next_prio >= 100 {
+                    if open.is_none() && !runnable.is_empty() {
+                        open = Some((e.ts.0, held_since.map_or(0, |h| e.ts.0 - h)));
+                    }
+                    held_since = None;
+                }
+            }
+            EventKind::SchedWaking {
+                pid,
+                prio: p,
+                target_cpu,
+                ..
+            }
+            | EventKind::SchedWakeup {
+                pid,
+                prio: p,
+                target_cpu,
+                ..
+            } => {
+                runnable.retain(|x| x != pid);
+                if *target_cpu == sp.cpu as i32 && *p < 100 {
+                    runnable.push(*pid);
+                }
+            }
+            EventKind::SchedMigrateTask { pid, orig_cpu, .. } if *orig_cpu == sp.cpu as i32 => {
+                runnable.retain(|x| x != pid);
+            }
+            _ => {
+                if e.pid > 0 && prio.get(&e.pid).is_some_and(|p| *p < 100) {
+                    if let Some(o) = open.take() {
+                        judge(o, e.ts.0, &mut best);
+                    }
+                    held_since.get_or_insert(e.ts.0);
+                }
+            }
+        }
+    }
+    if let Some(o) = open.take() {
+        judge(o, sp.end, &mut best);
+    }
+    if ok {
+        Ok(())
+    } else {
+        Err(best)
+    }
+}
+
+fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Result<(), String> {
+    let cause = sp.s["primary"]["cause"].as_str().unwrap_or("");
+    let (cpu, start, end) = (sp.cpu, sp.start, sp.end);
+    let holder = sp.s["waker"]["tid"].as_i64().map(|t| t as i32);
+    match cause {
+        "unknown" => Ok(()),
+        "rt_throttling" => throttled(t, sp, facts),
+        "softirq" => t
+            .on_between(cpu, start, end)
+            .any(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::SoftirqEntry { .. } | EventKind::SoftirqExit { .. }
+                )
+            })
+            .then_some(())
+            .ok_or_else(|| "no softirq entry/exit in the window".into()),
+        "irq" | "irq_on_isolated_cpu" => {
+            let isolated = isolated_arg
+                || facts["isolated"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|c| c.as_u64() == Some(u64::from(cpu))));
+            if cause == "irq_on_isolated_cpu" && !isolated {
+                return Err("CPU not isolated".into());
+            }
+            let device = |n: &str| !(n.contains("timer") || n == "IPI" || n.starts_with("ipi"));
+            let mut entered: Option<String> = None;
+            let mut seen = false;
+            for e in t.on(cpu) {
+                if e.ts.0 > end {
+                    break;
+                }
+                let (is_handler, name) = match &e.kind {
+                    EventKind::IrqHandlerEntry { name, .. } => {
+                        entered = Some(name.clone());
+                        (true, Some(name.clone()))
+                    }
+                    EventKind::IrqHandlerExit { .. } => (true, entered.take()),
+                    _ => (false, None),
+                };
+                if is_handler && e.ts.0 >= start {
+                    seen |= cause == "irq" || name.as_deref().is_some_and(device);
+                }
+            }
+            seen.then_some(())
+                .ok_or_else(|| "no handler in the window".into())
+        }
+        "hwlat" => {
+            if sp.kind == "timer_wakeup" {
+                return Ok(());
+            }
+            let mut expires: HashMap<u64, i64> = HashMap::new();
+            let mut late = false;
+            for e in t.on(cpu) {
+                if e.ts.0 > end + 20_000 {
+                    break;
+                }
+                match &e.kind {
+                    EventKind::HrtimerStart {
+                        hrtimer,
+                        expires: x,
+                        ..
+                    } => {
+                        expires.insert(*hrtimer, *x);
+                    }
+                    EventKind::HrtimerExpireEntry { hrtimer, now, .. } if e.ts.0 >= start => {
+                        late |= expires.get(hrtimer).is_some_and(|x| now - x >= 20_000);
+                    }
+                    _ => {}
+                }
+            }
+            late.then_some(()).ok_or_else(|| "no late timer".into())
+        }
+        "frequency_ramp" => t
+            .events
+            .iter()
+            .filter(|e| e.ts.0 + 100_000_000 >= start && e.ts.0 <= end)
+            .any(|e| match e.kind {
+                EventKind::CpuFrequency { state, cpu_id } => {
+                    cpu_id == cpu && u64::from(state) * 10 <= u64::from(t.max_freq) * 7
+                }
+                _ => false,
+            })
+            .then_some(())
+            .ok_or_else(|| "no low clock".into()),
+        "idle_exit" => {
+            if sp.kind != "wakeup" && sp.kind != "timer_wakeup" {
+                return Err("not a wake-up".into());
+            }
+            let mut idle = false;
+            let mut last: Option<&Event> = None;
+            for e in t.on(cpu) {
+                if e.ts.0 > start {
+                    break;
+                }
+                match &e.kind {
+                    EventKind::SchedSwitch { next_pid, .. } => idle = *next_pid == 0,
+                    _ if is_stack(e) => continue,
+                    _ => idle = e.pid == 0,
+                }
+                last = Some(e);
+            }
+            if !idle {
+                return Err(format!("CPU not idle at the wake-up (since {last:?})"));
+            }
+            match t.on_between(cpu, start, end.saturating_sub(1)).find(|e| {
+                !is_stack(e) && e.pid != 0 && e.pid != sp.victim
+                    || matches!(&e.kind, EventKind::SchedSwitch { next_pid, .. } if *next_pid != 0 && *next_pid != sp.victim)
+            }) {
+                Some(e) => Err(format!("another task on the CPU at {}", e.ts)),
+                None => Ok(()),
+            }
+        }
+        "migration" => {
+            let moved = t
+                .events
+                .iter()
+                .filter(|e| e.ts.0 >= start && e.ts.0 <= end)
+                .any(|e| match &e.kind {
+                    EventKind::SchedMigrateTask { pid, .. } => *pid == sp.victim,
+                    EventKind::SchedWaking {
+                        pid, target_cpu, ..
+                    }
+                    | EventKind::SchedWakeup {
+                        pid, target_cpu, ..
+                    } => *pid == sp.victim && *target_cpu != cpu as i32,
+                    EventKind::SchedSwitch { prev_pid, .. } => {
+                        *prev_pid == sp.victim && e.cpu != cpu
+                    }
+                    _ => false,
+                });
+            let stopper = t
+                .ran_on(cpu, start, end)
+                .iter()
+                .any(|(_, _, c)| is_stopper(c));
+            (moved || stopper)
+                .then_some(())
+                .ok_or_else(|| "not moved, no stopper".into())
+        }
+        "preemption" => t
+            .ran_on(cpu, start, end)
+            .iter()
+            .any(|(pid, p, _)| {
+                *pid != 0 && *pid != sp.victim && (*p <= sp.vprio || (*p >= 100 && sp.vprio >= 100))
+            })
+            .then_some(())
+            .ok_or_else(|| "no task of equal or higher priority ran".into()),
+        "kernel_nonpreemptible" => {
+            if sp.vprio >= 100 {
+                return Err("victim not real-time".into());
+            }
+            let model = facts["preempt"].as_str().map(String::from).or_else(|| {
+                let v = facts["kernel_version"].as_str()?;
+                if v.contains("PREEMPT_RT") {
+                    Some("rt".into())
+                } else if v.contains("PREEMPT_DYNAMIC") {
+                    None
+                } else if v.contains("PREEMPT") {
+                    Some("full".into())
+                } else {
+                    None
+                }
+            });
+            if model
+                .as_deref()
+                .is_some_and(|m| m != "none" && m != "voluntary")
+            {
+                return Err(format!("preemption model {model:?}"));
+            }
+            if t.rt_kernel {
+                return Err("ktimers threads: PREEMPT_RT".into());
+            }
+            t.ran_on(cpu, start, end)
+                .iter()
+                .any(|(pid, p, _)| *pid != 0 && *p > sp.vprio)
+                .then_some(())
+                .ok_or_else(|| "no lower task ran".into())
+        }
+        "lock_contention" | "priority_inversion" => {
+            if sp.kind != "lock_wait" {
+                return Err("not a lock wait".into());
+            }
+            let Some(h) = holder else {
+                return Err("no holder (waker)".into());
+            };
+            if cause == "lock_contention" {
+                let ran = t.events.iter().filter(|e| e.ts.0 >= start && e.ts.0 <= end).any(|e| {
+                    e.pid == h
+                        || matches!(&e.kind, EventKind::SchedSwitch { next_pid, .. } if *next_pid == h)
+                });
+                return ran.then_some(()).ok_or_else(|| "holder never ran".into());
+            }
+            // The holder's base priority, its run state, and who ran where, replayed
+            // over the whole trace up to the victim's switch-in.
+            let mut base = sp.s["waker"]["prio"].as_i64().unwrap_or(0) as i32;
+            let mut holder_on: Option<u32> = None;
+            let mut cur: HashMap<u32, (i32, i32)> = HashMap::new();
+            let mut medium = false;
+            // Whether, in the state before the next event, a medium task runs on the CPU
+            // where the holder is runnable.
+            let medium_now = |cur: &HashMap<u32, (i32, i32)>, holder_on: Option<u32>, base: i32| {
+                holder_on
+                    .and_then(|c| cur.get(&c))
+                    .is_some_and(|(pid, p)| *pid != h && *p < 100 && *p > sp.vprio && *p < base)
+            };
+            // The wait ends when the holder wakes the victim.
+            let until = t
+                .events
+                .iter()
+                .take_while(|e| e.ts.0 <= end)
+                .filter(|e| e.pid == h)
+                .filter(|e| matches!(&e.kind, EventKind::SchedWaking { pid, .. } | EventKind::SchedWakeup { pid, .. } if *pid == sp.victim))
+                .map(|e| e.ts.0)
+                .last()
+                .unwrap_or(end);
+            for e in t.events.iter().take_while(|e| e.ts.0 < until) {
+                if e.ts.0 > start {
+                    medium |= medium_now(&cur, holder_on, base);
+                }
+                match &e.kind {
+                    EventKind::SchedSwitch {
+                        prev_pid,
+                        prev_prio,
+                        prev_state,
+                        next_pid,
+                        next_prio,
+                        ..
+                    } => {
+                        if *prev_pid == h {
+                            base = base.max(*prev_prio);
+                            holder_on = prev_state.is_runnable().then_some(e.cpu);
+                        }
+                        if *next_pid == h {
+                            holder_on = None;
+                        }
+                        cur.insert(e.cpu, (*next_pid, *next_prio));
+                    }
+                    EventKind::SchedWaking {
+                        pid,
+                        prio,
+                        target_cpu,
+                        ..
+                    }
+                    | EventKind::SchedWakeup {
+                        pid,
+                        prio,
+                        target_cpu,
+                        ..
+                    } if *pid == h && *target_cpu >= 0 => {
+                        base = base.max(*prio);
+                        if holder_on.is_none() {
+                            holder_on = Some(*target_cpu as u32);
+                        }
+                    }
+                    EventKind::SchedPiSetprio { pid, oldprio, .. } if *pid == h => {
+                        base = base.max(*oldprio);
+                    }
+                    _ => {}
+                }
+            }
+            medium |= medium_now(&cur, holder_on, base);
+            medium.then_some(()).ok_or_else(|| {
+                "no medium task ran on the holder's CPU while it was runnable".into()
+            })
+        }
+        other => Err(format!("no check written for cause {other}")),
+    }
+}
+
+#[test]
+fn every_verdict_has_its_preconditions_in_the_events() {
+    let mut failures = Vec::new();
+    let mut traces: BTreeMap<PathBuf, Trace> = BTreeMap::new();
+    let mut checked = 0;
+    for (path, args) in cases() {
+        if !path.exists() {
+            continue;
+        }
+        let out = Command::new(rtwhy())
+            .arg("analyze")
+            .arg(&path)
+            .args(&args)
+            .args(["--format", "json"])
+            .output()
+            .expect("runs");
+        let Ok(doc) = serde_json::from_slice::<Value>(&out.stdout) else {
+            // Traces without scheduler events are refused with one line: nothing to check.
+            continue;
+        };
+        let spikes = doc["spikes"].as_array().cloned().unwrap_or_default();
+        let mut dist: BTreeMap<String, usize> = BTreeMap::new();
+        for s in &spikes {
+            *dist
+                .entry(s["primary"]["cause"].as_str().unwrap_or("?").to_string())
+                .or_default() += 1;
+        }
+        let rel = path
+            .strip_prefix(workspace())
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        eprintln!("{rel} {}: {dist:?}", args.join(" "));
+        if spikes.is_empty() {
+            continue;
+        }
+        let t = traces
+            .entry(path.clone())
+            .or_insert_with(|| Trace::new(events_of(&path)));
+        let isolated_arg = args.iter().any(|a| a == "--isolated");
+        for s in &spikes {
+            let sp = SpikeView {
+                s,
+                cpu: s["cpu"].as_u64().unwrap_or(0) as u32,
+                start: s["start"].as_u64().unwrap_or(0),
+                end: s["end"].as_u64().unwrap_or(0),
+                victim: s["victim"]["tid"].as_i64().unwrap_or(-1) as i32,
+                vprio: s["victim"]["prio"].as_i64().unwrap_or(120) as i32,
+                kind: s["kind"].as_str().unwrap_or(""),
+            };
+            checked += 1;
+            if let Err(why) = check(t, &sp, &doc["facts"], isolated_arg) {
+                failures.push(format!(
+                    "{rel} {}: spike {} ({} at {}, CPU {}) is {} without its preconditions: {why}",
+                    args.join(" "),
+                    s["id"],
+                    s["victim"]["comm"],
+                    Nanos(sp.start),
+                    sp.cpu,
+                    s["primary"]["cause"]
+                ));
+            }
+        }
+    }
+    eprintln!("{checked} verdicts checked");
+    assert!(checked > 100, "too few verdicts to check: {checked}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
