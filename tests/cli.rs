@@ -266,6 +266,7 @@ fn generate_writes_a_man_page_per_subcommand_and_completions() {
         .status()
         .expect("bash runs");
     assert!(bash.success());
+}
 
 /// Regression: a UTF-8 non-breaking space (0xC2 0xA0) written over the space before a
 /// field name in one event format made `rtwhy info` and `rtwhy analyze` panic and exit
