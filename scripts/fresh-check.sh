@@ -11,17 +11,18 @@
 #           `man rtwhy-record`, the bash completions, `systemd-analyze verify` of the unit
 #   all     demo, build and deb (the default)
 #
-# Usage: sudo scripts/fresh-check.sh [demo|build|deb|all] [--repo DIR]
+# Usage: sudo scripts/fresh-check.sh [demo|build|deb|all ...] [--repo DIR]
 # Only committed work is checked (the root gets a clone). Everything is removed at the
 # end, also on failure or Ctrl-C. Exit 0 when every step passed.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
-what=all
+what=""
 repo="$here"
 while [ $# -gt 0 ]; do
     case "$1" in
-        demo | build | deb | all) what=$1 ;;
+        demo | build | deb) what="$what $1" ;;
+        all) what="$what demo deb build" ;;
         --repo)
             repo="${2:?--repo needs a directory}"
             shift
@@ -33,6 +34,8 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+[ -n "$what" ] || what="demo deb build"
+wants() { [[ " $what " == *" $1 "* ]]; }
 
 fail() {
     echo "fresh-check: $*" >&2
@@ -130,13 +133,13 @@ check_deb() {
 t_all=$SECONDS
 step "minimal Debian $suite root (mmdebstrap)" make_root
 step "Rust and the checkout ($(git -C "$repo" rev-parse --short HEAD)) in the root" enter_root
-if [ "$what" = demo ] || [ "$what" = all ]; then
+if wants demo; then
     step "README's first command: scripts/demo.sh" in_root scripts/demo.sh
 fi
-if [ "$what" = deb ] || [ "$what" = all ]; then
+if wants deb; then
     step "the Debian package installed with apt-get: man page, completions, unit" check_deb
 fi
-if [ "$what" = build ] || [ "$what" = all ]; then
+if wants build; then
     step "README's test command, install and build: scripts/test.sh --build-only" in_root "scripts/test.sh --build-only"
 fi
 echo "fresh-check: all passed in $((SECONDS - t_all)) s"
