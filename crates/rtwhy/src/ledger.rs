@@ -91,6 +91,9 @@ pub struct Ledger {
     pub budget: Option<u64>,
     /// Bytes of the directory that are not captures (`session.json`), as last written.
     pub other_bytes: u64,
+    /// The largest capture so far: room for the next one is kept free, because it is
+    /// written before the ledger hears of it.
+    largest: u64,
 }
 
 impl Ledger {
@@ -107,15 +110,16 @@ impl Ledger {
     }
 
     /// Adds a capture and returns the captures that must go to bring the session back
-    /// under its budget (already out of the ledger and counted as dropped; the caller
+    /// under its budget, with room left for a capture as large as the largest so far (already out of the ledger and counted as dropped; the caller
     /// deletes their files).
     pub fn add(&mut self, entry: Entry) -> Vec<Entry> {
+        self.largest = self.largest.max(entry.bytes);
         self.kept.push(entry);
         let mut out = Vec::new();
         let Some(budget) = self.budget else {
             return out;
         };
-        while self.used() > budget {
+        while self.used() + self.largest > budget {
             let Some(i) = self.least_valuable() else {
                 break;
             };
@@ -188,7 +192,8 @@ mod tests {
 
     #[test]
     fn the_mildest_repeat_goes_first_and_the_worst_of_each_cause_stays() {
-        let mut l = Ledger::new(Some(300));
+        // 400 bytes: three captures of 100 and room for the next one.
+        let mut l = Ledger::new(Some(400));
         l.add(entry(1, Cause::Preemption, 500, 100));
         l.add(entry(2, Cause::Preemption, 200, 100));
         l.add(entry(3, Cause::Softirq, 150, 100));
@@ -202,12 +207,12 @@ mod tests {
         assert_eq!(kept(&l), [1, 3, 5]);
         let d = &l.dropped["preemption"];
         assert_eq!((d.captures, d.worst_ns), (2, 300_000));
-        assert!(l.used() <= 300);
+        assert!(l.used() + 100 <= 400);
     }
 
     #[test]
     fn when_only_worsts_remain_the_mildest_cause_gives_way() {
-        let mut l = Ledger::new(Some(200));
+        let mut l = Ledger::new(Some(300));
         l.add(entry(1, Cause::Preemption, 500, 100));
         l.add(entry(2, Cause::Softirq, 150, 100));
         let gone = l.add(entry(3, Cause::Hwlat, 300, 100));
@@ -218,7 +223,7 @@ mod tests {
 
     #[test]
     fn the_session_file_counts_against_the_budget() {
-        let mut l = Ledger::new(Some(300));
+        let mut l = Ledger::new(Some(400));
         l.other_bytes = 150;
         l.add(entry(1, Cause::Preemption, 500, 100));
         let gone = l.add(entry(2, Cause::Preemption, 200, 100));
