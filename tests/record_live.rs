@@ -147,6 +147,11 @@ fn session(dir: &Path) -> Value {
 /// `rtwhy record FLAGS --recorder-cpus 0 --out OUT -- cyclictest` measuring one FIFO 80
 /// thread on CPU 1 every 1 ms for `seconds`.
 fn record_cyclictest(flags: &[&str], out: &Path, seconds: &str) -> Output {
+    run(&record_cyclictest_args(flags, out, seconds))
+}
+
+/// The arguments of [`record_cyclictest`], for a test that starts the recorder itself.
+fn record_cyclictest_args<'a>(flags: &[&'a str], out: &'a Path, seconds: &'a str) -> Vec<&'a str> {
     let mut args = vec!["record"];
     args.extend_from_slice(flags);
     args.extend_from_slice(&["--recorder-cpus", "0", "--out", out.to_str().unwrap(), "--"]);
@@ -165,7 +170,7 @@ fn record_cyclictest(flags: &[&str], out: &Path, seconds: &str) -> Output {
         "-D",
         seconds,
     ]);
-    run(&args)
+    args
 }
 
 /// cyclictest's own maximum (us) from its final `T: 0 (...) ... Max: N` line.
@@ -800,43 +805,28 @@ fn an_unattended_session_stays_under_its_disk_budget_through_a_storm_and_sighup(
     let _load = spinner(&spin, 90, 8000, 300, 2300, 0);
     let budget: u64 = 6 << 20;
     let mut child = Command::new(rtwhy())
-        .args([
-            "record",
-            "-t",
-            "150us",
-            "--max-spikes",
-            "0",
-            "--disk-budget",
-            "6M",
-            // Two CPUs of 1 MiB: the smallest budget allowed is 6 MiB (2 MiB + 4 MiB
-            // for metadata) on any machine.
-            "--cpus",
-            "0-1",
-            "--min-gap",
-            "150ms",
-            "--buffer-kb",
-            "1024",
-            "--before",
-            "100ms",
-            "--recorder-cpus",
-            "0",
-            "--out",
-            out.to_str().unwrap(),
-            "--",
-            "cyclictest",
-            "-m",
-            "-q",
-            "-p",
-            "80",
-            "-i",
-            "1000",
-            "-a",
-            "1",
-            "-t",
-            "1",
-            "-D",
+        .args(record_cyclictest_args(
+            &[
+                "-t",
+                "150us",
+                "--max-spikes",
+                "0",
+                "--disk-budget",
+                "6M",
+                // Two CPUs of 1 MiB: the smallest budget allowed is 6 MiB (2 MiB + 4 MiB
+                // for metadata) on any machine.
+                "--cpus",
+                "0-1",
+                "--min-gap",
+                "150ms",
+                "--buffer-kb",
+                "1024",
+                "--before",
+                "100ms",
+            ],
+            &out,
             "7",
-        ])
+        ))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
