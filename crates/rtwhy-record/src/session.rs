@@ -163,6 +163,12 @@ pub trait Observer {
     /// SIGHUP: the session goes on; the observer may write out what it has (the rolling
     /// `session.json`) and log where the session stands.
     fn checkpoint(&mut self, _so_far: &SessionReport) {}
+    /// Whether the observer can take another capture now; when not, breaches are
+    /// counted with those within `--min-gap` (an observer that bounds the disk takes
+    /// one capture at a time, so none is written before the last one is accounted).
+    fn ready(&self) -> bool {
+        true
+    }
 }
 
 /// The session as armed.
@@ -845,7 +851,9 @@ impl Runner<'_> {
             return Ok(());
         }
         let gap = self.cfg.min_gap.as_nanos() as u64;
-        if gap > 0 && self.report.captures_total > 0 && first.end() < self.last_rearm + gap {
+        let too_soon =
+            gap > 0 && self.report.captures_total > 0 && first.end() < self.last_rearm + gap;
+        if too_soon || !self.obs.ready() {
             self.report.breaches_rate_limited += pending.len() as u64;
             return Ok(());
         }

@@ -6,7 +6,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -38,6 +39,7 @@ struct Diagnoser {
     out_dir: PathBuf,
     argv: Vec<String>,
     ledger: Ledger,
+    pending: Arc<AtomicUsize>,
 }
 
 /// Room kept in the disk budget for `session.json` to grow between two writes (a few
@@ -56,11 +58,18 @@ struct Live {
     diagnoser: Option<Diagnoser>,
     tx: Option<mpsc::Sender<Note>>,
     worker: Option<std::thread::JoinHandle<Ledger>>,
+    /// Captures sent and not yet accounted by the diagnosis thread.
+    pending: Arc<AtomicUsize>,
+    /// With a disk budget, one capture at a time: a capture written before the last one
+    /// is accounted could take the directory over its budget.
+    one_at_a_time: bool,
 }
 
 impl Live {
     fn new(d: Diagnoser) -> Live {
         Live {
+            one_at_a_time: d.ledger.budget.is_some(),
+            pending: d.pending.clone(),
             diagnoser: Some(d),
             tx: None,
             worker: None,
@@ -240,6 +249,7 @@ impl Diagnoser {
                 for gone in self.ledger.add(Entry::on_disk(&c.path, d)) {
                     self.drop_files(&gone);
                 }
+                self.pending.fetch_sub(1, Ordering::AcqRel);
                 so_far
             }
             Note::Checkpoint(so_far) => {
@@ -314,10 +324,15 @@ impl Observer for Live {
     }
 
     fn captured(&mut self, c: &Capture, so_far: &SessionReport) {
+        self.pending.fetch_add(1, Ordering::AcqRel);
         self.send(Note::Captured(
             Box::new(c.clone()),
             Box::new(so_far.clone()),
         ));
+    }
+
+    fn ready(&self) -> bool {
+        !self.one_at_a_time || self.pending.load(Ordering::Acquire) == 0
     }
 
     fn checkpoint(&mut self, so_far: &SessionReport) {
@@ -613,6 +628,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         out_dir: out_dir.clone(),
         argv: argv.clone(),
         ledger: Ledger::new(args.disk_budget),
+        pending: Arc::new(AtomicUsize::new(0)),
     });
     let report = session::run(&cfg, &mut live);
     let ledger = live.finish();
