@@ -269,9 +269,10 @@ impl Diagnoser {
         };
         let doc = session_json(&self.argv, &so_far, &self.ledger, false);
         match write_session(&self.out_dir, &doc) {
-            // The next capture's room is judged with this file's size, and room for it
-            // to grow by the records written before it is measured again.
-            Ok(bytes) => self.ledger.other_bytes = bytes + SESSION_GROWTH,
+            // The next capture's room is judged with this file's size twice (it is
+            // rewritten under a temporary name while the old copy is still there), and
+            // room for it to grow by the records written before it is measured again.
+            Ok(bytes) => self.ledger.other_bytes = 2 * bytes + SESSION_GROWTH,
             // The error names the file and the OS's reason already.
             Err(e) => journal::line(Level::Warning, &format!("rtwhy: warning: {e}")),
         }
