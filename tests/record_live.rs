@@ -695,6 +695,9 @@ fn selftest_names_every_cause_it_can_induce_here() {
     assert!(leftover_tasks().is_empty(), "{:?}", leftover_tasks());
 }
 
+/// The expectation is a cause whose preconditions cyclictest cannot meet (it never waits
+/// for a lock): with `softirq`, this machine's own NET_RX now and then gave one spike that
+/// cause, and the selftest's "at least one" criterion passed by chance.
 #[test]
 fn a_wrong_expectation_makes_the_selftest_fail() {
     let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -706,7 +709,7 @@ fn a_wrong_expectation_makes_the_selftest_fail() {
         "--scenarios",
         "preemption",
         "--expect",
-        "preemption=softirq",
+        "preemption=priority_inversion",
         "--attempts",
         "1",
     ]);
@@ -718,7 +721,7 @@ fn a_wrong_expectation_makes_the_selftest_fail() {
         .unwrap();
     assert!(row.contains("FAIL: diagnosed otherwise"), "{row}");
     assert!(
-        row.contains("softirq") && row.contains("preemption x"),
+        row.contains("priority_inversion") && row.contains("preemption x"),
         "{row}"
     );
 }
@@ -969,7 +972,8 @@ fn a_full_disk_skips_captures_and_leaves_nothing_half_written() {
     match o.status.code() {
         // session.json did not fit: one line saying so.
         Some(2) => assert!(err.contains("session.json"), "{all}"),
-        Some(1) => assert!(
+        // 0: no capture was saved at all; 1: some were.
+        Some(0 | 1) => assert!(
             session(&out)["session"]["captures_failed"]
                 .as_u64()
                 .unwrap()
