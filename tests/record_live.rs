@@ -300,7 +300,9 @@ fn preemption_by_a_higher_priority_task_is_named_with_bpf_and_with_the_fallback(
         // multiple of cyclictest's 1 ms, so the two drift through every phase.
         let _load = spinner(&spin, 90, 3000, 300, 10_300, 0);
         let o = record_cyclictest(
-            &["-t", "150us", "--max-spikes", "4", "--detector", detector],
+            // 12, not 4: the VM's own stalls (the host descheduling a spinning vCPU)
+            // took all of 4 captures in some runs.
+            &["-t", "150us", "--max-spikes", "12", "--detector", detector],
             &out,
             "3",
         );
@@ -308,10 +310,14 @@ fn preemption_by_a_higher_priority_task_is_named_with_bpf_and_with_the_fallback(
         assert_eq!(o.status.code(), Some(1), "{detector}: {all}");
         let causes = check_captures(&out, "150us");
         // Other work on CPU 1 (the test suite itself, kernel threads) may be late too;
-        // the spinner's preemptions must be there and be the most common cause.
+        // the spinner's preemptions must be there and be the most common cause. Spikes
+        // the VM itself caused (hwlat: a late timer with the whole machine silent, which
+        // this host does to a spinning vCPU when it is busy) are left out of the count:
+        // they are true verdicts about something else.
         let n = causes.iter().filter(|c| *c == "preemption").count();
         let most = causes
             .iter()
+            .filter(|c| *c != "hwlat")
             .map(|c| causes.iter().filter(|d| *d == c).count())
             .max()
             .unwrap_or(0);
@@ -341,9 +347,11 @@ fn the_built_in_probe_records_without_a_command() {
         "--probe-cpus",
         "1",
         "--duration",
+        // The probe must run long enough to count its loops: a burst of the VM's own
+        // stalls used to reach a low --max-spikes within 0.1 s.
         "2s",
         "--max-spikes",
-        "6",
+        "100",
         "--recorder-cpus",
         "0",
         "--out",
