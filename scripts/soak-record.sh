@@ -51,9 +51,12 @@ t0=$SECONDS
 while kill -0 "$rec_pid" 2>/dev/null; do
     sleep 10
     kill -0 "$rec_pid" 2>/dev/null || break
+    # Each sample tolerates a race with the recorder (du meets a capture deleted under
+    # it and exits 1): under `set -e -o pipefail` that used to end the soak, and the
+    # trap then stopped the recorder.
     rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$rec_pid/status" 2>/dev/null || echo 0)
-    fds=$(ls "/proc/$rec_pid/fd" 2>/dev/null | wc -l)
-    bytes=$(du -sb "$out" 2>/dev/null | cut -f1)
+    fds=$(ls "/proc/$rec_pid/fd" 2>/dev/null | wc -l || true)
+    bytes=$(du -sb "$out" 2>/dev/null | cut -f1 || true)
     counts=$(python3 -c 'import json,sys
 d=json.load(open(sys.argv[1]))
 print(d["session"].get("captures_total",0), len(d["spikes"]), sum(v["captures"] for v in d["dropped"].values()))' "$out/session.json" 2>/dev/null || echo "0 0 0")
