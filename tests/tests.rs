@@ -7,6 +7,7 @@ mod cli;
 mod doctor;
 mod fixtures;
 mod mutations;
+mod perfetto;
 mod preconditions;
 mod report;
 mod roundtrip;
