@@ -36,8 +36,11 @@ use rtwhy_model::{Event, EventKind, FieldValue, Spike};
 use crate::protobuf::{bytes, int, len_prefix, uint};
 
 /// A CPU's bundle is written once its events take this many bytes: large enough that
-/// the bundle header costs nothing, small enough that a 256-CPU machine stays at 16 MiB.
+/// the bundle header costs nothing.
 const BUNDLE_BYTES: usize = 64 * 1024;
+/// All CPUs' pending events together: past this every bundle is written and its buffer
+/// freed, so a trace from a machine with thousands of CPUs stays within it too.
+const PENDING_BYTES: usize = 16 << 20;
 
 /// CPUs above this number are not a real machine's but a damaged record's.
 pub const MAX_CPUS: u32 = 8192;
@@ -152,6 +155,8 @@ pub struct PerfettoWriter<W: Write> {
     event: Vec<u8>,
     body: Vec<u8>,
     sub: Vec<u8>,
+    /// Bytes in all CPUs' pending bundles.
+    pending: usize,
     stats: PerfettoStats,
 }
 
@@ -164,6 +169,7 @@ impl<W: Write> PerfettoWriter<W> {
             event: Vec::with_capacity(256),
             body: Vec::with_capacity(256),
             sub: Vec::with_capacity(64),
+            pending: 0,
             stats: PerfettoStats::default(),
         }
     }
@@ -200,9 +206,19 @@ impl<W: Write> PerfettoWriter<W> {
         }
         if let Some(b) = self.cpus.get_mut(cpu) {
             b.lost |= lost_before;
+            let before = b.events.len();
             bytes(&mut b.events, field::BUNDLE_EVENT, &self.event);
+            self.pending += b.events.len() - before;
             if b.events.len() >= BUNDLE_BYTES {
                 self.flush_cpu(cpu)?;
+            }
+        }
+        if self.pending >= PENDING_BYTES {
+            for c in 0..self.cpus.len() {
+                self.flush_cpu(c)?;
+                if let Some(b) = self.cpus.get_mut(c) {
+                    b.events = Vec::new();
+                }
             }
         }
         Ok(())
@@ -235,6 +251,7 @@ impl<W: Write> PerfettoWriter<W> {
         self.out.write_all(&packet_head)?;
         self.out.write_all(&head)?;
         self.out.write_all(&b.events)?;
+        self.pending = self.pending.saturating_sub(b.events.len());
         b.events.clear();
         b.lost = false;
         self.stats.bundles += 1;
@@ -426,9 +443,9 @@ fn encode_kind(buf: &mut Vec<u8>, sub: &mut Vec<u8>, kind: &EventKind) -> Option
         }
         EventKind::SyscallEnter { args, .. } => {
             generic_head(buf, kind.name());
-            for (i, a) in args.iter().enumerate() {
-                let name = format!("arg{i}");
-                generic_field(buf, sub, &name, &FieldValue::Unsigned(*a));
+            const ARGS: [&str; 6] = ["arg0", "arg1", "arg2", "arg3", "arg4", "arg5"];
+            for (name, a) in ARGS.iter().zip(args) {
+                generic_field(buf, sub, name, &FieldValue::Unsigned(*a));
             }
             field::GENERIC
         }
@@ -639,6 +656,20 @@ mod tests {
         // Each event is ~40 bytes: 5000 per CPU is ~200 KiB, more than one bundle each.
         assert!(stats.bundles >= 6, "{stats:?}");
         assert!(out.len() > (n as usize) * 30);
+    }
+
+    #[test]
+    fn many_cpus_share_one_bound_on_pending_events() {
+        let mut w = PerfettoWriter::new(Vec::new());
+        // 40-byte events on 4096 CPUs, 200 each: 32 MiB if every CPU kept its own bundle.
+        for i in 0..200u64 {
+            for cpu in 0..4096 {
+                w.push(&switch(i, cpu), false).unwrap();
+                assert!(w.pending < PENDING_BYTES, "{} pending", w.pending);
+            }
+        }
+        let (_, stats) = w.finish(&[]).unwrap();
+        assert!(stats.bundles >= 2 * 4096, "{stats:?}");
     }
 
     #[test]
