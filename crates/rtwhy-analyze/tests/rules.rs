@@ -508,3 +508,41 @@ fn without_the_stack_or_when_every_cpu_stopped_a_late_timer_is_not_blamed_on_ker
         "{cause}: {summary}"
     );
 }
+
+#[test]
+fn a_breach_marker_names_the_spike_nearest_its_switch_in_not_the_next_period() {
+    // Two 300 us spikes of a 1 kHz loop, their ends 900 us apart; the detector's record
+    // of the first comes after both. Both ends are within 1 ms of its switch-in.
+    let mut t = T::new();
+    for base in [0u64, 900] {
+        victim_sleeps_at(&mut t, base);
+        t.switch(base + 50, 1, (0, 120), 0, (200, 120));
+        t.waking(base + 100, 1, 200);
+        t.switch(base + 400, 1, (200, 120), 0, (VICTIM, VPRIO));
+    }
+    let r = BreachRecord {
+        tid: VICTIM,
+        comm: Comm::new("ctl"),
+        cpu: 1,
+        prio: Some(VPRIO),
+        latency: Nanos(301 * US),
+        waking: Some(Nanos(1_000_000_000 + 100 * US)),
+        switch_in: Nanos(1_000_000_000 + 401 * US),
+        ..BreachRecord::default()
+    };
+    let (us, pid, kind) = print(2000, 999, &r.to_marker());
+    t.ev(us, 0, pid, kind);
+    let a = t.analyze();
+    assert_eq!(a.spikes.len(), 2, "{:?}", a.spikes);
+    assert!(
+        matches!(a.spikes[0].source, SpikeSource::BreachMarker { reported_ns, .. } if reported_ns == 301 * US),
+        "{:?}",
+        a.spikes[0].source
+    );
+    assert_eq!(a.spikes[1].source, SpikeSource::Events);
+}
+
+/// The victim goes to sleep on CPU 1 at `us`.
+fn victim_sleeps_at(t: &mut T, us: u64) {
+    t.switch(us, 1, (VICTIM, VPRIO), 1, (0, 120));
+}
