@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use rtwhy_analyze::Analysis;
-use rtwhy_decode::input::{self, Header, Item, LinePrinter, Raw, Sink};
+use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::tracedat::TraceBuilder;
 use rtwhy_model::{EventKind, Nanos, Spike, FACT_PREFIX};
 use rtwhy_report::markdown::{self, Links};
@@ -272,9 +272,9 @@ fn reproduce(a: &AnalysisOpts, file: &str) -> String {
     format!("{cmd} {}", shell_word(file))
 }
 
-/// Reads the trace again for each spike's window of events and its decisive lines
-/// (printed the way `trace-cmd report` prints them), and with `bundle`, cuts the trace
-/// window as a trace.dat.
+/// Reads the trace again for each spike's window of events, and with `bundle`, cuts the
+/// trace window as a trace.dat. The decisive lines are the evidence's, which the
+/// analysis printed as `trace-cmd report` does.
 fn collect(
     path: &Path,
     spikes: &[&Spike],
@@ -295,10 +295,6 @@ fn collect(
             }
         })
         .collect();
-    let found = reports
-        .iter()
-        .map(|r| vec![false; r.spike.evidence.len()])
-        .collect();
     // One contiguous stretch: a gap between two cut-out pieces would read as time with
     // no events (hwlat) to the analyzer.
     let first = reports.iter().map(|r| r.spike.start).min();
@@ -309,23 +305,13 @@ fn collect(
             Nanos(b.0.saturating_add(BUNDLE_AFTER)),
         )
     });
-    // The printer learns task names from the sched events it prints, as trace-cmd does;
-    // it sees all of them up to the last decisive line so names come out the same.
-    let last_evidence = reports
-        .iter()
-        .flat_map(|r| r.spike.evidence.iter().map(|e| e.ts))
-        .max();
     let mut sink = WindowSink {
         reports,
-        found,
         bundle,
         cut,
-        last_evidence,
-        printer: None,
         builder: None,
         cpus: 0,
         max_cpu: 0,
-        line: String::new(),
     };
     input::read(path, &mut sink)?;
     let dat = match sink.builder.take() {
@@ -345,28 +331,21 @@ fn collect(
     Ok((sink.reports, dat))
 }
 
-/// Collects each spike's window of events and decisive lines, and the bundle's trace
-/// window.
+/// Collects each spike's window of events, and the bundle's trace window.
 struct WindowSink {
     reports: Vec<SpikeReport>,
-    /// Per report, which evidence items have their trace-cmd line.
-    found: Vec<Vec<bool>>,
     bundle: bool,
     cut: Option<(Nanos, Nanos)>,
-    last_evidence: Option<Nanos>,
-    printer: Option<LinePrinter>,
     builder: Option<TraceBuilder>,
     /// CPUs the trace.dat's buffers cover.
     cpus: u32,
     max_cpu: u32,
-    line: String,
 }
 
 impl Sink for WindowSink {
     type Error = anyhow::Error;
 
     fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
-        self.printer = Some(LinePrinter::new(header));
         if let (true, Some(file)) = (self.bundle, header.trace_dat) {
             let meta = file.meta();
             let page = file
@@ -391,46 +370,9 @@ impl Sink for WindowSink {
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
         let raw = item.raw;
         let ev = item.into_event();
-        let is_dat = matches!(raw, Raw::Record { .. });
-        if let Some(p) = self.printer.as_mut() {
-            if is_dat
-                && self.last_evidence.is_some_and(|t| ev.ts <= t)
-                && matches!(
-                    ev.kind,
-                    EventKind::SchedSwitch { .. }
-                        | EventKind::SchedWakeup { .. }
-                        | EventKind::SchedWakeupNew { .. }
-                )
-            {
-                self.line.clear();
-                p.write(&raw, &mut self.line);
-            }
-        }
-        let tag = format!(" {}:", ev.kind.name());
-        for (r, seen) in self.reports.iter_mut().zip(self.found.iter_mut()) {
+        for r in self.reports.iter_mut() {
             if ev.ts >= r.window.from && ev.ts <= r.window.to {
                 r.window.events.push(ev.clone());
-            }
-            if !is_dat {
-                continue;
-            }
-            for (i, e) in r.spike.evidence.iter().enumerate() {
-                if !seen.get(i).copied().unwrap_or(true)
-                    && e.ts == ev.ts
-                    && e.cpu == ev.cpu
-                    && e.line.contains(&tag)
-                {
-                    if let Some(p) = self.printer.as_mut() {
-                        self.line.clear();
-                        p.write(&raw, &mut self.line);
-                        if let Some(slot) = r.trace_lines.get_mut(i) {
-                            *slot = self.line.trim_end().to_string();
-                        }
-                    }
-                    if let Some(s) = seen.get_mut(i) {
-                        *s = true;
-                    }
-                }
             }
         }
         if let (Some(b), Some((from, to)), Raw::Record { record, .. }) =
