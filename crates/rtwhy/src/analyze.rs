@@ -26,7 +26,9 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     let mut out = BufWriter::new(stdout.lock());
     match args.format {
         AnalyzeFormat::Text => render::text(&mut out, &analysis, &source)?,
-        AnalyzeFormat::Markdown => render::markdown(&mut out, &analysis, &source)?,
+        AnalyzeFormat::Markdown => {
+            out.write_all(crate::report::markdown_of(&analysis, &source, &args.opts).as_bytes())?
+        }
         AnalyzeFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &render::json(&analysis, &source))?;
             writeln!(out)?;

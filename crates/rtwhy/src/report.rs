@@ -40,12 +40,10 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     let mut selected = select(&analysis, args)?;
     let bundle = args.bundle;
     let everything = matches!(args.format, ReportFormat::Json | ReportFormat::Text) && !bundle;
-    if !everything && selected.len() > MAX_SHOWN {
+    if !everything {
         // A bug report with hundreds of spikes is read by nobody: the worst ones, in
         // trace order.
-        selected.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
-        selected.truncate(MAX_SHOWN);
-        selected.sort_by_key(|s| s.id);
+        selected = worst_shown(selected);
     }
     if args.format == ReportFormat::Svg && !bundle {
         // One picture: the chosen spike, else the worst.
@@ -59,7 +57,14 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
             );
         }
     }
-    let (spikes, window_dat) = collect(&args.file, &selected, bundle)?;
+    // Only pictures and the bundle need the events around each spike; the rest is in
+    // the analysis (its evidence lines are trace-cmd's already).
+    let needs_windows = bundle || matches!(args.format, ReportFormat::Svg | ReportFormat::Perfetto);
+    let (spikes, window_dat) = if needs_windows {
+        collect(&args.file, &selected, bundle)?
+    } else {
+        (selected.iter().map(|s| without_window(s)).collect(), None)
+    };
     let shown: Vec<u32> = selected.iter().map(|s| s.id).collect();
     let mut filtered = analysis.clone();
     filtered.spikes.retain(|s| shown.contains(&s.id));
@@ -68,21 +73,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     } else {
         source.path.clone()
     };
-    let mut facts = analysis.facts.clone();
-    if let Some(iso) = &args.opts.isolated {
-        facts.isolated = iso.clone();
-        facts.isolated_source = Some("--isolated".to_string());
-    }
-    let report = Report {
-        source: source.path.clone(),
-        facts: facts.clone(),
-        threshold: analysis.threshold,
-        events: analysis.events,
-        reproduce: reproduce(&args.opts, &trace_name),
-        spikes,
-        spikes_found: analysis.spikes.len(),
-        audit: rtwhy_analyze::audit(&facts),
-    };
+    let report = build(&analysis, &source, &args.opts, &trace_name, spikes);
 
     if bundle {
         if report.spikes.is_empty() {
@@ -142,6 +133,9 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     }
 
     let bytes = match args.format {
+        ReportFormat::Markdown if args.spike.is_none() => {
+            markdown_of(&analysis, &source, &args.opts).into_bytes()
+        }
         ReportFormat::Markdown => markdown::render(&report, &Links::default()).into_bytes(),
         ReportFormat::Json => json_bytes(&filtered, &source)?,
         ReportFormat::Text => {
@@ -172,6 +166,64 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         eprintln!("rtwhy: warning: {}: {w}", source.path);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A spike's report without the events around it (the Markdown does not show them).
+fn without_window(s: &Spike) -> SpikeReport {
+    let (from, to) = Window::around(s);
+    SpikeReport {
+        spike: s.clone(),
+        window: Window {
+            from,
+            to,
+            events: Vec::new(),
+        },
+        trace_lines: s.evidence.iter().map(|e| e.line.clone()).collect(),
+    }
+}
+
+/// The report of `spikes` (chosen from `analysis`) of the trace `trace_name`.
+fn build(
+    analysis: &Analysis,
+    source: &Source,
+    opts: &AnalysisOpts,
+    trace_name: &str,
+    spikes: Vec<SpikeReport>,
+) -> Report {
+    let mut facts = analysis.facts.clone();
+    if let Some(iso) = &opts.isolated {
+        facts.isolated = iso.clone();
+        facts.isolated_source = Some("--isolated".to_string());
+    }
+    Report {
+        source: source.path.clone(),
+        audit: rtwhy_analyze::audit(&facts),
+        facts,
+        threshold: analysis.threshold,
+        events: analysis.events,
+        reproduce: reproduce(opts, trace_name),
+        spikes,
+        spikes_found: analysis.spikes.len(),
+    }
+}
+
+/// The worst [`MAX_SHOWN`] spikes, in trace order.
+fn worst_shown(mut selected: Vec<&Spike>) -> Vec<&Spike> {
+    if selected.len() > MAX_SHOWN {
+        selected.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+        selected.truncate(MAX_SHOWN);
+        selected.sort_by_key(|s| s.id);
+    }
+    selected
+}
+
+/// The Markdown bug report of a whole analysis: what `rtwhy report --format markdown`
+/// prints, and `rtwhy analyze --format markdown` too (the same bytes).
+pub fn markdown_of(analysis: &Analysis, source: &Source, opts: &AnalysisOpts) -> String {
+    let selected = worst_shown(analysis.spikes.iter().collect());
+    let spikes = selected.iter().map(|s| without_window(s)).collect();
+    let report = build(analysis, source, opts, &source.path, spikes);
+    markdown::render(&report, &Links::default())
 }
 
 fn json_bytes(a: &Analysis, src: &Source) -> Result<Vec<u8>> {
