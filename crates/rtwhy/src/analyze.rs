@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Sink};
+use rtwhy_decode::recent::{event_name, RecentLines};
 use rtwhy_model::SystemFacts;
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
@@ -25,7 +26,9 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     let mut out = BufWriter::new(stdout.lock());
     match args.format {
         AnalyzeFormat::Text => render::text(&mut out, &analysis, &source)?,
-        AnalyzeFormat::Markdown => render::markdown(&mut out, &analysis, &source)?,
+        AnalyzeFormat::Markdown => {
+            out.write_all(crate::report::markdown_of(&analysis, &source, &args.opts).as_bytes())?
+        }
         AnalyzeFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &render::json(&analysis, &source))?;
             writeln!(out)?;
@@ -42,11 +45,36 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     })
 }
 
-/// Runs the analyzer over the events the decoder pushes.
+/// Runs the analyzer over the events the decoder pushes, and prints each spike's
+/// evidence as the trace's tool printed those events (`trace-cmd report`'s line).
 struct AnalyzeSink {
     config: Config,
     analyzer: Option<Analyzer>,
     warnings: Vec<String>,
+    recent: Option<RecentLines>,
+    /// Spikes whose evidence lines are printed.
+    printed: usize,
+    /// (spike index, evidence index, line).
+    lines: Vec<(usize, usize, String)>,
+}
+
+impl AnalyzeSink {
+    /// Prints the evidence of the spikes diagnosed since the last call, while their
+    /// events are still kept.
+    fn print_evidence(&mut self) {
+        let (Some(a), Some(recent)) = (self.analyzer.as_ref(), self.recent.as_mut()) else {
+            return;
+        };
+        for (i, spike) in a.spikes().iter().enumerate().skip(self.printed) {
+            for (k, e) in spike.evidence.iter().enumerate() {
+                let line = event_name(&e.line).and_then(|name| recent.line(e.ts.0, e.cpu, name));
+                if let Some(line) = line {
+                    self.lines.push((i, k, line));
+                }
+            }
+        }
+        self.printed = a.spikes().len();
+    }
 }
 
 impl Sink for AnalyzeSink {
@@ -64,12 +92,24 @@ impl Sink for AnalyzeSink {
             ));
         }
         self.analyzer = Some(Analyzer::new(self.config.clone(), header.facts.clone()));
+        self.recent = Some(RecentLines::new(
+            header,
+            self.config.horizon.0,
+            self.config.max_events_per_cpu,
+        ));
         Ok(true)
     }
 
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
-        if let Some(a) = self.analyzer.as_mut() {
-            a.push(item.into_event());
+        if let Some(r) = self.recent.as_mut() {
+            r.keep(&item);
+        }
+        let Some(a) = self.analyzer.as_mut() else {
+            return Ok(true);
+        };
+        a.push(item.into_event());
+        if a.spikes().len() > self.printed {
+            self.print_evidence();
         }
         Ok(true)
     }
@@ -82,14 +122,26 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         config: config.clone(),
         analyzer: None,
         warnings: Vec::new(),
+        recent: None,
+        printed: 0,
+        lines: Vec::new(),
     };
     let end = input::read(path, &mut sink)?;
     let mut warnings = sink.warnings;
     warnings.extend(end.warnings);
-    let analysis = sink
+    let mut analysis = sink
         .analyzer
         .unwrap_or_else(|| Analyzer::new(config, SystemFacts::default()))
         .finish();
+    for (i, k, line) in sink.lines {
+        if let Some(e) = analysis
+            .spikes
+            .get_mut(i)
+            .and_then(|s| s.evidence.get_mut(k))
+        {
+            e.line = line;
+        }
+    }
     if !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {
         bail!(
             "{display}: no scheduler events (sched:sched_switch, sched_waking, sched_wakeup) in {} events; record with `rtwhy record` or `trace-cmd record -e sched -e irq -e timer`",
