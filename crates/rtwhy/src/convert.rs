@@ -9,11 +9,11 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use rtwhy_analyze::Analyzer;
+use rtwhy_decode::tracedat::TraceFile;
 use rtwhy_decode::typed::EventDecoder;
 use rtwhy_report::perfetto_trace::{PerfettoStats, PerfettoWriter};
 
 use crate::cli::ConvertArgs;
-use crate::input::{self, Input};
 use crate::report::check_out;
 
 /// Output buffer: large writes, few system calls.
@@ -31,13 +31,16 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
             out.display()
         );
     }
-    let file = match input::open(&args.file)? {
-        Input::TraceDat(f) => f,
-        Input::Text => bail!(
-            "{} is report text; `rtwhy convert` reads trace.dat files (record with `trace-cmd record` or `rtwhy record`)",
-            args.file.display()
-        ),
-    };
+    let format = rtwhy_decode::input::recognise(&args.file)?;
+    if format.name() != "trace.dat" {
+        bail!(
+            "{} is {}; `rtwhy convert` reads trace.dat files (record with `trace-cmd record` or `rtwhy record`)",
+            args.file.display(),
+            format.name()
+        );
+    }
+    let file = TraceFile::open(&args.file)
+        .with_context(|| format!("{} is not a readable trace.dat", args.file.display()))?;
     let display = args.file.display().to_string();
     let meta = file.meta();
     let mut warnings = Vec::new();
