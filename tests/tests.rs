@@ -5,6 +5,7 @@
 mod analyze;
 mod cli;
 mod doctor;
+mod evidence;
 mod fixtures;
 mod mutations;
 mod perfetto;
