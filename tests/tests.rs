@@ -8,6 +8,7 @@ mod doctor;
 mod evidence;
 mod fixtures;
 mod mutations;
+mod perfetto;
 mod preconditions;
 mod report;
 mod roundtrip;

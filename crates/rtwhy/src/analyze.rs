@@ -1,5 +1,6 @@
 //! `rtwhy analyze`: every spike in a trace, diagnosed.
 
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
@@ -47,22 +48,38 @@ struct AnalyzeSink {
     recent: Option<RecentLines>,
     /// Spikes whose evidence lines are printed.
     printed: usize,
-    /// (spike index, evidence index, line).
-    lines: Vec<(usize, usize, String)>,
+    /// Printed lines by (spike index, timestamp, CPU), matched to the evidence again at
+    /// the end: a spike diagnosed again may name other events.
+    lines: HashMap<(usize, u64, u32), Vec<String>>,
 }
 
 impl AnalyzeSink {
     /// Prints the evidence of the spikes diagnosed since the last call, while their
     /// events are still kept.
     fn print_evidence(&mut self) {
-        let (Some(a), Some(recent)) = (self.analyzer.as_ref(), self.recent.as_mut()) else {
+        let (Some(a), Some(recent)) = (self.analyzer.as_mut(), self.recent.as_mut()) else {
             return;
         };
-        for (i, spike) in a.spikes().iter().enumerate().skip(self.printed) {
-            for (k, e) in spike.evidence.iter().enumerate() {
-                let line = event_name(&e.line).and_then(|name| recent.line(e.ts.0, e.cpu, name));
-                if let Some(line) = line {
-                    self.lines.push((i, k, line));
+        let again = a.take_rediagnosed();
+        let new = self.printed..a.spikes().len();
+        for i in again.into_iter().chain(new) {
+            let Some(spike) = a.spikes().get(i) else {
+                continue;
+            };
+            for e in &spike.evidence {
+                let key = (i, e.ts.0, e.cpu);
+                let Some(name) = event_name(&e.line) else {
+                    continue;
+                };
+                let known = self
+                    .lines
+                    .get(&key)
+                    .is_some_and(|v| v.iter().any(|l| event_name(l) == Some(name)));
+                if known {
+                    continue;
+                }
+                if let Some(line) = recent.line(e.ts.0, e.cpu, name) {
+                    self.lines.entry(key).or_default().push(line);
                 }
             }
         }
@@ -101,7 +118,7 @@ impl Sink for AnalyzeSink {
             return Ok(true);
         };
         a.push(item.into_event());
-        if a.spikes().len() > self.printed {
+        if a.spikes().len() > self.printed || a.has_rediagnosed() {
             self.print_evidence();
         }
         Ok(true)
@@ -117,7 +134,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         warnings: Vec::new(),
         recent: None,
         printed: 0,
-        lines: Vec::new(),
+        lines: HashMap::new(),
     };
     let end = input::read(path, &mut sink)?;
     let mut warnings = sink.warnings;
@@ -126,13 +143,15 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         .analyzer
         .unwrap_or_else(|| Analyzer::new(config, SystemFacts::default()))
         .finish();
-    for (i, k, line) in sink.lines {
-        if let Some(e) = analysis
-            .spikes
-            .get_mut(i)
-            .and_then(|s| s.evidence.get_mut(k))
-        {
-            e.line = line;
+    for (i, spike) in analysis.spikes.iter_mut().enumerate() {
+        for e in &mut spike.evidence {
+            let printed = sink.lines.get(&(i, e.ts.0, e.cpu)).and_then(|v| {
+                let name = event_name(&e.line)?;
+                v.iter().find(|l| event_name(l) == Some(name))
+            });
+            if let Some(line) = printed {
+                e.line = line.clone();
+            }
         }
     }
     if !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {

@@ -182,7 +182,7 @@ fn default_bundle_name(file: &Path) -> PathBuf {
 }
 
 /// Fails early, before the analysis, when `--out` cannot be written.
-fn check_out(p: &Path) -> Result<()> {
+pub(crate) fn check_out(p: &Path) -> Result<()> {
     if p.is_dir() {
         bail!("--out {} is a directory; give a file name", p.display());
     }
