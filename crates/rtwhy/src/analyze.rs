@@ -11,14 +11,7 @@ use rtwhy_decode::recent::{event_name, RecentLines};
 use rtwhy_model::SystemFacts;
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
-use crate::render;
-
-/// Where the analysis came from, for the report header.
-pub struct Source {
-    pub path: String,
-    pub kind: &'static str,
-    pub warnings: Vec<String>,
-}
+use crate::render::{self, Source};
 
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     let config = args.opts.config();
@@ -28,7 +21,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     match args.format {
         AnalyzeFormat::Text => render::text(&mut out, &analysis, &source)?,
         AnalyzeFormat::Markdown => {
-            out.write_all(crate::report::markdown_of(&analysis, &source, &args.opts).as_bytes())?
+            out.write_all(render::markdown_of(&analysis, &source, &args.opts).as_bytes())?
         }
         AnalyzeFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &render::json(&analysis, &source))?;
