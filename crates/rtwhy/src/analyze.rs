@@ -7,7 +7,13 @@ use anyhow::{bail, Context, Result};
 use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::text::TextReader;
 use rtwhy_decode::typed::EventDecoder;
-use rtwhy_model::SystemFacts;
+use rtwhy_model::{parse_fact_marker, EventKind, SystemFacts};
+
+/// Traces up to this size are read twice: first for their `rtwhy-fact:` markers, which
+/// rtwhy's recorder writes at the end of each capture, so that every spike (not only
+/// those after the markers) is judged with the recorded facts (isolation, preemption
+/// model, IRQ affinities). Captures are a few MB; longer traces keep one pass.
+const FACTS_PRESCAN_MAX: u64 = 128 << 20;
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
 use crate::input::{self, Input};
@@ -51,7 +57,19 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
     let (analysis, kind) = match input::open(path)? {
         Input::TraceDat(file) => {
             let meta = file.meta();
-            let facts = file.system_facts();
+            let mut facts = file.system_facts();
+            let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= FACTS_PRESCAN_MAX);
+            if small {
+                let mut decoder = EventDecoder::new();
+                let mut records = file.records()?;
+                while let Some(rec) = records.next_record().with_context(|| display.clone())? {
+                    if let EventKind::Print { text } = &decoder.decode(meta, &rec).kind {
+                        if let Some((k, v)) = parse_fact_marker(text) {
+                            facts.set(k, v);
+                        }
+                    }
+                }
+            }
             if !meta.ts_in_nanos() {
                 warnings.push(format!(
                     "timestamps are raw counter values (clock {}), not nanoseconds: latencies and the threshold are in counter ticks",
