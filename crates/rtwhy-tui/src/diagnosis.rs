@@ -29,7 +29,7 @@ use crate::theme::{bucket_glyph, Theme};
 use crate::ui::{fmt_dur, fmt_ts};
 
 /// Draws the diagnosis in `area`.
-pub fn render(app: &App<'_>, area: Rect, buf: &mut Buffer) {
+pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = app.theme;
     let focused = app.focus == Pane::Diagnosis;
     let spike = app.spike();
@@ -74,9 +74,17 @@ pub fn lines(t: Theme, s: &Spike, width: u16) -> Text<'static> {
         t.header(),
     ));
     let source = match &s.source {
-        SpikeSource::BreachMarker { reported_ns } => {
-            format!("rtwhy breach marker ({})", fmt_dur(*reported_ns))
-        }
+        SpikeSource::BreachMarker {
+            reported_ns,
+            late_timer,
+        } => match late_timer {
+            Some(l) => format!(
+                "rtwhy breach marker ({}; {})",
+                fmt_dur(*reported_ns),
+                l.describe()
+            ),
+            None => format!("rtwhy breach marker ({})", fmt_dur(*reported_ns)),
+        },
         SpikeSource::ToolMarker { reported_ns, .. } => {
             format!("tool marker ({})", fmt_dur(*reported_ns))
         }

@@ -1,22 +1,20 @@
 //! `rtwhy analyze`: every spike in a trace, diagnosed.
 
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rtwhy_analyze::{Analysis, Analyzer, Config};
-use rtwhy_decode::text::TextReader;
-use rtwhy_decode::typed::EventDecoder;
+use rtwhy_decode::input::{self, Header, Item, Sink};
 use rtwhy_model::{parse_fact_marker, EventKind, SystemFacts};
 
-/// Traces up to this size are read twice: first for their `rtwhy-fact:` markers, which
+/// Files up to this size are read twice: first for their `rtwhy-fact:` markers, which
 /// rtwhy's recorder writes at the end of each capture, so that every spike (not only
 /// those after the markers) is judged with the recorded facts (isolation, preemption
 /// model, IRQ affinities). Captures are a few MB; longer traces keep one pass.
 const FACTS_PRESCAN_MAX: u64 = 128 << 20;
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
-use crate::input::{self, Input};
 use crate::render;
 
 /// Where the analysis came from, for the report header.
@@ -50,58 +48,89 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     })
 }
 
-/// Decodes `path` (trace.dat or report text) and runs the analyzer over it.
+/// Collects a trace's `rtwhy-fact:` markers.
+#[derive(Default)]
+struct FactsSink {
+    facts: Vec<(String, String)>,
+}
+
+impl Sink for FactsSink {
+    type Error = anyhow::Error;
+
+    fn begin(&mut self, _header: &Header<'_>) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        if let EventKind::Print { text } = item.into_event().kind {
+            if let Some((k, v)) = parse_fact_marker(&text) {
+                self.facts.push((k.to_string(), v.to_string()));
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Runs the analyzer over the events the decoder pushes.
+struct AnalyzeSink {
+    config: Config,
+    analyzer: Option<Analyzer>,
+    warnings: Vec<String>,
+    /// Facts read ahead from the trace's markers.
+    facts: Vec<(String, String)>,
+}
+
+impl Sink for AnalyzeSink {
+    type Error = anyhow::Error;
+
+    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
+        if !header.ts_in_nanos {
+            let clock = header
+                .meta
+                .as_ref()
+                .and_then(|m| m.clock.clone())
+                .unwrap_or_else(|| "?".to_string());
+            self.warnings.push(format!(
+                "timestamps are raw counter values (clock {clock}), not nanoseconds: latencies and the threshold are in counter ticks"
+            ));
+        }
+        let mut facts = header.facts.clone();
+        for (k, v) in &self.facts {
+            facts.set(k, v);
+        }
+        self.analyzer = Some(Analyzer::new(self.config.clone(), facts));
+        Ok(true)
+    }
+
+    fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        if let Some(a) = self.analyzer.as_mut() {
+            a.push(item.into_event());
+        }
+        Ok(true)
+    }
+}
+
+/// Decodes `path` (any input rtwhy-decode recognises) and runs the analyzer over it.
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
     let display = path.display().to_string();
-    let mut warnings = Vec::new();
-    let (analysis, kind) = match input::open(path)? {
-        Input::TraceDat(file) => {
-            let meta = file.meta();
-            let mut facts = file.system_facts();
-            let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= FACTS_PRESCAN_MAX);
-            if small {
-                let mut decoder = EventDecoder::new();
-                let mut records = file.records()?;
-                while let Some(rec) = records.next_record().with_context(|| display.clone())? {
-                    if let EventKind::Print { text } = &decoder.decode(meta, &rec).kind {
-                        if let Some((k, v)) = parse_fact_marker(text) {
-                            facts.set(k, v);
-                        }
-                    }
-                }
-            }
-            if !meta.ts_in_nanos() {
-                warnings.push(format!(
-                    "timestamps are raw counter values (clock {}), not nanoseconds: latencies and the threshold are in counter ticks",
-                    meta.clock.as_deref().unwrap_or("?")
-                ));
-            }
-            let mut analyzer = Analyzer::new(config, facts);
-            let mut decoder = EventDecoder::new();
-            let mut records = file.records()?;
-            while let Some(rec) = records.next_record().with_context(|| display.clone())? {
-                analyzer.push(decoder.decode(meta, &rec));
-            }
-            warnings.extend(file.warnings().iter().cloned());
-            warnings.extend(records.warnings().iter().cloned());
-            (analyzer.finish(), "trace.dat")
-        }
-        Input::Text => {
-            let f = std::fs::File::open(path).with_context(|| format!("cannot open {display}"))?;
-            let mut reader = TextReader::new(BufReader::new(f));
-            let mut analyzer = Analyzer::new(config, SystemFacts::default());
-            while let Some(ev) = reader.next_event() {
-                analyzer.push(ev.with_context(|| display.clone())?);
-            }
-            if reader.skipped_lines() > 0 {
-                warnings.push(format!(
-                    "{} lines were not events and were skipped",
-                    reader.skipped_lines()
-                ));
-            }
-            (analyzer.finish(), "report text")
-        }
+    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= FACTS_PRESCAN_MAX);
+    let mut ahead = FactsSink::default();
+    if small {
+        input::read(path, &mut ahead)?;
+    }
+    let mut sink = AnalyzeSink {
+        config: config.clone(),
+        analyzer: None,
+        warnings: Vec::new(),
+        facts: ahead.facts,
     };
+    let end = input::read(path, &mut sink)?;
+    let mut warnings = sink.warnings;
+    warnings.extend(end.warnings);
+    let analysis = sink
+        .analyzer
+        .unwrap_or_else(|| Analyzer::new(config, SystemFacts::default()))
+        .finish();
     if !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {
         bail!(
             "{display}: no scheduler events (sched:sched_switch, sched_waking, sched_wakeup) in {} events; record with `rtwhy record` or `trace-cmd record -e sched -e irq -e timer`",
@@ -112,7 +141,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         analysis,
         Source {
             path: display,
-            kind,
+            kind: end.format,
             warnings,
         },
     ))
