@@ -122,13 +122,11 @@ fn check(expect: &Path) -> Vec<String> {
             })
             .filter(|s| {
                 let summary = s["primary"]["summary"].as_str().unwrap_or("");
-                req["summary_contains"]
-                    .as_array()
-                    .is_none_or(|words| {
-                        words
-                            .iter()
-                            .all(|w| w.as_str().is_some_and(|w| summary.contains(w)))
-                    })
+                req["summary_contains"].as_array().is_none_or(|words| {
+                    words
+                        .iter()
+                        .all(|w| w.as_str().is_some_and(|w| summary.contains(w)))
+                })
             })
             .count() as u64;
         if got < min {

@@ -552,7 +552,10 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
                 outside.insert(key);
                 continue;
             }
-            seen.insert(key, (spike.primary.cause, load_latency(&spike), spike.latency_ns));
+            seen.insert(
+                key,
+                (spike.primary.cause, load_latency(&spike), spike.latency_ns),
+            );
         }
     }
     if !outside.is_empty() {
