@@ -13,6 +13,7 @@ pub mod input;
 pub mod meta;
 pub mod page;
 pub mod print;
+pub mod recent;
 pub mod record;
 pub mod symbols;
 pub mod text;

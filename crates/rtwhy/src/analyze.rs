@@ -1,11 +1,13 @@
 //! `rtwhy analyze`: every spike in a trace, diagnosed.
 
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Sink};
+use rtwhy_decode::recent::{event_name, RecentLines};
 use rtwhy_model::{parse_fact_marker, EventKind, SystemFacts};
 
 /// Files up to this size are read twice: first for their `rtwhy-fact:` markers, which
@@ -13,40 +15,6 @@ use rtwhy_model::{parse_fact_marker, EventKind, SystemFacts};
 /// those after the markers) is judged with the recorded facts (isolation, preemption
 /// model, IRQ affinities). Captures are a few MB; longer traces keep one pass.
 const FACTS_PRESCAN_MAX: u64 = 128 << 20;
-
-use crate::cli::{AnalyzeArgs, AnalyzeFormat};
-use crate::render;
-
-/// Where the analysis came from, for the report header.
-pub struct Source {
-    pub path: String,
-    pub kind: &'static str,
-    pub warnings: Vec<String>,
-}
-
-pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
-    let config = args.opts.config();
-    let (analysis, source) = analyze_file(&args.file, config)?;
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    match args.format {
-        AnalyzeFormat::Text => render::text(&mut out, &analysis, &source)?,
-        AnalyzeFormat::Markdown => render::markdown(&mut out, &analysis, &source)?,
-        AnalyzeFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &render::json(&analysis, &source))?;
-            writeln!(out)?;
-        }
-    }
-    out.flush()?;
-    for w in &source.warnings {
-        eprintln!("rtwhy: warning: {}: {w}", source.path);
-    }
-    Ok(if analysis.spikes.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
-}
 
 /// Collects a trace's `rtwhy-fact:` markers.
 #[derive(Default)]
@@ -71,13 +39,90 @@ impl Sink for FactsSink {
     }
 }
 
-/// Runs the analyzer over the events the decoder pushes.
+use crate::cli::{AnalyzeArgs, AnalyzeFormat};
+use crate::render;
+
+/// Where the analysis came from, for the report header.
+pub struct Source {
+    pub path: String,
+    pub kind: &'static str,
+    pub warnings: Vec<String>,
+}
+
+pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
+    let config = args.opts.config();
+    let (analysis, source) = analyze_file(&args.file, config)?;
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match args.format {
+        AnalyzeFormat::Text => render::text(&mut out, &analysis, &source)?,
+        AnalyzeFormat::Markdown => {
+            out.write_all(crate::report::markdown_of(&analysis, &source, &args.opts).as_bytes())?
+        }
+        AnalyzeFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &render::json(&analysis, &source))?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    for w in &source.warnings {
+        eprintln!("rtwhy: warning: {}: {w}", source.path);
+    }
+    Ok(if analysis.spikes.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Runs the analyzer over the events the decoder pushes, and prints each spike's
+/// evidence as the trace's tool printed those events (`trace-cmd report`'s line).
 struct AnalyzeSink {
     config: Config,
     analyzer: Option<Analyzer>,
     warnings: Vec<String>,
+    recent: Option<RecentLines>,
+    /// Spikes whose evidence lines are printed.
+    printed: usize,
+    /// Printed lines by (spike index, timestamp, CPU), matched to the evidence again at
+    /// the end: a spike diagnosed again may name other events.
+    lines: HashMap<(usize, u64, u32), Vec<String>>,
     /// Facts read ahead from the trace's markers.
     facts: Vec<(String, String)>,
+}
+
+impl AnalyzeSink {
+    /// Prints the evidence of the spikes diagnosed since the last call, while their
+    /// events are still kept.
+    fn print_evidence(&mut self) {
+        let (Some(a), Some(recent)) = (self.analyzer.as_mut(), self.recent.as_mut()) else {
+            return;
+        };
+        let again = a.take_rediagnosed();
+        let new = self.printed..a.spikes().len();
+        for i in again.into_iter().chain(new) {
+            let Some(spike) = a.spikes().get(i) else {
+                continue;
+            };
+            for e in &spike.evidence {
+                let key = (i, e.ts.0, e.cpu);
+                let Some(name) = event_name(&e.line) else {
+                    continue;
+                };
+                let known = self
+                    .lines
+                    .get(&key)
+                    .is_some_and(|v| v.iter().any(|l| event_name(l) == Some(name)));
+                if known {
+                    continue;
+                }
+                if let Some(line) = recent.line(e.ts.0, e.cpu, name) {
+                    self.lines.entry(key).or_default().push(line);
+                }
+            }
+        }
+        self.printed = a.spikes().len();
+    }
 }
 
 impl Sink for AnalyzeSink {
@@ -99,12 +144,24 @@ impl Sink for AnalyzeSink {
             facts.set(k, v);
         }
         self.analyzer = Some(Analyzer::new(self.config.clone(), facts));
+        self.recent = Some(RecentLines::new(
+            header,
+            self.config.horizon.0,
+            self.config.max_events_per_cpu,
+        ));
         Ok(true)
     }
 
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
-        if let Some(a) = self.analyzer.as_mut() {
-            a.push(item.into_event());
+        if let Some(r) = self.recent.as_mut() {
+            r.keep(&item);
+        }
+        let Some(a) = self.analyzer.as_mut() else {
+            return Ok(true);
+        };
+        a.push(item.into_event());
+        if a.spikes().len() > self.printed || a.has_rediagnosed() {
+            self.print_evidence();
         }
         Ok(true)
     }
@@ -119,18 +176,32 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         input::read(path, &mut ahead)?;
     }
     let mut sink = AnalyzeSink {
+        facts: ahead.facts,
         config: config.clone(),
         analyzer: None,
         warnings: Vec::new(),
-        facts: ahead.facts,
+        recent: None,
+        printed: 0,
+        lines: HashMap::new(),
     };
     let end = input::read(path, &mut sink)?;
     let mut warnings = sink.warnings;
     warnings.extend(end.warnings);
-    let analysis = sink
+    let mut analysis = sink
         .analyzer
         .unwrap_or_else(|| Analyzer::new(config, SystemFacts::default()))
         .finish();
+    for (i, spike) in analysis.spikes.iter_mut().enumerate() {
+        for e in &mut spike.evidence {
+            let printed = sink.lines.get(&(i, e.ts.0, e.cpu)).and_then(|v| {
+                let name = event_name(&e.line)?;
+                v.iter().find(|l| event_name(l) == Some(name))
+            });
+            if let Some(line) = printed {
+                e.line = line.clone();
+            }
+        }
+    }
     if !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {
         bail!(
             "{display}: no scheduler events (sched:sched_switch, sched_waking, sched_wakeup) in {} events; record with `rtwhy record` or `trace-cmd record -e sched -e irq -e timer`",
