@@ -185,3 +185,64 @@ fn every_wild_trace_is_analyzed_or_refused_in_one_line() {
         }
     }
 }
+
+/// PREEMPT_RT: an `irq/N-name` thread on the isolated CPU is the IRQ's work, named with
+/// the IRQ's number and handler name, its hard half and thread time together, and the
+/// `smp_affinity_list` fix (fixtures/rt_irq_on_isolated_cpu/README.md has the trace lines).
+#[test]
+fn irq_thread_on_an_isolated_cpu_names_the_irq_and_its_fix() {
+    let path = workspace().join("fixtures/rt_irq_on_isolated_cpu/irq_thread.dat");
+    let (_, v) = analyze_json(
+        &path,
+        &[
+            "--isolated",
+            "1",
+            "--threshold",
+            "2ms",
+            "--comm",
+            "cyclictest",
+        ],
+    );
+    let spikes = v["spikes"].as_array().expect("spikes");
+    let irq: Vec<&Value> = spikes
+        .iter()
+        .filter(|s| s["primary"]["cause"] == "irq_on_isolated_cpu")
+        .collect();
+    assert!(!irq.is_empty(), "no irq_on_isolated_cpu spike");
+    for s in &irq {
+        let summary = s["primary"]["summary"].as_str().expect("summary");
+        assert!(summary.contains("IRQ 25 (virtio0-requests)"), "{summary}");
+        assert!(summary.contains("thread irq/25-virtio0-:118"), "{summary}");
+        let fixes: Vec<&str> = s["remediation"]
+            .as_array()
+            .expect("remediation")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            fixes
+                .iter()
+                .any(|f| f.contains("echo 0 > /proc/irq/25/smp_affinity_list")),
+            "{fixes:?}"
+        );
+        let threads = s["breakdown"]
+            .as_array()
+            .expect("breakdown")
+            .iter()
+            .filter(|b| b["bucket"] == "irq_thread" && b["irq"] == 25)
+            .count();
+        assert_eq!(threads, 1, "{}", s["breakdown"]);
+    }
+    // The 15.8 ms wait of the README: woken at 24.694663, the thread ran until 24.710429.
+    let long = spikes
+        .iter()
+        .find(|s| {
+            s["end"]
+                .as_u64()
+                .is_some_and(|e| (24_710_428_000..=24_710_429_000).contains(&e))
+        })
+        .expect("the spike ending at 24.710429");
+    assert_eq!(long["primary"]["cause"], "irq_on_isolated_cpu");
+    // No spike blames the IRQ thread as an application preempting the victim.
+    assert!(spikes.iter().all(|s| s["primary"]["cause"] != "preemption"));
+}

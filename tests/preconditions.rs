@@ -407,16 +407,27 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
     match cause {
         "unknown" => Ok(()),
         "rt_throttling" => throttled(t, sp, facts),
-        "softirq" => t
-            .on_between(cpu, start, end)
-            .any(|e| {
+        "softirq" => {
+            let in_window = t.on_between(cpu, start, end).any(|e| {
                 matches!(
                     e.kind,
                     EventKind::SoftirqEntry { .. } | EventKind::SoftirqExit { .. }
                 )
-            })
-            .then_some(())
-            .ok_or_else(|| "no softirq entry/exit in the window".into()),
+            });
+            // Or one entered before the window and still running at its start (on
+            // PREEMPT_RT a softirq thread such as ktimers/N can be switched out in it).
+            let mut open = 0u32;
+            for e in t.on(cpu).take_while(|e| e.ts.0 < start) {
+                match e.kind {
+                    EventKind::SoftirqEntry { .. } => open += 1,
+                    EventKind::SoftirqExit { .. } => open = open.saturating_sub(1),
+                    _ => {}
+                }
+            }
+            (in_window || open > 0)
+                .then_some(())
+                .ok_or_else(|| "no softirq entry/exit in the window".into())
+        }
         "irq" | "irq_on_isolated_cpu" => {
             let isolated = isolated_arg
                 || facts["isolated"]
@@ -432,12 +443,26 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
                 if e.ts.0 > end {
                     break;
                 }
+                // An `irq/N-name` thread switched in or out is the handler's threaded
+                // half (PREEMPT_RT runs every device handler so).
+                let irq_thread = |c: &rtwhy_model::Comm| {
+                    let b = c.as_bytes();
+                    b.starts_with(b"irq/") && b.get(4).is_some_and(u8::is_ascii_digit)
+                };
                 let (is_handler, name) = match &e.kind {
                     EventKind::IrqHandlerEntry { name, .. } => {
                         entered = Some(name.clone());
                         (true, Some(name.clone()))
                     }
                     EventKind::IrqHandlerExit { .. } => (true, entered.take()),
+                    EventKind::SchedSwitch {
+                        prev_comm,
+                        next_comm,
+                        ..
+                    } => match [prev_comm, next_comm].into_iter().find(|c| irq_thread(c)) {
+                        Some(c) => (true, Some(c.to_str_lossy().into_owned())),
+                        None => (false, None),
+                    },
                     _ => (false, None),
                 };
                 if is_handler && e.ts.0 >= start {
@@ -453,7 +478,9 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
             }
             let mut expires: HashMap<u64, i64> = HashMap::new();
             let mut late = false;
-            for e in t.on(cpu) {
+            // A timer may be started on another CPU than the one it expires on (a
+            // nohz_full CPU's timers, for one): the starts of every CPU count.
+            for e in t.events.iter() {
                 if e.ts.0 > end + 20_000 {
                     break;
                 }
@@ -465,7 +492,9 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
                     } => {
                         expires.insert(*hrtimer, *x);
                     }
-                    EventKind::HrtimerExpireEntry { hrtimer, now, .. } if e.ts.0 >= start => {
+                    EventKind::HrtimerExpireEntry { hrtimer, now, .. }
+                        if e.ts.0 >= start && e.cpu == cpu =>
+                    {
                         late |= expires.get(hrtimer).is_some_and(|x| now - x >= 20_000);
                     }
                     _ => {}

@@ -23,9 +23,32 @@ pub(crate) struct LateTimer {
     pub lateness: u64,
 }
 
-/// What the replay knows about tasks it meets.
+/// What the replay knows about tasks and interrupts it meets.
 pub(crate) trait TaskNames {
     fn task(&self, tid: i32) -> Option<(Comm, i32)>;
+    /// The handler name of an IRQ (from its `irq_handler_entry` or the recorded facts).
+    fn irq_name(&self, _irq: i32) -> Option<String> {
+        None
+    }
+}
+
+/// The IRQ number an `irq/N-name` thread serves (`irq/N-s-name` for a secondary
+/// handler): the kernel names its interrupt threads so.
+pub(crate) fn irq_thread_number(comm: &Comm) -> Option<i32> {
+    let rest = comm.as_bytes().strip_prefix(b"irq/")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || rest.get(digits) != Some(&b'-') {
+        return None;
+    }
+    std::str::from_utf8(rest.get(..digits)?).ok()?.parse().ok()
+}
+
+/// The kernel threads that run softirqs on PREEMPT_RT besides `ksoftirqd/N`.
+fn runs_threaded_softirqs(comm: &Comm) -> bool {
+    let c = comm.as_bytes();
+    irq_thread_number(comm).is_some()
+        || c.starts_with(b"ktimers/")
+        || c.starts_with(b"ktimersoftd/")
 }
 
 /// One stretch of the window with one occupant.
@@ -309,17 +332,28 @@ impl Acc<'_> {
                 name: name.clone(),
             },
             Some(Ctx::Softirq { vec }) => {
-                let in_ksoftirqd = self
-                    .tasks
-                    .task(curr)
-                    .is_some_and(|(c, _)| c.as_bytes().starts_with(b"ksoftirqd"));
+                let task = self.tasks.task(curr).filter(|_| curr > 0);
+                let (context, thread) = match task {
+                    Some((c, p)) if c.as_bytes().starts_with(b"ksoftirqd") => {
+                        (SoftirqContext::Ksoftirqd, Some((c, p)))
+                    }
+                    // Not after a hard handler of its own: the thread itself runs it.
+                    Some((c, p))
+                        if runs_threaded_softirqs(&c)
+                            && !stack.iter().any(|x| matches!(x, Ctx::Irq { .. })) =>
+                    {
+                        (SoftirqContext::Thread, Some((c, p)))
+                    }
+                    _ => (SoftirqContext::IrqExit, None),
+                };
                 Bucket::Softirq {
                     vec: *vec,
-                    context: if in_ksoftirqd {
-                        SoftirqContext::Ksoftirqd
-                    } else {
-                        SoftirqContext::IrqExit
-                    },
+                    context,
+                    thread: thread.map(|(comm, known_prio)| TaskRef {
+                        tid: curr,
+                        comm,
+                        prio: curr_prio.unwrap_or(known_prio),
+                    }),
                 }
             }
             None if curr == 0 => Bucket::Idle,
@@ -331,6 +365,24 @@ impl Acc<'_> {
                     .unwrap_or((Comm::new("<unknown>"), 120));
                 // The priority it ran at (a PI boost shows here), not its latest one.
                 let prio = curr_prio.unwrap_or(known_prio);
+                if let Some(irq) = irq_thread_number(&comm) {
+                    let name = self
+                        .tasks
+                        .irq_name(irq)
+                        .unwrap_or_else(|| comm.to_str_lossy().into_owned());
+                    let bucket = Bucket::IrqThread {
+                        irq,
+                        name,
+                        thread: TaskRef {
+                            tid: curr,
+                            comm,
+                            prio,
+                        },
+                        outranks_victim: prio <= self.victim.prio,
+                    };
+                    self.push(bucket, from, to, opened_by, closed_by);
+                    return;
+                }
                 Bucket::Task {
                     tid: curr,
                     comm,

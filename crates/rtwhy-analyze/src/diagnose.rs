@@ -52,7 +52,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         victim: &ep.victim,
         timer,
     };
-    let replay = breakdown::replay(&tr.history, &tr.late, &tr.tasks, &window);
+    let replay = breakdown::replay(&tr.history, &tr.late, tr, &window);
 
     let mut items: Vec<BreakdownItem> = Vec::new();
     let mut add = |bucket: Bucket, ns: u64| {
@@ -105,6 +105,10 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                         outranks_victim: false,
                         ..
                     }
+                    | Bucket::IrqThread {
+                        outranks_victim: false,
+                        ..
+                    }
             )
         }))
     .then(|| rules::rt_throttling::find(tr, ep));
@@ -145,6 +149,30 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 }
             }
             Bucket::Softirq { .. } => &[Cause::Softirq],
+            // An IRQ thread that may hold the CPU against the victim is the interrupt's
+            // work (PREEMPT_RT threads every handler), not an application preempting.
+            Bucket::IrqThread { thread, name, .. }
+                if rules::preemption::may_hold(thread.prio, ep.victim.prio) =>
+            {
+                if isolated && !is_local_timer(name) {
+                    &[Cause::IrqOnIsolatedCpu, Cause::Irq, Cause::Preemption]
+                } else {
+                    &[Cause::Irq, Cause::Preemption]
+                }
+            }
+            Bucket::IrqThread { .. } => {
+                if !ep.victim.is_rt() {
+                    &[]
+                } else if ctx.moved.is_some() {
+                    &[
+                        Cause::Migration,
+                        Cause::RtThrottling,
+                        Cause::KernelNonpreemptible,
+                    ]
+                } else {
+                    &[Cause::RtThrottling, Cause::KernelNonpreemptible]
+                }
+            }
             Bucket::Task { comm, .. } if rules::migration::is_stopper(comm.as_bytes()) => {
                 &[Cause::Migration, Cause::Preemption]
             }
@@ -330,6 +358,60 @@ pub(crate) struct Ctx<'a> {
     pub moved: Option<Event>,
 }
 
+/// One interrupt's share of a spike: its hard handler and its thread, together.
+pub(crate) struct IrqWork {
+    pub irq: i32,
+    pub name: String,
+    pub hard_ns: u64,
+    pub thread_ns: u64,
+    /// Its `irq/N-name` thread, when that ran (the priority it ran at).
+    pub thread: Option<TaskRef>,
+}
+
+/// The interrupts of a breakdown, the hard-IRQ half and the thread of each IRQ summed,
+/// largest first.
+pub(crate) fn irq_work(items: &[BreakdownItem]) -> Vec<IrqWork> {
+    let mut out: Vec<IrqWork> = Vec::new();
+    for i in items {
+        let (irq, name, thread) = match &i.bucket {
+            Bucket::Irq { irq, name } => (*irq, name, None),
+            Bucket::IrqThread {
+                irq, name, thread, ..
+            } => (*irq, name, Some(thread)),
+            _ => continue,
+        };
+        let pos = match out.iter().position(|w| w.irq == irq) {
+            Some(p) => p,
+            None => {
+                out.push(IrqWork {
+                    irq,
+                    name: name.clone(),
+                    hard_ns: 0,
+                    thread_ns: 0,
+                    thread: None,
+                });
+                out.len() - 1
+            }
+        };
+        let Some(w) = out.get_mut(pos) else { continue };
+        match thread {
+            Some(t) => {
+                w.thread_ns += i.ns;
+                if w.thread.is_none() {
+                    w.thread = Some(t.clone());
+                }
+                // The hard handler's own name beats the thread's cut one.
+            }
+            None => {
+                w.hard_ns += i.ns;
+                w.name = name.clone();
+            }
+        }
+    }
+    out.sort_by_key(|w| std::cmp::Reverse(w.hard_ns + w.thread_ns));
+    out
+}
+
 pub(crate) fn is_local_timer(name: &str) -> bool {
     name.contains("timer") || name == "IPI" || name.starts_with("ipi")
 }
@@ -438,50 +520,92 @@ impl Ctx<'_> {
                 )
             }
             Cause::Softirq => {
-                let mut by_vec: BTreeMap<(u32, bool), u64> = BTreeMap::new();
+                let ctx_key = |c: SoftirqContext| match c {
+                    SoftirqContext::IrqExit => 0u8,
+                    SoftirqContext::Ksoftirqd => 1,
+                    SoftirqContext::Thread => 2,
+                };
+                // One entry per vector and thread, whatever priority the thread ran at.
+                let mut by_vec: BTreeMap<(u32, u8, Option<i32>), (SoftirqContext, u64)> =
+                    BTreeMap::new();
                 for i in self.items {
-                    if let Bucket::Softirq { vec, context } = &i.bucket {
-                        *by_vec
-                            .entry((*vec, *context == SoftirqContext::Ksoftirqd))
-                            .or_default() += i.ns;
+                    if let Bucket::Softirq {
+                        vec,
+                        context,
+                        thread,
+                    } = &i.bucket
+                    {
+                        let e = by_vec
+                            .entry((*vec, ctx_key(*context), thread.as_ref().map(|t| t.tid)))
+                            .or_insert((*context, 0));
+                        e.1 += i.ns;
                     }
                 }
-                let mut v: Vec<_> = by_vec.into_iter().collect();
+                let mut v: Vec<_> = by_vec
+                    .into_iter()
+                    .map(|((vec, _, tid), (c, ns))| ((vec, c, tid), ns))
+                    .collect();
                 v.sort_by_key(|e| std::cmp::Reverse(e.1));
                 let parts: Vec<String> = v
                     .iter()
-                    .map(|((vec, ksoft), ns)| {
-                        format!(
-                            "{} {}{}",
-                            softirq_name(*vec),
-                            human_duration(*ns),
-                            if *ksoft { " in ksoftirqd" } else { "" }
-                        )
+                    .map(|((vec, context, tid), ns)| {
+                        let thread = tid.map(|t| self.task_ref(t));
+                        let at = match (context, thread) {
+                            (SoftirqContext::IrqExit, _) => String::new(),
+                            (_, Some(t)) => format!(" in {t}"),
+                            (SoftirqContext::Ksoftirqd, None) => " in ksoftirqd".to_string(),
+                            (SoftirqContext::Thread, None) => " in a kernel thread".to_string(),
+                        };
+                        format!("{} {}{at}", softirq_name(*vec), human_duration(*ns))
                     })
                     .collect();
-                let in_ksoftirqd = v.first().is_some_and(|((_, k), _)| *k);
-                format!(
-                    "softirq processing on CPU {cpu} delayed {victim}: {}{}",
-                    parts.join(", "),
-                    if in_ksoftirqd {
-                        " (ksoftirqd ran it as a normal task before the victim could run)"
-                    } else {
-                        " (run on irq exit / bh enable, not preemptible on this kernel)"
+                let how = match v.first().map(|((_, c, _), _)| *c) {
+                    Some(SoftirqContext::Ksoftirqd) => {
+                        " (ksoftirqd ran it before the victim could run)"
                     }
+                    Some(SoftirqContext::Thread) => {
+                        " (run in thread context, as PREEMPT_RT does: the thread held the CPU at its own priority, a PI boost included)"
+                    }
+                    _ => " (run on irq exit / bh enable, not preemptible on this kernel)",
+                };
+                format!(
+                    "softirq processing on CPU {cpu} delayed {victim}: {}{how}",
+                    parts.join(", "),
                 )
             }
             Cause::Irq | Cause::IrqOnIsolatedCpu => {
-                let mut by_irq: BTreeMap<(i32, String), u64> = BTreeMap::new();
-                for i in self.items {
-                    if let Bucket::Irq { irq, name } = &i.bucket {
-                        *by_irq.entry((*irq, name.clone())).or_default() += i.ns;
-                    }
-                }
-                let mut v: Vec<_> = by_irq.into_iter().collect();
-                v.sort_by_key(|e| std::cmp::Reverse(e.1));
-                let parts: Vec<String> = v
+                let parts: Vec<String> = irq_work(self.items)
                     .iter()
-                    .map(|((irq, name), ns)| format!("IRQ {irq} ({name}) {}", human_duration(*ns)))
+                    .map(|w| {
+                        let mut s = format!(
+                            "IRQ {} ({}) {}",
+                            w.irq,
+                            w.name,
+                            human_duration(w.hard_ns + w.thread_ns)
+                        );
+                        if let Some(t) = &w.thread {
+                            s.push_str(&format!(
+                                " (hard handler {}, thread {t} {}{})",
+                                human_duration(w.hard_ns),
+                                human_duration(w.thread_ns),
+                                if t.prio <= victim.prio {
+                                    ", which outranks the victim"
+                                } else {
+                                    ""
+                                }
+                            ));
+                        }
+                        if let Some(a) = self
+                            .tr
+                            .facts
+                            .irqs
+                            .get(&w.irq)
+                            .and_then(|f| f.affinity.as_deref())
+                        {
+                            s.push_str(&format!(", affinity {a}"));
+                        }
+                        s
+                    })
                     .collect();
                 if cause == Cause::IrqOnIsolatedCpu {
                     let src = self
@@ -785,7 +909,9 @@ impl Ctx<'_> {
                     } | Bucket::Idle
                 ),
                 Cause::Softirq => matches!(b, Bucket::Softirq { .. }),
-                Cause::Irq | Cause::IrqOnIsolatedCpu => matches!(b, Bucket::Irq { .. }),
+                Cause::Irq | Cause::IrqOnIsolatedCpu => {
+                    matches!(b, Bucket::Irq { .. } | Bucket::IrqThread { .. })
+                }
                 Cause::Hwlat => matches!(b, Bucket::Unaccounted | Bucket::TimerIrqDelay),
                 Cause::IdleExit => {
                     matches!(
@@ -794,7 +920,7 @@ impl Ctx<'_> {
                     )
                 }
                 Cause::Migration => matches!(b, Bucket::Task { .. } | Bucket::Idle),
-                Cause::Preemption => matches!(b, Bucket::Task { .. }),
+                Cause::Preemption => matches!(b, Bucket::Task { .. } | Bucket::IrqThread { .. }),
                 Cause::KernelNonpreemptible => {
                     matches!(
                         b,
@@ -1068,13 +1194,17 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
             victim: &holder,
             timer: None,
         };
-        let r = breakdown::replay(&tr.history, &tr.late, &tr.tasks, &w);
+        let r = breakdown::replay(&tr.history, &tr.late, tr, &w);
         let mut medium_here = false;
         for s in &r.segments {
-            if let Bucket::Task {
-                tid, comm, prio, ..
-            } = &s.bucket
-            {
+            let who = match &s.bucket {
+                Bucket::Task {
+                    tid, comm, prio, ..
+                } => Some((tid, comm, prio)),
+                Bucket::IrqThread { thread, .. } => Some((&thread.tid, &thread.comm, &thread.prio)),
+                _ => None,
+            };
+            if let Some((tid, comm, prio)) = who {
                 if *prio < holder.prio && *prio > ep.victim.prio && rtwhy_model::is_rt(*prio) {
                     medium_here = true;
                     let e = by_task.entry(*tid).or_insert((

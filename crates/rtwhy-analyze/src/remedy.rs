@@ -16,6 +16,20 @@ pub(crate) fn advice(ctx: &Ctx<'_>, primary: Cause, contributors: &[Finding]) ->
     out
 }
 
+/// The CPUs an IRQ may be moved to: those not isolated (of the recorded CPUs, else of
+/// the CPUs the trace has), else a placeholder.
+fn housekeeping(ctx: &Ctx<'_>) -> String {
+    let facts = &ctx.tr.facts;
+    let isolated = ctx.tr.config.isolated.as_ref().unwrap_or(&facts.isolated);
+    let n = facts.cpus.unwrap_or(ctx.tr.history.cpu_count() as u32);
+    let hk: Vec<u32> = (0..n).filter(|c| !isolated.contains(*c)).collect();
+    if hk.is_empty() || isolated.is_empty() {
+        "<housekeeping CPUs>".to_string()
+    } else {
+        rtwhy_model::CpuList(hk).to_string()
+    }
+}
+
 fn for_cause(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
     let cpu = ctx.ep.cpu;
     let victim = &ctx.ep.victim;
@@ -63,32 +77,38 @@ fn for_cause(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
         }
         Cause::Irq | Cause::IrqOnIsolatedCpu => {
             let mut v = Vec::new();
-            let mut seen = Vec::new();
-            for i in ctx.items {
-                if let Bucket::Irq { irq, name } = &i.bucket {
-                    if seen.contains(irq) {
-                        continue;
-                    }
-                    seen.push(*irq);
-                    let fact = facts.irqs.get(irq);
-                    let affinity = fact
-                        .and_then(|f| f.affinity.clone())
-                        .map(|a| format!(" (its affinity is {a})"))
-                        .unwrap_or_default();
-                    if fact.is_some_and(|f| f.managed) {
+            let hk = housekeeping(ctx);
+            for w in crate::diagnose::irq_work(ctx.items) {
+                let (irq, name) = (w.irq, &w.name);
+                let fact = facts.irqs.get(&irq);
+                let affinity = fact
+                    .and_then(|f| f.affinity.clone())
+                    .map(|a| format!(" (its affinity is {a})"))
+                    .unwrap_or_default();
+                if fact.is_some_and(|f| f.managed) {
+                    v.push(format!(
+                        "IRQ {irq} ({name}) is a managed interrupt{affinity}: its affinity cannot be changed; boot with isolcpus=managed_irq,{cpu} (or keep the device's queues off CPU {cpu}) to keep it away."
+                    ));
+                } else {
+                    // The recorded irqbalance fact (the one `rtwhy doctor` checks)
+                    // says whether anything would move the IRQ back.
+                    let keep = match facts.irqbalance {
+                        Some(true) => format!(", and ban CPU {cpu} from irqbalance, which is running and would move it back (IRQBALANCE_BANNED_CPULIST={cpu})"),
+                        Some(false) => ", and make it permanent with irqaffinity= on the kernel command line".to_string(),
+                        None => ", and stop irqbalance from moving it back (IRQBALANCE_BANNED_CPUS or irqaffinity= on the kernel command line)".to_string(),
+                    };
+                    v.push(format!(
+                        "Move IRQ {irq} ({name}) off CPU {cpu}{affinity}: echo {hk} > /proc/irq/{irq}/smp_affinity_list{keep}."
+                    ));
+                }
+                if let Some(t) = &w.thread {
+                    if t.prio <= victim.prio {
+                        let above = rtwhy_model::rt_priority_from_kernel_prio(t.prio)
+                            .map(|p| format!(" (above {p})"))
+                            .unwrap_or_default();
                         v.push(format!(
-                            "IRQ {irq} ({name}) is a managed interrupt{affinity}: its affinity cannot be changed; boot with isolcpus=managed_irq,{cpu} (or keep the device's queues off CPU {cpu}) to keep it away."
-                        ));
-                    } else {
-                        // The recorded irqbalance fact (the one `rtwhy doctor` checks)
-                        // says whether anything would move the IRQ back.
-                        let keep = match facts.irqbalance {
-                            Some(true) => format!(", and ban CPU {cpu} from irqbalance, which is running and would move it back (IRQBALANCE_BANNED_CPULIST={cpu})"),
-                            Some(false) => ", and make it permanent with irqaffinity= on the kernel command line".to_string(),
-                            None => ", and stop irqbalance from moving it back (IRQBALANCE_BANNED_CPUS or irqaffinity= on the kernel command line)".to_string(),
-                        };
-                        v.push(format!(
-                            "Move IRQ {irq} ({name}) off CPU {cpu}{affinity}: echo <housekeeping CPUs> > /proc/irq/{irq}/smp_affinity_list{keep}."
+                            "Its thread {t} outranks {}: if {} does not depend on this device, give it a higher real-time priority than the IRQ thread{above} (chrt -f -p <prio> {}); the hard handler then costs it only microseconds.",
+                            victim.comm, victim.comm, victim.tid
                         ));
                     }
                 }

@@ -186,6 +186,22 @@ pub(crate) struct Tracker {
     pub spike_ends: Vec<(i32, Nanos)>,
     /// A `ktimers/N` thread was switched in: only PREEMPT_RT kernels have them.
     rt_threads: bool,
+    /// Handler names by IRQ number, from `irq_handler_entry` (names an `irq/N-...`
+    /// thread, whose own name the kernel cuts to 15 bytes).
+    irq_names: IntMap<i32, String>,
+}
+
+impl crate::breakdown::TaskNames for Tracker {
+    fn task(&self, tid: i32) -> Option<(rtwhy_model::Comm, i32)> {
+        self.tasks.get(&tid).map(|t| (t.comm, t.prio))
+    }
+
+    fn irq_name(&self, irq: i32) -> Option<String> {
+        self.irq_names
+            .get(&irq)
+            .cloned()
+            .or_else(|| self.facts.irqs.get(&irq).and_then(|f| f.name.clone()))
+    }
 }
 
 impl Tracker {
@@ -216,6 +232,7 @@ impl Tracker {
             victims: IntMap::default(),
             spike_ends: Vec::new(),
             rt_threads: false,
+            irq_names: IntMap::default(),
         }
     }
 
@@ -387,8 +404,11 @@ impl Tracker {
                 }
                 self.task(*pid, Some(comm), Some(*prio));
             }
-            EventKind::IrqHandlerEntry { .. } => {
+            EventKind::IrqHandlerEntry { irq, name } => {
                 self.seen.irq = true;
+                if !self.irq_names.contains_key(irq) && self.irq_names.len() < 4096 {
+                    self.irq_names.insert(*irq, name.clone());
+                }
                 self.cpu(ev.cpu).depth += 1;
             }
             EventKind::SoftirqEntry { .. } => {

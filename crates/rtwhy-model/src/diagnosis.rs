@@ -236,7 +236,8 @@ impl SpikeKind {
     }
 }
 
-/// Softirq context: run on irq exit / bh enable, or by the `ksoftirqd` thread.
+/// Softirq context: run on irq exit / bh enable, by the `ksoftirqd` thread, or (on
+/// PREEMPT_RT) in the kernel thread that raised it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SoftirqContext {
@@ -244,6 +245,9 @@ pub enum SoftirqContext {
     IrqExit,
     /// In the per-CPU `ksoftirqd/N` thread.
     Ksoftirqd,
+    /// In an IRQ thread (`irq/N-name`) after its handler, or in `ktimers/N`: the
+    /// threaded softirqs of PREEMPT_RT (and of `threadirqs`).
+    Thread,
 }
 
 /// One kind of time in the breakdown.
@@ -265,6 +269,22 @@ pub enum Bucket {
         vec: u32,
         /// Where it ran.
         context: SoftirqContext,
+        /// The thread that ran it, when that is a kernel thread (`ksoftirqd/N`,
+        /// `ktimers/N`, `irq/N-name`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thread: Option<TaskRef>,
+    },
+    /// The thread of a threaded interrupt handler (`irq/N-name`; every IRQ on
+    /// PREEMPT_RT): the device's work, after its hard handler woke it.
+    IrqThread {
+        /// IRQ number (from the thread's name).
+        irq: i32,
+        /// Handler name (from the IRQ's `irq_handler_entry`, else the thread's name).
+        name: String,
+        /// The thread, with the priority it ran at.
+        thread: TaskRef,
+        /// It had a higher (or equal) priority than the victim.
+        outranks_victim: bool,
     },
     /// Another task held the CPU.
     Task {
@@ -314,13 +334,35 @@ impl fmt::Display for Bucket {
         match self {
             Bucket::TimerIrqDelay => f.write_str("timer interrupt delay (expiry to handler)"),
             Bucket::Irq { irq, name } => write!(f, "hard IRQ {irq} ({name})"),
-            Bucket::Softirq { vec, context } => {
-                let ctx = match context {
-                    SoftirqContext::IrqExit => "on irq exit",
-                    SoftirqContext::Ksoftirqd => "in ksoftirqd",
-                };
-                write!(f, "softirq {} {ctx}", softirq_name(*vec))
+            Bucket::Softirq {
+                vec,
+                context,
+                thread,
+            } => {
+                let name = softirq_name(*vec);
+                match (context, thread) {
+                    (SoftirqContext::IrqExit, _) => write!(f, "softirq {name} on irq exit"),
+                    (_, Some(t)) => write!(f, "softirq {name} in {t}"),
+                    (SoftirqContext::Ksoftirqd, None) => write!(f, "softirq {name} in ksoftirqd"),
+                    (SoftirqContext::Thread, None) => {
+                        write!(f, "softirq {name} in a kernel thread")
+                    }
+                }
             }
+            Bucket::IrqThread {
+                irq,
+                name,
+                thread,
+                outranks_victim,
+            } => write!(
+                f,
+                "IRQ {irq} ({name}) thread {thread}, {}",
+                if *outranks_victim {
+                    "outranks the victim"
+                } else {
+                    "lower priority than the victim"
+                }
+            ),
             Bucket::Task {
                 tid,
                 comm,

@@ -8,7 +8,36 @@ use anyhow::{bail, Result};
 use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Sink};
 use rtwhy_decode::recent::{event_name, RecentLines};
-use rtwhy_model::SystemFacts;
+use rtwhy_model::{parse_fact_marker, EventKind, SystemFacts};
+
+/// Files up to this size are read twice: first for their `rtwhy-fact:` markers, which
+/// rtwhy's recorder writes at the end of each capture, so that every spike (not only
+/// those after the markers) is judged with the recorded facts (isolation, preemption
+/// model, IRQ affinities). Captures are a few MB; longer traces keep one pass.
+const FACTS_PRESCAN_MAX: u64 = 128 << 20;
+
+/// Collects a trace's `rtwhy-fact:` markers.
+#[derive(Default)]
+struct FactsSink {
+    facts: Vec<(String, String)>,
+}
+
+impl Sink for FactsSink {
+    type Error = anyhow::Error;
+
+    fn begin(&mut self, _header: &Header<'_>) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        if let EventKind::Print { text } = item.into_event().kind {
+            if let Some((k, v)) = parse_fact_marker(&text) {
+                self.facts.push((k.to_string(), v.to_string()));
+            }
+        }
+        Ok(true)
+    }
+}
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
 use crate::render::{self, Source};
@@ -51,6 +80,8 @@ struct AnalyzeSink {
     /// Printed lines by (spike index, timestamp, CPU), matched to the evidence again at
     /// the end: a spike diagnosed again may name other events.
     lines: HashMap<(usize, u64, u32), Vec<String>>,
+    /// Facts read ahead from the trace's markers.
+    facts: Vec<(String, String)>,
 }
 
 impl AnalyzeSink {
@@ -101,7 +132,11 @@ impl Sink for AnalyzeSink {
                 "timestamps are raw counter values (clock {clock}), not nanoseconds: latencies and the threshold are in counter ticks"
             ));
         }
-        self.analyzer = Some(Analyzer::new(self.config.clone(), header.facts.clone()));
+        let mut facts = header.facts.clone();
+        for (k, v) in &self.facts {
+            facts.set(k, v);
+        }
+        self.analyzer = Some(Analyzer::new(self.config.clone(), facts));
         self.recent = Some(RecentLines::new(
             header,
             self.config.horizon.0,
@@ -128,7 +163,13 @@ impl Sink for AnalyzeSink {
 /// Decodes `path` (any input rtwhy-decode recognises) and runs the analyzer over it.
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
     let display = path.display().to_string();
+    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= FACTS_PRESCAN_MAX);
+    let mut ahead = FactsSink::default();
+    if small {
+        input::read(path, &mut ahead)?;
+    }
     let mut sink = AnalyzeSink {
+        facts: ahead.facts,
         config: config.clone(),
         analyzer: None,
         warnings: Vec::new(),

@@ -53,7 +53,7 @@ impl Rule for IdleExit {
         if let Some(i) = ctx
             .items
             .iter()
-            .find(|i| matches!(i.bucket, Bucket::Task { .. }))
+            .find(|i| matches!(i.bucket, Bucket::Task { .. } | Bucket::IrqThread { .. }))
         {
             return Err(format!(
                 "{} ran on CPU {cpu} between the wake-up and the victim",

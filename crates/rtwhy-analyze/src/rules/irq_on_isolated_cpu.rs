@@ -13,7 +13,8 @@ impl Rule for IrqOnIsolatedCpu {
     }
 
     /// The CPU is isolated (recorded facts or `--isolated`) and a device handler (not the
-    /// local timer, not an IPI) ran on it in the window.
+    /// local timer, not an IPI) ran on it in the window: its hard handler, or its
+    /// `irq/N-name` thread (PREEMPT_RT runs every device handler so).
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         if !ctx.isolated {
             return Err(format!(
@@ -22,7 +23,7 @@ impl Rule for IrqOnIsolatedCpu {
             ));
         }
         let device = ctx.replay.segments.iter().any(|s| match &s.bucket {
-            Bucket::Irq { name, .. } => {
+            Bucket::Irq { name, .. } | Bucket::IrqThread { name, .. } => {
                 !is_local_timer(name) && (s.begin.is_some() || s.end.is_some())
             }
             _ => false,

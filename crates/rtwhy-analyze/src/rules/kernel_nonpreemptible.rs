@@ -143,6 +143,9 @@ impl Rule for KernelNonpreemptible {
                 Bucket::Task {
                     outranks_victim: false,
                     ..
+                } | Bucket::IrqThread {
+                    outranks_victim: false,
+                    ..
                 }
             )
         });

@@ -24,6 +24,7 @@ impl Rule for Preemption {
         let victim = ctx.ep.victim.prio;
         let held = ctx.items.iter().any(|i| match &i.bucket {
             Bucket::Task { prio, .. } => may_hold(*prio, victim),
+            Bucket::IrqThread { thread, .. } => may_hold(thread.prio, victim),
             _ => false,
         });
         if held {
