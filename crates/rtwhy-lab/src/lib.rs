@@ -353,6 +353,12 @@ impl Scenario {
             }
             Scenario::IrqOnIsolatedCpu => {
                 let irq = block_irq_for(p, cpu).map_err(LabError::Refused)?;
+                // An isolated CPU runs no unbound kernel thread (kdamond, kswapd,
+                // kcompactd ...); this one is only declared isolated, so they move to
+                // the housekeeping CPU for the scenario, as isolcpus would have kept them.
+                for pid in unbound_kthreads_on(p, cpu) {
+                    tweaks.pin_task(pid, &[housekeeping])?;
+                }
                 if !irq.cpus.contains(cpu) {
                     tweaks.set(
                         &p.path(&format!("proc/irq/{}/smp_affinity_list", irq.irq)),
@@ -422,6 +428,45 @@ fn rq_affinity_file(dir: &Path) -> Option<PathBuf> {
 /// device, unlike `/tmp` on many systems.
 pub fn default_scratch_dir() -> PathBuf {
     PathBuf::from("/var/tmp")
+}
+
+/// Kernel threads (`PF_KTHREAD`) allowed on `cpu` and on others: the ones an isolated
+/// CPU would not run. Per-CPU threads (allowed on one CPU) are left out.
+fn unbound_kthreads_on(p: &Platform, cpu: u32) -> Vec<i32> {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Ok(dir) = std::fs::read_dir(p.path("proc")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces): state is the first,
+        // flags the seventh.
+        let flags = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(6))
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0);
+        if flags & PF_KTHREAD == 0 {
+            continue;
+        }
+        let allowed = std::fs::read_to_string(e.path().join("status"))
+            .ok()
+            .and_then(|st| {
+                st.lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .and_then(|l| rtwhy_model::CpuList::parse(l.trim()))
+            });
+        if allowed.is_some_and(|a| a.0.len() > 1 && a.contains(cpu)) {
+            out.push(pid);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -20,6 +20,39 @@ pub struct Tweaks {
     changed: Vec<(PathBuf, String)>,
 }
 
+/// Journal lines for a task's CPU affinity start with this instead of a file path:
+/// `affinity:<pid>:<comm>\t<cpu list>`.
+const AFFINITY: &str = "affinity:";
+
+/// The tasks of `affinity:<pid>:<comm>` whose `comm` is still `comm`: (pid, list).
+fn parse_affinity(key: &str) -> Option<(i32, &str)> {
+    let rest = key.strip_prefix(AFFINITY)?;
+    let (pid, comm) = rest.split_once(':')?;
+    let pid: i32 = pid.parse().ok()?;
+    let now = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    (now.trim_end() == comm).then_some((pid, comm))
+}
+
+/// Puts back what a journal line recorded: a file's value or a task's CPU list.
+fn put_back(key: &Path, old: &str) -> std::io::Result<()> {
+    let k = key.to_string_lossy();
+    if k.starts_with(AFFINITY) {
+        // A task that is gone (or whose pid was reused) has nothing to restore.
+        let Some((pid, _)) = parse_affinity(&k) else {
+            return Ok(());
+        };
+        let cpus = rtwhy_model::CpuList::parse(old)
+            .ok_or_else(|| std::io::Error::other(format!("bad CPU list {old:?}")))?;
+        // EINVAL: a task that cannot be moved (a per-CPU or workqueue kernel thread)
+        // was not moved either.
+        return match rtwhy_record::sys::set_task_affinity(pid, &cpus.0) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            r => r,
+        };
+    }
+    std::fs::write(key, old)
+}
+
 impl Tweaks {
     /// Changes journalled in `dir` (created 0700 when missing) under this process's
     /// pid.
@@ -69,6 +102,31 @@ impl Tweaks {
         f.sync_all().map_err(io)
     }
 
+    /// Restricts task `pid` to `cpus` for the scenario, after journalling its CPU list.
+    /// `Ok(false)` when the task cannot be moved (a per-CPU kernel thread) or is gone.
+    pub fn pin_task(&mut self, pid: i32, cpus: &[u32]) -> Result<bool> {
+        let (Ok(comm), Ok(status)) = (
+            std::fs::read_to_string(format!("/proc/{pid}/comm")),
+            std::fs::read_to_string(format!("/proc/{pid}/status")),
+        ) else {
+            return Ok(false);
+        };
+        let Some(old) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|l| l.trim().to_string())
+        else {
+            return Ok(false);
+        };
+        let key = PathBuf::from(format!("{AFFINITY}{pid}:{}", comm.trim_end()));
+        self.journal_line(&key, &old)?;
+        if rtwhy_record::sys::set_task_affinity(pid, cpus).is_err() {
+            return Ok(false);
+        }
+        self.changed.push((key, old));
+        Ok(true)
+    }
+
     /// Whether anything is currently changed.
     pub fn is_empty(&self) -> bool {
         self.changed.is_empty()
@@ -80,7 +138,7 @@ impl Tweaks {
     pub fn restore(&mut self) -> Vec<String> {
         let mut failed = Vec::new();
         while let Some((path, old)) = self.changed.pop() {
-            if let Err(e) = std::fs::write(&path, &old) {
+            if let Err(e) = put_back(&path, &old) {
                 failed.push(format!("cannot restore {} to {old:?}: {e}", path.display()));
             }
         }
@@ -135,7 +193,7 @@ pub fn restore_stale(dir: &Path) -> Result<Vec<String>> {
             let Some((file, old)) = line.split_once('\t') else {
                 continue;
             };
-            match std::fs::write(file, old) {
+            match put_back(Path::new(file), old) {
                 Ok(()) => done.push(format!("restored {file} to {old:?} (left by pid {pid})")),
                 Err(e) => done.push(format!("cannot restore {file} to {old:?}: {e}")),
             }
