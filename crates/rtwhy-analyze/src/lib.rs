@@ -43,6 +43,7 @@ mod intmap;
 mod line;
 mod remedy;
 mod rules;
+pub mod timerlat;
 mod tracker;
 
 pub use audit::{audit, CHECKS};

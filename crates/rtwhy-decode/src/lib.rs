@@ -10,6 +10,7 @@ pub mod endian;
 mod error;
 pub mod format;
 pub mod meta;
+pub mod osnoise;
 pub mod page;
 pub mod print;
 pub mod record;

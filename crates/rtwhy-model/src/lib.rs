@@ -29,6 +29,7 @@ mod event;
 mod facts;
 mod prio;
 mod time;
+mod timerlat;
 
 pub use audit::{AuditFinding, Severity};
 pub use diagnosis::{
@@ -42,3 +43,7 @@ pub use facts::{
 };
 pub use prio::{kernel_prio_from_rt_priority, nice_from_kernel_prio, rt_priority_from_kernel_prio};
 pub use time::{human_duration, Nanos};
+pub use timerlat::{
+    BlockingThread, Interference, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
+    TimerlatSpike,
+};

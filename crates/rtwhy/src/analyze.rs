@@ -4,10 +4,12 @@ use std::io::{BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+use rtwhy_analyze::timerlat::TimerlatAnalyzer;
 use rtwhy_analyze::{Analysis, Analyzer, Config};
+use rtwhy_decode::osnoise::osnoise_record;
 use rtwhy_decode::text::TextReader;
 use rtwhy_decode::typed::EventDecoder;
-use rtwhy_model::SystemFacts;
+use rtwhy_model::{Event, EventKind, FieldValue, SystemFacts, TimerlatSpike};
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
 use crate::input::{self, Input};
@@ -18,6 +20,95 @@ pub struct Source {
     pub path: String,
     pub kind: &'static str,
     pub warnings: Vec<String>,
+    /// The timerlat periods over the threshold, when the trace holds timerlat samples.
+    pub timerlat: Option<Timerlat>,
+}
+
+/// What the timerlat analysis found (docs/rtla.md).
+pub struct Timerlat {
+    pub samples: u64,
+    pub noise_events: u64,
+    pub spikes: Vec<TimerlatSpike>,
+}
+
+/// Feeds every event to the timerlat analysis as well, counting the records it could
+/// not read.
+struct TimerlatFeed {
+    analyzer: TimerlatAnalyzer,
+    bad: u64,
+    first_bad: Option<String>,
+}
+
+impl TimerlatFeed {
+    fn new(config: &Config) -> TimerlatFeed {
+        TimerlatFeed {
+            analyzer: TimerlatAnalyzer::new(config.threshold, config.isolated.clone()),
+            bad: 0,
+            first_bad: None,
+        }
+    }
+
+    fn push(&mut self, ev: &Event) {
+        match osnoise_record(ev) {
+            Some(Ok(rec)) => self.analyzer.push_record(&rec),
+            Some(Err(e)) => {
+                self.bad += 1;
+                self.first_bad.get_or_insert_with(|| e.to_string());
+            }
+            None => {
+                if let EventKind::Generic(g) = &ev.kind {
+                    if g.name == "kernel_stack" {
+                        if let Some(FieldValue::Str(stack)) = g.field("stack") {
+                            let frames = stack
+                                .lines()
+                                .map(|f| f.split(" (").next().unwrap_or(f).trim().to_owned())
+                                .filter(|f| !f.is_empty() && f != "0")
+                                .collect();
+                            self.analyzer.push_stack(ev.cpu, frames);
+                        }
+                    }
+                }
+                self.analyzer.push_event(ev);
+            }
+        }
+    }
+
+    fn finish(self, warnings: &mut Vec<String>) -> Option<Timerlat> {
+        if self.bad > 0 {
+            warnings.push(format!(
+                "{} timerlat/osnoise events could not be read and were skipped (first: {})",
+                self.bad,
+                self.first_bad.unwrap_or_default()
+            ));
+        }
+        let samples = self.analyzer.samples();
+        let noise_events = self.analyzer.noise_events();
+        if samples == 0 {
+            if noise_events > 0 {
+                warnings.push(format!(
+                    "{noise_events} osnoise events but no timerlat sample: nothing to measure them against (record the timerlat tracer's samples too)"
+                ));
+            }
+            return None;
+        }
+        let mismatched = self.analyzer.clock_mismatches();
+        if mismatched > 0 {
+            warnings.push(format!(
+                "in {mismatched} periods the timer's osnoise:irq_noise does not contain its IRQ sample: the trace clock is not the osnoise tracer's (local), so IRQ handler delays are not given; record with `trace-cmd record -C local`"
+            ));
+        }
+        let orphans = self.analyzer.orphan_noise();
+        if orphans > 0 {
+            warnings.push(format!(
+                "{orphans} osnoise events came before their CPU's first timerlat sample and belong to no period"
+            ));
+        }
+        Some(Timerlat {
+            samples,
+            noise_events,
+            spikes: self.analyzer.finish(),
+        })
+    }
 }
 
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
@@ -37,7 +128,8 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     for w in &source.warnings {
         eprintln!("rtwhy: warning: {}: {w}", source.path);
     }
-    Ok(if analysis.spikes.is_empty() {
+    let timerlat_spikes = source.timerlat.as_ref().map_or(0, |t| t.spikes.len());
+    Ok(if analysis.spikes.is_empty() && timerlat_spikes == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -48,6 +140,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
     let display = path.display().to_string();
     let mut warnings = Vec::new();
+    let mut feed = TimerlatFeed::new(&config);
     let (analysis, kind) = match input::open(path)? {
         Input::TraceDat(file) => {
             let meta = file.meta();
@@ -62,7 +155,9 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             let mut decoder = EventDecoder::new();
             let mut records = file.records()?;
             while let Some(rec) = records.next_record().with_context(|| display.clone())? {
-                analyzer.push(decoder.decode(meta, &rec));
+                let ev = decoder.decode(meta, &rec);
+                feed.push(&ev);
+                analyzer.push(ev);
             }
             warnings.extend(file.warnings().iter().cloned());
             warnings.extend(records.warnings().iter().cloned());
@@ -73,7 +168,9 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             let mut reader = TextReader::new(BufReader::new(f));
             let mut analyzer = Analyzer::new(config, SystemFacts::default());
             while let Some(ev) = reader.next_event() {
-                analyzer.push(ev.with_context(|| display.clone())?);
+                let ev = ev.with_context(|| display.clone())?;
+                feed.push(&ev);
+                analyzer.push(ev);
             }
             if reader.skipped_lines() > 0 {
                 warnings.push(format!(
@@ -84,7 +181,12 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             (analyzer.finish(), "report text")
         }
     };
-    if !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {
+    let timerlat = feed.finish(&mut warnings);
+    if analysis.events == 0 {
+        bail!("{display}: no events at all: an empty trace (a `-t` trace saved before any sample, or a header only)");
+    }
+    if timerlat.is_none() && !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup
+    {
         bail!(
             "{display}: no scheduler events (sched:sched_switch, sched_waking, sched_wakeup) in {} events; record with `rtwhy record` or `trace-cmd record -e sched -e irq -e timer`",
             analysis.events
@@ -96,6 +198,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             path: display,
             kind,
             warnings,
+            timerlat,
         },
     ))
 }
