@@ -88,6 +88,9 @@ struct Period {
     irq_latency: u64,
     irq_pid: i32,
     irq_line: String,
+    /// The IRQ sample is not in the trace (it began after it): `irq_ts`/`irq_latency`
+    /// are the thread sample's.
+    irq_missing: bool,
     timer_irq: Option<(Nanos, u64, String)>,
     blocking: Option<(Comm, u64, String)>,
     nmi: Vec<(Interference, String)>,
@@ -95,6 +98,48 @@ struct Period {
     softirq: Vec<(Interference, String)>,
     thread: Vec<(Interference, String)>,
     stack: Vec<String>,
+}
+
+impl Period {
+    /// A period whose IRQ sample came before the trace: the noise recorded since the
+    /// expiry (its start at or after it) is sorted by kind as interference.
+    fn without_irq(
+        rec: &OsnoiseRecord,
+        seqnum: u64,
+        latency: u64,
+        line: String,
+        loose: Vec<(Tag, Interference, String)>,
+    ) -> Period {
+        let expected = rec.ts.0.saturating_sub(latency);
+        let mut p = Period {
+            seqnum,
+            irq_ts: rec.ts,
+            irq_latency: latency,
+            irq_pid: -1,
+            irq_line: line,
+            irq_missing: true,
+            timer_irq: None,
+            blocking: None,
+            nmi: Vec::new(),
+            irq: Vec::new(),
+            softirq: Vec::new(),
+            thread: Vec::new(),
+            stack: Vec::new(),
+        };
+        for (tag, i, l) in loose {
+            if i.start.0.saturating_add(i.duration_ns) < expected {
+                continue;
+            }
+            let list = match tag {
+                Tag::Nmi => &mut p.nmi,
+                Tag::Irq => &mut p.irq,
+                Tag::Softirq => &mut p.softirq,
+                Tag::Thread => &mut p.thread,
+            };
+            list.push((i, l));
+        }
+        p
+    }
 }
 
 #[derive(Debug)]
@@ -110,7 +155,26 @@ struct CpuState {
     /// The spike of the CPU's last period, until the next period begins: the stack
     /// `-s` saves at the IRQ is printed after the thread sample.
     last_spike: Option<usize>,
+    /// Noise since the last thread sample, for a thread sample whose IRQ sample the
+    /// trace does not hold (rtla saves only the end of its buffer).
+    loose: Vec<(Tag, Interference, String)>,
+    /// A timerlat sample was seen on this CPU.
+    sampled: bool,
 }
+
+/// A CPU's period still open at the end, with what judging it needs.
+type OpenPeriod = (u32, Period, Option<(Interference, String)>, Option<Nanos>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Nmi,
+    Irq,
+    Softirq,
+    Thread,
+}
+
+/// Most loose noise events kept per CPU between two samples.
+const MAX_LOOSE: usize = 4096;
 
 impl CpuState {
     fn new() -> CpuState {
@@ -122,6 +186,8 @@ impl CpuState {
             last_before_irq: None,
             current: None,
             last_spike: None,
+            loose: Vec::new(),
+            sampled: false,
         }
     }
 }
@@ -141,6 +207,7 @@ pub struct TimerlatAnalyzer {
     noise: u64,
     orphans: u64,
     clock_mismatch: u64,
+    clock_checked: u64,
     spikes: Vec<TimerlatSpike>,
 }
 
@@ -159,6 +226,7 @@ impl TimerlatAnalyzer {
             noise: 0,
             orphans: 0,
             clock_mismatch: 0,
+            clock_checked: 0,
             spikes: Vec::new(),
         }
     }
@@ -179,10 +247,11 @@ impl TimerlatAnalyzer {
         self.orphans
     }
 
-    /// Reported periods whose timer `irq_noise` did not contain the IRQ sample's time:
-    /// the trace's clock is not the osnoise tracer's, so no IRQ handler delay is given.
-    pub fn clock_mismatches(&self) -> u64 {
-        self.clock_mismatch
+    /// Reported periods whose timer `irq_noise` did not contain the IRQ sample's time
+    /// (no IRQ handler delay is given for them; when most do, the trace's clock is not
+    /// the osnoise tracer's), and the reported periods with a timer `irq_noise`.
+    pub fn clock_mismatches(&self) -> (u64, u64) {
+        (self.clock_mismatch, self.clock_checked)
     }
 
     /// Any other event: scheduler events name tasks and their priorities, and every
@@ -267,6 +336,11 @@ impl TimerlatAnalyzer {
                 let cpu = self.cpus.entry(rec.cpu).or_insert_with(CpuState::new);
                 cpu.state = State::WaitingThread;
                 cpu.last_spike = None;
+                if !cpu.sampled {
+                    self.orphans += cpu.loose.len() as u64;
+                }
+                cpu.sampled = true;
+                cpu.loose.clear();
                 cpu.last_before_irq = before;
                 cpu.period = Some(Period {
                     seqnum: *seqnum,
@@ -274,6 +348,7 @@ impl TimerlatAnalyzer {
                     irq_latency: *latency_ns,
                     irq_pid: rec.pid,
                     irq_line: line,
+                    irq_missing: false,
                     timer_irq: None,
                     blocking: None,
                     nmi: Vec::new(),
@@ -290,12 +365,18 @@ impl TimerlatAnalyzer {
             } => {
                 self.samples += 1;
                 cpu.state = State::WaitingIrq;
-                let Some(p) = cpu.period.take() else {
-                    return;
+                cpu.sampled = true;
+                let loose = std::mem::take(&mut cpu.loose);
+                let p = match cpu.period.take() {
+                    Some(p) if p.seqnum == *seqnum => p,
+                    _ => {
+                        if *latency_ns >= threshold.0 {
+                            let p = Period::without_irq(rec, *seqnum, *latency_ns, line, loose);
+                            self.finish_period(rec.cpu, p, None, None, None);
+                        }
+                        return;
+                    }
                 };
-                if p.seqnum != *seqnum {
-                    return;
-                }
                 if *latency_ns >= threshold.0 || p.irq_latency >= threshold.0 {
                     let prev = cpu.prev_irq.clone();
                     let last = cpu.last_before_irq;
@@ -310,15 +391,28 @@ impl TimerlatAnalyzer {
             } => {
                 self.noise += 1;
                 let waiting_thread = cpu.state == State::WaitingThread && cpu.period.is_some();
-                if !waiting_thread && cpu.prev_irq.is_none() && cpu.period.is_none() {
-                    self.orphans += 1;
-                }
                 let item = |name: String, id: i64| Interference {
                     name,
                     id,
                     start: *start,
                     duration_ns: *duration_ns,
                 };
+                if !waiting_thread && cpu.loose.len() < MAX_LOOSE {
+                    let (tag, it) = match source {
+                        NoiseSource::Nmi => (Tag::Nmi, item("nmi".into(), 0)),
+                        NoiseSource::Irq { desc, vector } => {
+                            (Tag::Irq, item(desc.clone(), *vector))
+                        }
+                        NoiseSource::Softirq { vector } => (
+                            Tag::Softirq,
+                            item(softirq_name(*vector).into(), i64::from(*vector)),
+                        ),
+                        NoiseSource::Thread { comm, pid } => {
+                            (Tag::Thread, item(comm.to_string(), i64::from(*pid)))
+                        }
+                    };
+                    cpu.loose.push((tag, it, line.clone()));
+                }
                 match source {
                     NoiseSource::Nmi | NoiseSource::Irq { .. } => {
                         let it = match source {
@@ -367,7 +461,13 @@ impl TimerlatAnalyzer {
     /// The periods over the threshold, in the order they ended; a period still waiting
     /// for its thread sample at the end is judged on its IRQ latency.
     pub fn finish(mut self) -> Vec<TimerlatSpike> {
-        let mut open: Vec<(u32, Period, Option<(Interference, String)>, Option<Nanos>)> = self
+        self.orphans += self
+            .cpus
+            .values()
+            .filter(|c| !c.sampled)
+            .map(|c| c.loose.len() as u64)
+            .sum::<u64>();
+        let mut open: Vec<OpenPeriod> = self
             .cpus
             .iter_mut()
             .filter(|(_, c)| c.state == State::WaitingThread)
@@ -402,6 +502,9 @@ impl TimerlatAnalyzer {
             start.0 <= p.irq_ts.0.saturating_add(TEXT_SLACK_NS)
                 && start.0.saturating_add(*dur).saturating_add(TEXT_SLACK_NS) >= p.irq_ts.0
         });
+        if p.timer_irq.is_some() {
+            self.clock_checked += 1;
+        }
         if !same_clock {
             self.clock_mismatch += 1;
         }
@@ -434,6 +537,7 @@ impl TimerlatAnalyzer {
         };
         let (context, latency_ns) = match &thread {
             Some((lat, _, _)) => (TimerlatContext::Thread, *lat),
+            None if p.irq_missing => (TimerlatContext::Thread, p.irq_latency),
             None => (TimerlatContext::Irq, p.irq_latency),
         };
         let split = |v: &[(Interference, String)]| -> Vec<Interference> {
@@ -445,8 +549,11 @@ impl TimerlatAnalyzer {
             seqnum: p.seqnum,
             context,
             expected,
-            irq_latency_ns: p.irq_latency,
-            thread_latency_ns: thread.as_ref().map(|(l, _, _)| *l),
+            irq_latency_ns: (!p.irq_missing).then_some(p.irq_latency),
+            thread_latency_ns: thread
+                .as_ref()
+                .map(|(l, _, _)| *l)
+                .or(p.irq_missing.then_some(p.irq_latency)),
             latency_ns,
             irq_handler_delay_ns: delay,
             exit_from_idle,
@@ -502,13 +609,51 @@ impl TimerlatAnalyzer {
             line: line.to_owned(),
             why,
         };
+        if p.irq_missing {
+            let mut evidence = vec![ev(
+                p.irq_ts,
+                &p.irq_line,
+                format!(
+                    "the timerlat thread ran {} after the expiry at {:.6}",
+                    us(total),
+                    s.expected.as_secs_f64()
+                ),
+            )];
+            let mut noise: Vec<&(Interference, String)> = p
+                .nmi
+                .iter()
+                .chain(&p.irq)
+                .chain(&p.softirq)
+                .chain(&p.thread)
+                .collect();
+            noise.sort_by_key(|(i, _)| std::cmp::Reverse(i.duration_ns));
+            if let Some((i, line)) = noise.first() {
+                evidence.push(ev(
+                    i.start,
+                    line,
+                    format!(
+                        "{}:{} ran {} in the window",
+                        i.name,
+                        i.id,
+                        us(i.duration_ns)
+                    ),
+                ));
+            }
+            return (
+                unknown(format!(
+                    "the trace begins after this period's IRQ sample (rtla saves only the end of its buffer), so the IRQ latency, the handler delay and the blocking thread are not recorded; noise after the expiry: {}",
+                    describe(s)
+                )),
+                evidence,
+            );
+        }
         let mut evidence = vec![ev(
             p.irq_ts,
             &p.irq_line,
             format!(
                 "the timer was due at {:.6}; its IRQ ran {} late",
                 s.expected.as_secs_f64(),
-                us(s.irq_latency_ns)
+                us(s.irq_latency_ns.unwrap_or(0))
             ),
         )];
         if let Some((ts, line)) = thread_line {
@@ -561,7 +706,7 @@ impl TimerlatAnalyzer {
         if s.context == TimerlatContext::Irq {
             parts.truncate(1);
         }
-        parts.sort_by(|a, b| b.0.cmp(&a.0));
+        parts.sort_by_key(|p| std::cmp::Reverse(p.0));
         let Some(&(ns, part)) = parts.first() else {
             return (unknown(String::new()), evidence);
         };
@@ -633,8 +778,11 @@ impl TimerlatAnalyzer {
                         }
                     }
                 }
-                let silent_since = last_before_irq.filter(|t| t.0 <= s.expected.0);
-                let event_free = silent_since.is_some() && !prev_irq.is_some();
+                // The CPU's silence before the handler: from its last recorded event
+                // (or the expiry, when that came later) to the handler's start.
+                let silent_since = last_before_irq.map(|t| Nanos(t.0.max(s.expected.0)));
+                let gap = silent_since.map_or(0, |t| start.0.saturating_sub(t.0));
+                let event_free = prev_irq.is_none() && share(gap) >= PRIMARY_SHARE;
                 if s.exit_from_idle && ns <= IDLE_EXIT_MAX_NS {
                     return (
                         finding(
@@ -660,11 +808,12 @@ impl TimerlatAnalyzer {
                     return (
                         finding(
                             Cause::Hwlat,
-                            share(ns),
+                            share(gap),
                             Confidence::Medium,
                             format!(
-                                "CPU {} was {what} and recorded no event from {:.6} until its timer's handler, {} after the expiry: the CPU was stopped (SMI or hypervisor){}",
+                                "CPU {} was {what} and recorded no event for {} (from {:.6}) until its timer's handler, {} after the expiry: the CPU was stopped (SMI or hypervisor){}",
                                 s.cpu,
+                                us(gap),
                                 since.as_secs_f64(),
                                 us(ns),
                                 if s.stack.is_empty() { "" } else { "; the stack at the IRQ is in the report" }
@@ -802,7 +951,7 @@ impl TimerlatAnalyzer {
         let total = s.latency_ns.max(1);
         let sh = dur as f64 / total as f64;
         if pid == 0 {
-            if s.exit_from_idle {
+            if s.exit_from_idle && dur <= IDLE_EXIT_MAX_NS {
                 return (
                     Finding {
                         cause: Cause::IdleExit,
@@ -823,7 +972,7 @@ impl TimerlatAnalyzer {
             }
             return (
                 unknown(format!(
-                    "the idle task held CPU {} for {} after the timer IRQ",
+                    "the idle task kept CPU {} for {} after the timer IRQ woke the timerlat thread: longer than an exit from idle (0.5 ms) and nothing recorded says what held it (a stopped vCPU leaves no event)",
                     s.cpu,
                     us(dur)
                 )),
@@ -1022,4 +1171,91 @@ fn record_line(r: &OsnoiseRecord) -> String {
         ),
     };
     format!("pid {} {head}{body}", r.pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(ts: u64, pid: i32, kind: OsnoiseKind) -> OsnoiseRecord {
+        OsnoiseRecord {
+            ts: Nanos(ts),
+            cpu: 1,
+            pid,
+            kind,
+        }
+    }
+
+    fn sample(ts: u64, pid: i32, seqnum: u64, context: TimerlatContext, lat: u64) -> OsnoiseRecord {
+        rec(
+            ts,
+            pid,
+            OsnoiseKind::TimerlatSample {
+                seqnum,
+                context,
+                latency_ns: lat,
+            },
+        )
+    }
+
+    fn irq(ts: u64, desc: &str, vector: i64, start: u64, dur: u64) -> OsnoiseRecord {
+        rec(
+            ts,
+            0,
+            OsnoiseKind::Noise {
+                source: NoiseSource::Irq {
+                    desc: desc.into(),
+                    vector,
+                },
+                start: Nanos(start),
+                duration_ns: dur,
+            },
+        )
+    }
+
+    // Regression: trace-cmd's default `global` clock put the osnoise `start` stamps
+    // 3.14 s away from the samples (guest run E), which gave delays of seconds.
+    #[test]
+    fn another_clock_gives_no_handler_delay() {
+        let mut a = TimerlatAnalyzer::new(Nanos(100_000), None);
+        a.push_record(&sample(10_000_000, 0, 1, TimerlatContext::Irq, 500_000));
+        a.push_record(&irq(10_001_000, "local_timer", 236, 13_150_000_000, 20_000));
+        a.push_record(&sample(10_100_000, 9, 1, TimerlatContext::Thread, 600_000));
+        assert_eq!(a.clock_mismatches(), (1, 1));
+        let s = a.finish();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].irq_handler_delay_ns, None);
+        assert!(!s[0].exit_from_idle);
+    }
+
+    #[test]
+    fn device_irq_across_the_expiry_on_an_isolated_cpu() {
+        let mut a = TimerlatAnalyzer::new(Nanos(100_000), CpuList::parse("1"));
+        // virtio0-requests ran 9.99-10.30 ms; the timer was due at 10.00 ms, its
+        // handler began at 10.30 ms.
+        a.push_record(&irq(10_300_000, "virtio0-requests", 25, 9_990_000, 310_000));
+        a.push_record(&sample(10_305_000, 0, 4, TimerlatContext::Irq, 305_000));
+        a.push_record(&irq(10_310_000, "local_timer", 236, 10_300_000, 8_000));
+        a.push_record(&sample(10_320_000, 9, 4, TimerlatContext::Thread, 320_000));
+        let s = a.finish();
+        assert_eq!(s[0].irq_handler_delay_ns, Some(300_000));
+        assert!(!s[0].exit_from_idle);
+        assert_eq!(
+            s[0].previous_irq.as_ref().map(|p| p.duration_ns),
+            Some(310_000)
+        );
+        assert_eq!(s[0].primary.cause, Cause::IrqOnIsolatedCpu);
+    }
+
+    #[test]
+    fn the_local_timer_is_not_a_device_irq() {
+        let mut a = TimerlatAnalyzer::new(Nanos(100_000), CpuList::parse("1"));
+        a.push_record(&sample(10_005_000, 0, 4, TimerlatContext::Irq, 5_000));
+        a.push_record(&irq(10_010_000, "local_timer", 236, 10_001_000, 4_000));
+        a.push_record(&irq(10_300_000, "local_timer", 236, 10_010_000, 280_000));
+        a.push_record(&sample(10_320_000, 9, 4, TimerlatContext::Thread, 320_000));
+        let s = a.finish();
+        assert_eq!(s[0].irq.len(), 1);
+        assert_eq!(s[0].primary.cause, Cause::Unknown);
+    }
 }

@@ -145,8 +145,8 @@ pub struct TimerlatSpike {
     pub context: TimerlatContext,
     /// When the timer should have fired (IRQ sample time minus its latency).
     pub expected: Nanos,
-    /// The IRQ latency (rtla: "IRQ latency").
-    pub irq_latency_ns: u64,
+    /// The IRQ latency (rtla: "IRQ latency"), when its sample is in the trace.
+    pub irq_latency_ns: Option<u64>,
     /// The thread latency, when its sample was recorded (rtla: "Thread latency").
     pub thread_latency_ns: Option<u64>,
     /// The latency this spike is about: the thread's, else the IRQ's.

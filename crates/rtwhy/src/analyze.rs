@@ -91,8 +91,12 @@ impl TimerlatFeed {
             }
             return None;
         }
-        let mismatched = self.analyzer.clock_mismatches();
-        if mismatched > 0 {
+        let (mismatched, checked) = self.analyzer.clock_mismatches();
+        if mismatched > 0 && mismatched * 2 <= checked {
+            warnings.push(format!(
+                "in {mismatched} of {checked} periods the timer's osnoise:irq_noise does not contain its IRQ sample; no IRQ handler delay is given for them"
+            ));
+        } else if mismatched > 0 {
             warnings.push(format!(
                 "in {mismatched} periods the timer's osnoise:irq_noise does not contain its IRQ sample: the trace clock is not the osnoise tracer's (local), so IRQ handler delays are not given; record with `trace-cmd record -C local`"
             ));
@@ -181,7 +185,13 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             (analyzer.finish(), "report text")
         }
     };
+    let noise_only = feed.analyzer.samples() == 0 && feed.analyzer.noise_events() > 0;
     let timerlat = feed.finish(&mut warnings);
+    if noise_only && !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {
+        bail!(
+            "{display}: osnoise events but no timerlat sample (`#N context irq|thread timer_latency N ns`) and no scheduler events: nothing to measure the noise against; keep the timerlat tracer's samples (rtla timerlat -t, or trace-cmd record -p timerlat)"
+        );
+    }
     if analysis.events == 0 {
         bail!("{display}: no events at all: an empty trace (a `-t` trace saved before any sample, or a header only)");
     }

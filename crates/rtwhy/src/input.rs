@@ -43,6 +43,9 @@ pub fn open(path: &Path) -> Result<Input> {
         }
         read_head(&mut f, &mut head).with_context(|| format!("cannot read {}", path.display()))?
     };
+    if n == 0 {
+        bail!("{}: the file is empty", path.display());
+    }
     let head = &head[..n];
     if TraceFile::is_trace_dat(head) {
         let file = TraceFile::open(path)

@@ -266,7 +266,7 @@ pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
 /// The `rtwhy.analysis/2` document.
 pub fn json(a: &Analysis, src: &Source) -> Value {
     let seen = a.seen;
-    json!({
+    let mut v = json!({
         "schema": SCHEMA,
         "trace": {
             "path": src.path,
@@ -306,8 +306,12 @@ pub fn json(a: &Analysis, src: &Source) -> Value {
             "worst_latency_ns": a.spikes.iter().map(|s| s.latency_ns).max(),
         },
         "spikes": a.spikes,
-        "timerlat": src.timerlat.as_ref().map(timerlat_json),
-    })
+    });
+    // Only timerlat traces carry the key, so other reports keep their shape.
+    if let (Some(t), Some(map)) = (&src.timerlat, v.as_object_mut()) {
+        map.insert("timerlat".into(), timerlat_json(t));
+    }
+    v
 }
 
 /// rtla-compatible microseconds: two decimals, as its auto-analysis prints them.
@@ -374,11 +378,17 @@ pub fn timerlat_text(out: &mut dyn Write, t: &Timerlat, threshold: u64) -> Resul
                 "  IRQ handler delay:   not recorded (no osnoise:irq_noise of the timer IRQ)"
             )?,
         }
-        writeln!(
-            out,
-            "  IRQ latency:                      {:>12}",
-            rtla_us(s.irq_latency_ns)
-        )?;
+        match s.irq_latency_ns {
+            Some(l) => writeln!(
+                out,
+                "  IRQ latency:                      {:>12}",
+                rtla_us(l)
+            )?,
+            None => writeln!(
+                out,
+                "  IRQ latency:                      not recorded (the trace begins after it)"
+            )?,
+        }
         if let Some(d) = s.timer_irq_duration_ns {
             writeln!(
                 out,
@@ -388,18 +398,30 @@ pub fn timerlat_text(out: &mut dyn Write, t: &Timerlat, threshold: u64) -> Resul
             )?;
         }
         let b = &s.blocking_thread;
-        writeln!(
-            out,
-            "  Blocking thread:                  {:>12} ({:.2} %)",
-            rtla_us(b.duration_ns),
-            rtla_pct(b.duration_ns, total)
-        )?;
-        writeln!(
-            out,
-            "    {:>24}:{:<9}",
-            b.comm.as_deref().unwrap_or("<...>"),
-            b.pid
-        )?;
+        if s.irq_latency_ns.is_none() {
+            writeln!(out, "  Blocking thread:                  not recorded")?;
+        } else if s.context == rtwhy_model::TimerlatContext::Irq {
+            writeln!(out, "  Blocking thread:")?;
+            writeln!(
+                out,
+                "    {:>24}:{:<9}",
+                b.comm.as_deref().unwrap_or("<...>"),
+                b.pid
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  Blocking thread:                  {:>12} ({:.2} %)",
+                rtla_us(b.duration_ns),
+                rtla_pct(b.duration_ns, total)
+            )?;
+            writeln!(
+                out,
+                "    {:>24}:{:<9}",
+                b.comm.as_deref().unwrap_or("<...>"),
+                b.pid
+            )?;
+        }
         if !s.stack.is_empty() {
             writeln!(out, "    stack at the timer IRQ:")?;
             for f in &s.stack {
