@@ -10,4 +10,5 @@ mod mutations;
 mod preconditions;
 mod report;
 mod roundtrip;
+mod timerlat;
 mod tui;
