@@ -54,9 +54,17 @@ struct breach {
 	s32 stack_bytes;    /* 88: bpf_get_stack's result, negative on error */
 	u32 pad;            /* 92 */
 	u64 stack[STACK_DEPTH]; /* 96 */
+	/* The thread's timer ran (hrtimer_expire_entry) at least threshold_ns after its
+	 * expiry: when, and the kernel stack there, which runs through the timer
+	 * interrupt into the code it interrupted. 0 / 0 when it was not that late. */
+	u64 timer_fired;          /* 352 */
+	s32 timer_stack_bytes;    /* 360 */
+	u32 pad2;                 /* 364 */
+	u64 timer_stack[STACK_DEPTH]; /* 368 */
 };
 
-_Static_assert(sizeof(struct breach) == 96 + 8 * STACK_DEPTH, "struct breach layout");
+_Static_assert(sizeof(struct breach) == 368 + 8 * STACK_DEPTH, "struct breach layout");
+_Static_assert(__builtin_offsetof(struct breach, timer_fired) == 352, "struct breach layout");
 _Static_assert(__builtin_offsetof(struct breach, comm) == 56, "struct breach layout");
 _Static_assert(__builtin_offsetof(struct breach, stack_bytes) == 88, "struct breach layout");
 
@@ -94,6 +102,23 @@ struct {
 	__type(key, u32);
 	__type(value, struct thread_state);
 } threads SEC(".maps");
+
+/* A tracked thread's sleep timer that ran late: kept from the timer interrupt to the
+ * thread's switch-in, when it goes into the breach. */
+struct late_timer {
+	u64 expiry;
+	u64 fired;
+	s32 stack_bytes;
+	u32 pad;
+	u64 stack[STACK_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct late_timer);
+} late_timers SEC(".maps");
 
 /* Armed sleep timers of tracked threads: struct hrtimer * -> tid. */
 struct {
@@ -216,17 +241,56 @@ static __always_inline void on_timer_cancel(u64 timer)
 	forget_timer(st);
 }
 
-/* A sleep timer runs (in the timer interrupt): the wake-up that follows is its own. */
-static __always_inline void on_timer_expire(u64 timer)
+/*
+ * A sleep timer runs (in the timer interrupt): the wake-up that follows is its own.
+ * When it runs late, the interrupt came late: the stack here goes on through the
+ * interrupt entry into the code that was running, which is what kept interrupts off
+ * (or the idle loop, when the CPU was stopped or slow to wake).
+ */
+static __always_inline void on_timer_expire(void *ctx, u64 timer)
 {
 	struct thread_state *st;
+	struct late_timer *lt;
+	struct late_timer zero = {};
+	u32 key;
+	u64 now;
 	u32 *tid = bpf_map_lookup_elem(&timers, &timer);
 
 	if (!tid)
 		return;
-	st = bpf_map_lookup_elem(&threads, tid);
-	if (st && st->timer == timer)
-		st->fired = 1;
+	key = *tid;
+	st = bpf_map_lookup_elem(&threads, &key);
+	if (!st || st->timer != timer)
+		return;
+	st->fired = 1;
+	now = bpf_ktime_get_ns();
+	if (!want_stack || !st->expiry || now < st->expiry || now - st->expiry < threshold_ns)
+		return;
+	bpf_map_update_elem(&late_timers, &key, &zero, BPF_ANY);
+	lt = bpf_map_lookup_elem(&late_timers, &key);
+	if (!lt)
+		return;
+	lt->expiry = st->expiry;
+	lt->fired = now;
+	lt->stack_bytes = bpf_get_stack(ctx, lt->stack, sizeof(lt->stack), 0);
+}
+
+/* The late-timer record of `tid` for the wake-up that expired at `expiry`, if any. */
+static __always_inline void take_late_timer(struct breach *e, u32 tid, u64 expiry)
+{
+	struct late_timer *lt = bpf_map_lookup_elem(&late_timers, &tid);
+
+	e->timer_fired = 0;
+	e->timer_stack_bytes = 0;
+	e->pad2 = 0;
+	if (!lt)
+		return;
+	if (expiry && lt->expiry == expiry) {
+		e->timer_fired = lt->fired;
+		e->timer_stack_bytes = lt->stack_bytes;
+		__builtin_memcpy(e->timer_stack, lt->stack, sizeof(e->timer_stack));
+	}
+	bpf_map_delete_elem(&late_timers, &tid);
 }
 
 /* A tracked thread is being woken; `st` is its state. */
@@ -292,6 +356,7 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 		e->stack_bytes = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
 	else
 		e->stack_bytes = 0;
+	take_late_timer(e, next_tid, st->woke_expiry);
 	st->waking = 0;
 	bpf_ringbuf_submit(e, 0);
 }
@@ -408,7 +473,7 @@ int BPF_PROG(btf_hrtimer_cancel, struct hrtimer *timer)
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(btf_hrtimer_expire_entry, struct hrtimer *timer)
 {
-	on_timer_expire((u64)timer);
+	on_timer_expire(ctx, (u64)timer);
 	return 0;
 }
 
@@ -457,7 +522,7 @@ int BPF_PROG(raw_hrtimer_cancel, struct hrtimer *timer)
 SEC("raw_tp/hrtimer_expire_entry")
 int BPF_PROG(raw_hrtimer_expire_entry, struct hrtimer *timer)
 {
-	on_timer_expire((u64)timer);
+	on_timer_expire(ctx, (u64)timer);
 	return 0;
 }
 
@@ -540,7 +605,7 @@ int tp_hrtimer_cancel(struct trace_event_raw_hrtimer_class *ctx)
 SEC("tracepoint/timer/hrtimer_expire_entry")
 int tp_hrtimer_expire_entry(struct trace_event_raw_hrtimer_expire_entry *ctx)
 {
-	on_timer_expire((u64)ctx->hrtimer);
+	on_timer_expire(ctx, (u64)ctx->hrtimer);
 	return 0;
 }
 

@@ -121,6 +121,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         moved,
     };
     let mut checked = rules::Checked::default();
+    let irqs_off = rules::kernel_nonpreemptible::irqs_held_off(&ctx).is_some();
 
     let mut groups: BTreeMap<Cause, u64> = BTreeMap::new();
     for item in &items {
@@ -128,7 +129,9 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         // preconditions hold gets it; none, and it stays unexplained.
         let candidates: &[Cause] = match &item.bucket {
             Bucket::TimerIrqDelay | Bucket::Unaccounted => {
-                if deep_idle_exit && stopped <= MAX_IDLE_EXIT {
+                if irqs_off {
+                    &[Cause::KernelNonpreemptible, Cause::Hwlat]
+                } else if deep_idle_exit && stopped <= MAX_IDLE_EXIT {
                     &[Cause::IdleExit, Cause::Hwlat]
                 } else {
                     &[Cause::Hwlat]
@@ -645,6 +648,21 @@ impl Ctx<'_> {
                     None => format!("preemption on CPU {cpu}"),
                 }
             }
+            Cause::KernelNonpreemptible
+                if rules::kernel_nonpreemptible::irqs_held_off(self).is_some() =>
+            {
+                let (late, at, code) =
+                    rules::kernel_nonpreemptible::irqs_held_off(self).unwrap_or_default();
+                // The stack was taken inside the late interrupt itself: direct evidence.
+                if share >= 0.5 {
+                    confidence = Confidence::High;
+                }
+                format!(
+                    "interrupts disabled on CPU {cpu}: {victim}'s timer interrupt came {} late and was delivered at {at} in {code}, so kernel code ({}) kept interrupts off until then (stack from rtwhy's BPF detector in that interrupt)",
+                    human_duration(late),
+                    rules::kernel_nonpreemptible::function_of(code)
+                )
+            }
             Cause::KernelNonpreemptible => {
                 let interrupts_seen = self.tr.seen.irq && self.tr.seen.softirq;
                 if !interrupts_seen {
@@ -756,6 +774,7 @@ impl Ctx<'_> {
                 format!("{} is switched out while still runnable", victim.comm),
             );
         }
+        let irqs_off = rules::kernel_nonpreemptible::irqs_held_off(self).is_some();
         let cause_filter = |b: &Bucket| -> bool {
             match primary {
                 Cause::RtThrottling => matches!(
@@ -776,13 +795,15 @@ impl Ctx<'_> {
                 }
                 Cause::Migration => matches!(b, Bucket::Task { .. } | Bucket::Idle),
                 Cause::Preemption => matches!(b, Bucket::Task { .. }),
-                Cause::KernelNonpreemptible => matches!(
-                    b,
-                    Bucket::Task {
-                        outranks_victim: false,
-                        ..
-                    }
-                ),
+                Cause::KernelNonpreemptible => {
+                    matches!(
+                        b,
+                        Bucket::Task {
+                            outranks_victim: false,
+                            ..
+                        }
+                    ) || (irqs_off && matches!(b, Bucket::Unaccounted | Bucket::TimerIrqDelay))
+                }
                 _ => false,
             }
         };

@@ -118,6 +118,11 @@ impl Analyzer {
                         s.source = source;
                     }
                 }
+                Outcome::Rediagnose { spike, episode } => {
+                    if let Some(s) = self.spikes.get_mut(spike) {
+                        *s = diagnose::diagnose(&self.tracker, &episode, s.id);
+                    }
+                }
             }
         }
     }

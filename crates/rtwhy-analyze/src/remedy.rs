@@ -183,6 +183,19 @@ fn for_cause(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
                 )],
             }
         }
+        Cause::KernelNonpreemptible
+            if crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).is_some() =>
+        {
+            let (_, _, code) =
+                crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).unwrap_or_default();
+            let f = crate::rules::kernel_nonpreemptible::function_of(code);
+            vec![
+                format!(
+                    "{f} ran on CPU {cpu} with interrupts off: no preemption model helps there. Find what called it on that CPU (the full stack is in the capture's rtwhy-breach marker, key timer_stack) and move that work off CPU {cpu}: its IRQ's smp_affinity_list, the kernel thread's or task's affinity, or the triggering operation."
+                ),
+                "If it is a driver or subsystem holding a lock with interrupts off for this long, report it upstream with the stack: on PREEMPT_RT only raw spinlocks and explicit local_irq_disable() sections do this.".to_string(),
+            ]
+        }
         Cause::KernelNonpreemptible => {
             let model = facts.preempt_model().unwrap_or("unknown");
             vec![

@@ -125,6 +125,9 @@ pub(crate) enum Outcome {
     Spike(Box<Episode>),
     /// A marker names an episode that was already diagnosed: update its source.
     Mark { spike: usize, source: SpikeSource },
+    /// A marker brings what the events could not show (what the late timer interrupt
+    /// interrupted) for an episode already diagnosed: diagnose it again with it.
+    Rediagnose { spike: usize, episode: Box<Episode> },
 }
 
 /// Which event types a trace holds, to say what was missing.
@@ -660,15 +663,43 @@ impl Tracker {
     }
 
     fn breach_marker(&mut self, r: &BreachRecord, out: &mut Vec<Outcome>) {
+        let late_timer =
+            r.timer_fired
+                .zip(r.expiry)
+                .map(|(fired, expiry)| rtwhy_model::LateTimer {
+                    late_ns: fired.0.saturating_sub(expiry.0),
+                    interrupted: r.timer_stack.clone(),
+                });
         let source = SpikeSource::BreachMarker {
             reported_ns: r.latency.0,
+            late_timer,
         };
         if let Some(i) = self
             .spike_ends
             .iter()
             .rposition(|(tid, end)| *tid == r.tid && end.0.abs_diff(r.switch_in.0) < 1_000_000)
         {
-            out.push(Outcome::Mark { spike: i, source });
+            let past = matches!(
+                &source,
+                SpikeSource::BreachMarker {
+                    late_timer: Some(_),
+                    ..
+                }
+            )
+            .then(|| self.tasks.get(&r.tid))
+            .flatten()
+            .and_then(|t| t.recent.iter().rev().find(|p| p.spike == Some(i)));
+            match past {
+                Some(p) => {
+                    let mut episode = p.episode.clone();
+                    episode.source = source;
+                    out.push(Outcome::Rediagnose {
+                        spike: i,
+                        episode: Box::new(episode),
+                    });
+                }
+                None => out.push(Outcome::Mark { spike: i, source }),
+            }
             return;
         }
         let known = self.tasks.get(&r.tid).map(|t| (t.comm, t.prio));

@@ -225,7 +225,7 @@ fn a_breach_marker_gives_a_spike_with_its_exact_times() {
     let s = &a.spikes[0];
     assert_eq!(s.latency_ns, 300 * US);
     assert!(
-        matches!(s.source, SpikeSource::BreachMarker { reported_ns } if reported_ns == 300 * US)
+        matches!(s.source, SpikeSource::BreachMarker { reported_ns, .. } if reported_ns == 300 * US)
     );
     assert_eq!(s.primary.cause, Cause::KernelNonpreemptible);
 }
@@ -363,4 +363,148 @@ fn a_normal_thread_is_measured_only_when_named_by_tid() {
         ..Config::default()
     };
     assert_eq!(t.run(by_tid, SystemFacts::default()).spikes.len(), 1);
+}
+
+/// The victim's timer, due at 100 us, is handled at 700 us while a normal task runs on
+/// CPU 1 (in kernel code, by the detector's stack); the recorder's marker carries the
+/// stack it took in that late interrupt. `cpu0_busy`: CPU 0 has events all along.
+fn late_timer_in_kernel_code(interrupted: &[&str], cpu0_busy: bool, marker: bool) -> Analysis {
+    const TIMER: u64 = 0xffff_c900_0000_2000;
+    let ns = |us: u64| 1_000_000_000 + us * US;
+    let mut t = T::new();
+    t.ev(
+        0,
+        1,
+        VICTIM,
+        EventKind::HrtimerStart {
+            hrtimer: TIMER,
+            function: 0,
+            expires: ns(100) as i64,
+            softexpires: ns(100) as i64,
+            mode: None,
+        },
+    );
+    t.switch(0, 1, (VICTIM, VPRIO), 1, (200, 120));
+    // CPU 0's history covers the stretch: events before it, and in it only when busy.
+    for i in 0..16u64 {
+        let (a, b) = if i % 2 == 0 { (0, 300) } else { (300, 0) };
+        let at = 20 + 50 * i;
+        if cpu0_busy || !(90..=710).contains(&at) {
+            t.switch(at, 0, (a, 120), 0, (b, 120));
+        }
+    }
+    t.ev(
+        700,
+        1,
+        200,
+        EventKind::HrtimerExpireEntry {
+            hrtimer: TIMER,
+            now: ns(700) as i64,
+            function: 0,
+        },
+    );
+    t.waking(701, 1, 200);
+    t.ev(702, 1, 200, EventKind::HrtimerExpireExit { hrtimer: TIMER });
+    t.switch(705, 1, (200, 120), 0, (VICTIM, VPRIO));
+    t.events.sort_by_key(|e| e.ts);
+    if marker {
+        let r = BreachRecord {
+            tid: VICTIM,
+            comm: Comm::new("ctl"),
+            cpu: 1,
+            prio: Some(VPRIO),
+            latency: Nanos(605 * US),
+            expiry: Some(Nanos(ns(100))),
+            waking: Some(Nanos(ns(701))),
+            switch_in: Nanos(ns(705)),
+            timer_fired: Some(Nanos(ns(700))),
+            timer_stack: interrupted.iter().map(|s| (*s).to_string()).collect(),
+            ..BreachRecord::default()
+        };
+        let (us, pid, kind) = print(900, 999, &r.to_marker());
+        t.ev(us, 0, pid, kind);
+    }
+    t.analyze()
+}
+
+const IRQS_OFF_STACK: [&str; 4] = [
+    "_raw_spin_unlock_irqrestore+0x19",
+    "free_frozen_page_commit.isra.0+0x19d",
+    "free_unref_folios+0x346",
+    "folios_put_refs+0x11c",
+];
+
+#[test]
+fn a_late_timer_delivered_where_kernel_code_reenabled_interrupts_names_that_code() {
+    let a = late_timer_in_kernel_code(&IRQS_OFF_STACK, true, true);
+    assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
+    let s = &a.spikes[0];
+    assert_eq!(s.primary.cause, Cause::KernelNonpreemptible, "{:?}", s);
+    assert!(
+        s.primary.summary.contains("interrupts disabled"),
+        "{}",
+        s.primary.summary
+    );
+    assert!(
+        s.primary.summary.contains("free_frozen_page_commit"),
+        "{}",
+        s.primary.summary
+    );
+    assert!(
+        s.remediation
+            .iter()
+            .any(|r| r.contains("free_frozen_page_commit ran on CPU 1 with interrupts off")),
+        "{:?}",
+        s.remediation
+    );
+    match &s.source {
+        SpikeSource::BreachMarker {
+            late_timer: Some(l),
+            ..
+        } => {
+            assert_eq!(l.late_ns, 600 * US);
+            assert_eq!(l.interrupted.len(), 4);
+        }
+        other => panic!("no late timer in {other:?}"),
+    }
+}
+
+#[test]
+fn without_the_stack_or_when_every_cpu_stopped_a_late_timer_is_not_blamed_on_kernel_code() {
+    let summary_of = |a: &Analysis| {
+        (
+            a.spikes[0].primary.cause,
+            a.spikes[0].primary.summary.clone(),
+        )
+    };
+    // The same events without the detector's stack: nothing names kernel code.
+    let (cause, summary) = summary_of(&late_timer_in_kernel_code(&IRQS_OFF_STACK, true, false));
+    assert!(
+        !summary.contains("interrupts disabled"),
+        "{cause}: {summary}"
+    );
+    // CPU 0 silent too: a stop from outside delivers the interrupt wherever the CPU
+    // resumes, so the interrupts-off section proves nothing.
+    let (cause, summary) = summary_of(&late_timer_in_kernel_code(&IRQS_OFF_STACK, false, true));
+    assert!(
+        !summary.contains("interrupts disabled"),
+        "{cause}: {summary}"
+    );
+    // The interrupt found the idle loop, or code that never turned interrupts off.
+    let idle = [
+        "pv_native_safe_halt+0xb",
+        "default_idle+0x9",
+        "do_idle+0x1e2",
+    ];
+    let (cause, summary) = summary_of(&late_timer_in_kernel_code(&idle, true, true));
+    assert!(
+        !summary.contains("interrupts disabled"),
+        "{cause}: {summary}"
+    );
+    let plain = ["step_into+0x5", "link_path_walk+0x20e"];
+    let (cause, summary) = summary_of(&late_timer_in_kernel_code(&plain, true, true));
+    assert!(
+        !summary.contains("interrupts disabled"),
+        "{cause}: {summary}"
+    );
 }

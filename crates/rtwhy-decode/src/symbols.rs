@@ -3,7 +3,16 @@
 
 use std::collections::HashMap;
 
-type Symbol = (u64, String, Option<String>, char);
+/// One kallsyms line, as offsets into the kept text: no allocation per symbol (a table
+/// holds a few hundred thousand of them).
+#[derive(Debug, Clone, Copy)]
+struct Symbol {
+    addr: u64,
+    name: (u32, u32),
+    /// `(0, 0)` when the line names no module.
+    module: (u32, u32),
+    kind: u8,
+}
 
 /// Kernel symbols from `/proc/kallsyms`, for turning addresses into `function+0x10`.
 ///
@@ -31,8 +40,20 @@ impl Kallsyms {
         self.text.lines().filter(|l| !l.trim().is_empty()).count()
     }
 
-    fn entries(&self) -> &Vec<Symbol> {
+    fn entries(&self) -> &[Symbol] {
         self.entries.get_or_init(|| parse_entries(&self.text))
+    }
+
+    /// All symbols as (address, name as a byte range of the text for [`Self::slice`],
+    /// type letter), in [`Self::iter`]'s order.
+    pub(crate) fn iter_ranges(&self) -> impl Iterator<Item = (u64, (u32, u32), u8)> + '_ {
+        self.entries().iter().map(|e| (e.addr, e.name, e.kind))
+    }
+
+    pub(crate) fn slice(&self, (start, end): (u32, u32)) -> &str {
+        self.text
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
     }
 
     /// Number of symbols.
@@ -47,9 +68,11 @@ impl Kallsyms {
 
     /// The symbol at or below `addr`: (start address, name, module).
     pub fn lookup(&self, addr: u64) -> Option<(u64, &str, Option<&str>)> {
-        let idx = self.entries().partition_point(|e| e.0 <= addr);
-        let (start, name, module, _) = self.entries().get(idx.checked_sub(1)?)?;
-        Some((*start, name.as_str(), module.as_deref()))
+        let entries = self.entries();
+        let idx = entries.partition_point(|e| e.addr <= addr);
+        let e = entries.get(idx.checked_sub(1)?)?;
+        let module = (e.module.1 > e.module.0).then(|| self.slice(e.module));
+        Some((e.addr, self.slice(e.name), module))
     }
 
     /// All symbols as (address, name, kallsyms type letter), sorted by address, symbols
@@ -57,7 +80,7 @@ impl Kallsyms {
     pub fn iter(&self) -> impl Iterator<Item = (u64, &str, char)> {
         self.entries()
             .iter()
-            .map(|(a, n, _, k)| (*a, n.as_str(), *k))
+            .map(|e| (e.addr, self.slice(e.name), char::from(e.kind)))
     }
 
     /// The symbol whose address is exactly `addr`.
@@ -68,25 +91,88 @@ impl Kallsyms {
     }
 }
 
+/// Splits each line at ASCII whitespace, as libtraceevent's `sscanf("%llx %c %s")` does
+/// (ASCII bytes never occur inside a multi-byte UTF-8 character, so every piece is a
+/// valid `str` range).
 fn parse_entries(text: &str) -> Vec<Symbol> {
-    let mut entries = Vec::new();
-    for line in text.lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(addr, 16) else {
-            continue;
-        };
-        let module = parts
-            .next()
-            .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
-        let kind = kind.chars().next().unwrap_or('?');
-        entries.push((addr, name.to_string(), module, kind));
+    let bytes = text.as_bytes();
+    // Offsets are u32: a kallsyms text over 4 GiB is not a kallsyms text.
+    if u32::try_from(bytes.len()).is_err() {
+        return Vec::new();
     }
-    entries.sort_by_key(|e| e.0);
+    let mut entries = Vec::with_capacity(bytes.len() / 40);
+    let mut line_start = 0usize;
+    while line_start < bytes.len() {
+        let line_end = bytes
+            .get(line_start..)
+            .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+            .map_or(bytes.len(), |n| line_start + n);
+        if let Some(sym) = parse_line(bytes, line_start, line_end) {
+            entries.push(sym);
+        }
+        line_start = line_end + 1;
+    }
+    entries.sort_by_key(|e| e.addr);
     entries
+}
+
+fn parse_line(bytes: &[u8], start: usize, end: usize) -> Option<Symbol> {
+    let mut words = Words {
+        bytes,
+        at: start,
+        end,
+    };
+    let addr = words.next()?;
+    let kind = words.next()?;
+    let name = words.next()?;
+    let addr = std::str::from_utf8(bytes.get(addr.0..addr.1)?).ok()?;
+    let addr = u64::from_str_radix(addr, 16).ok()?;
+    let module = match words.next() {
+        Some((mut s, mut e)) => {
+            let bracket = |i: usize| matches!(bytes.get(i), Some(b'[' | b']'));
+            while s < e && bracket(s) {
+                s += 1;
+            }
+            while e > s && bracket(e - 1) {
+                e -= 1;
+            }
+            (s as u32, e as u32)
+        }
+        None => (0, 0),
+    };
+    Some(Symbol {
+        addr,
+        name: (name.0 as u32, name.1 as u32),
+        module,
+        kind: bytes.get(kind.0).copied().unwrap_or(b'?'),
+    })
+}
+
+/// Byte ranges of the ASCII-whitespace-separated words of one line.
+struct Words<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    end: usize,
+}
+
+impl Iterator for Words<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        let bytes = self.bytes;
+        let space = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_whitespace);
+        while self.at < self.end && space(self.at) {
+            self.at += 1;
+        }
+        if self.at >= self.end {
+            return None;
+        }
+        let start = self.at;
+        while self.at < self.end && !space(self.at) {
+            self.at += 1;
+        }
+        Some((start, self.at))
+    }
 }
 
 /// `trace_printk` format strings by address (`printk_formats`).
@@ -177,5 +263,37 @@ impl Cmdlines {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_lines_with_modules_bad_lines_and_crlf() {
+        let k = Kallsyms::parse(
+            "ffffffffc0002000 t e1000_intr\t[e1000]\r\n\
+             not-hex T skipped\n\
+             ffffffff81000000 T _stext\n\
+             ffffffff81000000 T _text\n\
+             ffffffff81000100 t only_two\n\
+             ffffffff81000100\n\
+             ffffffff81000200 t na\u{ef}ve_name\n",
+        );
+        assert_eq!(k.len(), 5);
+        assert_eq!(
+            k.lookup(0xffff_ffff_c000_2010),
+            Some((0xffff_ffff_c000_2000, "e1000_intr", Some("e1000")))
+        );
+        // Of aliases at one address, lookup names the last in file order.
+        assert_eq!(k.exact(0xffff_ffff_8100_0000), Some("_text"));
+        assert_eq!(
+            k.lookup(0xffff_ffff_8100_0210).map(|s| s.1),
+            Some("na\u{ef}ve_name")
+        );
+        assert_eq!(k.lookup(0xffff_ffff_8000_0000), None);
+        let order: Vec<_> = k.iter().map(|(_, n, t)| (n, t)).collect();
+        assert_eq!(order.get(..2), Some(&[("_stext", 'T'), ("_text", 'T')][..]));
     }
 }

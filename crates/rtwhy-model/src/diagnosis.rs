@@ -159,6 +159,10 @@ pub enum SpikeSource {
     BreachMarker {
         /// Latency measured by the detector, in ns.
         reported_ns: u64,
+        /// The victim's timer interrupt came at least the threshold late, and the
+        /// detector saw what it interrupted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        late_timer: Option<LateTimer>,
     },
     /// Another tool's marker, such as cyclictest's `hit latency threshold (X > Y)`.
     ToolMarker {
@@ -169,6 +173,41 @@ pub enum SpikeSource {
     },
     /// Found from the scheduler events alone.
     Events,
+}
+
+/// A timer interrupt that came late, as the BPF detector saw it from inside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LateTimer {
+    /// From the timer's expiry to its handler, in ns.
+    pub late_ns: u64,
+    /// The kernel stack the interrupt interrupted, innermost first (`function+0xoff`);
+    /// empty when it interrupted user space or the unwinder stopped at the interrupt.
+    pub interrupted: Vec<String>,
+}
+
+impl LateTimer {
+    /// "its timer interrupt came 2.3 ms late, interrupting a <- b <- c": the source
+    /// note's words, with at most the four innermost frames.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "its timer interrupt came {} late",
+            crate::human_duration(self.late_ns)
+        );
+        if !self.interrupted.is_empty() {
+            let frames: Vec<&str> = self
+                .interrupted
+                .iter()
+                .take(4)
+                .map(String::as_str)
+                .collect();
+            s.push_str(", interrupting ");
+            s.push_str(&frames.join(" <- "));
+            if self.interrupted.len() > 4 {
+                s.push_str(" <- ...");
+            }
+        }
+        s
+    }
 }
 
 /// What "should have run" means for this spike.

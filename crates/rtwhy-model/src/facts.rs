@@ -370,6 +370,32 @@ pub struct BreachRecord {
     pub detector: Option<String>,
     /// Kernel stack at the switch-in (innermost first), as `function+0xoff` names.
     pub stack: Vec<String>,
+    /// When the thread's timer ran, if it ran at least the threshold after its expiry
+    /// (the timer interrupt came late).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_fired: Option<Nanos>,
+    /// The code that late timer interrupt interrupted, innermost first, as
+    /// `function+0xoff` names: the interrupt's own frames are left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timer_stack: Vec<String>,
+}
+
+/// Appends ` key=f1,f2,...` with as many frames as keep `s` within `limit` bytes.
+fn push_frames(s: &mut String, key: &str, frames: &[String], limit: usize) {
+    let mut out = String::new();
+    for f in frames {
+        let f = escape(f);
+        if s.len() + key.len() + 2 + out.len() + f.len() + 1 > limit {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(&f);
+    }
+    if !out.is_empty() {
+        let _ = write!(s, " {key}={out}");
+    }
 }
 
 fn escape(s: &str) -> String {
@@ -385,6 +411,13 @@ fn escape(s: &str) -> String {
         }
     }
     out
+}
+
+fn frames(v: &str) -> Vec<String> {
+    v.split(',')
+        .filter(|f| !f.is_empty())
+        .map(unescape)
+        .collect()
 }
 
 fn unescape(s: &str) -> String {
@@ -426,24 +459,17 @@ impl BreachRecord {
             self.rt_throttled.map(|b| u8::from(b).to_string()),
         );
         opt("detector", self.detector.as_deref().map(escape));
-        // The stack goes last and is cut at a frame boundary so the line stays within
-        // the 1000 bytes a marker may have.
-        if !self.stack.is_empty() {
-            let mut frames = String::new();
-            for f in &self.stack {
-                let f = escape(f);
-                if s.len() + " stack=".len() + frames.len() + f.len() + 1 > MAX_MARKER_LEN {
-                    break;
-                }
-                if !frames.is_empty() {
-                    frames.push(',');
-                }
-                frames.push_str(&f);
-            }
-            if !frames.is_empty() {
-                let _ = write!(s, " stack={frames}");
-            }
-        }
+        opt("timer_fired_ns", self.timer_fired.map(|t| t.0.to_string()));
+        // The stacks go last, each cut at a frame boundary so the line stays within
+        // the 1000 bytes a marker may have; the late timer's leaves room for the
+        // switch-in's first frames.
+        push_frames(
+            &mut s,
+            "timer_stack",
+            &self.timer_stack,
+            MAX_MARKER_LEN - 200,
+        );
+        push_frames(&mut s, "stack", &self.stack, MAX_MARKER_LEN);
         s
     }
 
@@ -486,13 +512,9 @@ impl BreachRecord {
                 "prev_comm" => r.prev_comm = Some(Comm::new(&unescape(v))),
                 "rt_throttled" => r.rt_throttled = Some(v == "1"),
                 "detector" => r.detector = Some(unescape(v)),
-                "stack" => {
-                    r.stack = v
-                        .split(',')
-                        .filter(|f| !f.is_empty())
-                        .map(unescape)
-                        .collect()
-                }
+                "stack" => r.stack = frames(v),
+                "timer_fired_ns" => r.timer_fired = ns(),
+                "timer_stack" => r.timer_stack = frames(v),
                 _ => {}
             }
         }
@@ -571,9 +593,18 @@ mod tests {
             rt_throttled: Some(true),
             detector: Some("bpf".into()),
             stack: vec!["__schedule+0x3f2".into(), "schedule+0x2c".into()],
+            timer_fired: Some(Nanos(120_000)),
+            timer_stack: vec![
+                "_raw_spin_unlock_irqrestore+0x1d".into(),
+                "e1000_watchdog+0x50".into(),
+            ],
         };
         let text = r.to_marker();
-        assert!(text.ends_with(" detector=bpf stack=__schedule+0x3f2,schedule+0x2c"));
+        assert!(text.ends_with(
+            " detector=bpf timer_fired_ns=120000 \
+             timer_stack=_raw_spin_unlock_irqrestore+0x1d,e1000_watchdog+0x50 \
+             stack=__schedule+0x3f2,schedule+0x2c"
+        ));
         let long = BreachRecord {
             stack: vec!["a_rather_long_kernel_function_name+0x123/0x456".into(); 100],
             ..r.clone()
@@ -581,6 +612,14 @@ mod tests {
         let text_long = long.to_marker();
         assert!(text_long.len() <= MAX_MARKER_LEN);
         assert!(BreachRecord::parse_marker(&text_long).is_some_and(|p| p.stack.len() > 5));
+        let both_long = BreachRecord {
+            timer_stack: long.stack.clone(),
+            ..long.clone()
+        };
+        let text_both = both_long.to_marker();
+        assert!(text_both.len() <= MAX_MARKER_LEN);
+        let parsed = BreachRecord::parse_marker(&text_both);
+        assert!(parsed.is_some_and(|p| p.timer_stack.len() > 5 && !p.stack.is_empty()));
         assert!(text.starts_with("rtwhy-breach: v=1 tid=42 comm=my%20app "));
         assert_eq!(BreachRecord::parse_marker(&text), Some(r));
         assert_eq!(BreachRecord::parse_marker("rtwhy-breach: v=2 tid=1"), None);

@@ -33,8 +33,8 @@ mod timerlat;
 
 pub use audit::{AuditFinding, Severity};
 pub use diagnosis::{
-    softirq_name, BreakdownItem, Bucket, Cause, Confidence, Evidence, Finding, SoftirqContext,
-    Spike, SpikeKind, SpikeSource, TaskRef,
+    softirq_name, BreakdownItem, Bucket, Cause, Confidence, Evidence, Finding, LateTimer,
+    SoftirqContext, Spike, SpikeKind, SpikeSource, TaskRef,
 };
 pub use event::{Comm, Event, EventKind, FieldValue, GenericEvent, SyscallKind, TaskState};
 pub use facts::{

@@ -123,6 +123,11 @@ pub struct Breach {
     /// `bpf_trace_run4`, `__traceiter_sched_switch`; fewer in `tracepoint` mode): trim up
     /// to `__schedule`. Empty when stacks were not asked for or not available.
     pub stack: Vec<u64>,
+    /// Kernel stack in the thread's timer interrupt when the timer ran at least the
+    /// threshold after its expiry (`record.timer_fired` says when), innermost first:
+    /// the probe's plumbing, the hrtimer code, the interrupt entry, then the code the
+    /// interrupt interrupted. Empty when the timer was on time or stacks were off.
+    pub timer_stack: Vec<u64>,
 }
 
 /// The loaded and attached detector. Dropping it detaches the programs.

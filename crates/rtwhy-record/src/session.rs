@@ -92,7 +92,7 @@ pub enum Trigger {
     /// A detector's measurement.
     Breach {
         /// The record (also written into the capture as a marker).
-        record: BreachRecord,
+        record: Box<BreachRecord>,
     },
     /// An application's marker matching `--marker`.
     Marker {
@@ -812,14 +812,16 @@ impl Runner<'_> {
         match &mut self.detector {
             Detector::Bpf(d) => {
                 for b in d.poll(timeout)? {
-                    let record = with_stack(self.layout.symbols(), b);
+                    let record = Box::new(with_stack(self.layout.symbols(), b));
                     triggers.push(Trigger::Breach { record });
                 }
             }
             Detector::Tracefs(d) => {
                 for ev in &events {
                     if let Some(r) = d.push(ev) {
-                        triggers.push(Trigger::Breach { record: r });
+                        triggers.push(Trigger::Breach {
+                            record: Box::new(r),
+                        });
                     }
                 }
             }
@@ -860,7 +862,7 @@ impl Runner<'_> {
         let also: Vec<BreachRecord> = rest
             .iter()
             .filter_map(|t| match t {
-                Trigger::Breach { record } => Some(record.clone()),
+                Trigger::Breach { record } => Some(record.as_ref().clone()),
                 Trigger::Marker { .. } => None,
             })
             .collect();
@@ -994,18 +996,48 @@ impl Runner<'_> {
 /// The BPF detector's record with its stack named, dropping the frames of the tracing
 /// machinery (everything inner to `__schedule`, when it is there).
 fn with_stack(symbols: &KernelSymbols, b: Breach) -> BreachRecord {
-    let mut names: Vec<String> = b
-        .stack
-        .iter()
-        .map(|a| symbols.name(*a).unwrap_or(format!("{a:#x}")))
-        .collect();
+    let name = |a: &u64| symbols.name(*a).unwrap_or(format!("{a:#x}"));
+    let mut names: Vec<String> = b.stack.iter().map(name).collect();
     let inner = names
         .iter()
         .position(|n| n.starts_with("__schedule+"))
         .unwrap_or(0);
     let mut record = b.record;
     record.stack = names.split_off(inner);
+    record.timer_stack = interrupted(b.timer_stack.iter().map(name).collect());
     record
+}
+
+/// Interrupt entry points (x86, arm64, riscv): outer to them is the interrupted code.
+const IRQ_ENTRIES: [&str; 10] = [
+    "asm_sysvec_",
+    "asm_common_interrupt",
+    "sysvec_",
+    "common_interrupt",
+    "el1h_64_irq",
+    "el0t_64_irq",
+    "el1_interrupt",
+    "gic_handle_irq",
+    "handle_riscv_irq",
+    "do_irq",
+];
+
+/// The frames of a timer interrupt's stack outer to its entry: the code that was
+/// interrupted. Without a recognised entry (an unknown architecture), those outer to
+/// `hrtimer_interrupt`; without either, all of them.
+fn interrupted(mut names: Vec<String>) -> Vec<String> {
+    let entry = names
+        .iter()
+        .rposition(|n| IRQ_ENTRIES.iter().any(|e| n.starts_with(e)))
+        .or_else(|| {
+            names
+                .iter()
+                .rposition(|n| n.starts_with("hrtimer_interrupt+"))
+        });
+    match entry {
+        Some(i) => names.split_off(i + 1),
+        None => names,
+    }
 }
 
 /// `rtwhy cleanup`: removes instances left by killed recorders.
@@ -1067,4 +1099,36 @@ pub fn housekeeping_cpus() -> Option<Vec<u32>> {
 /// The online CPUs (`/sys/devices/system/cpu/online`).
 pub fn online_cpus() -> Vec<u32> {
     sys_cpus("online").map_or_else(Vec::new, |l| l.0)
+}
+
+#[cfg(test)]
+mod interrupted_tests {
+    use super::interrupted;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn the_interrupted_code_is_what_lies_outside_the_interrupt_entry() {
+        let x86 = names(&[
+            "bpf_prog_1+0x4a",
+            "bpf_trace_run1+0x7c",
+            "__hrtimer_run_queues+0x1a0",
+            "hrtimer_interrupt+0x10e",
+            "__sysvec_apic_timer_interrupt+0x55",
+            "sysvec_apic_timer_interrupt+0x6d",
+            "asm_sysvec_apic_timer_interrupt+0x1a",
+            "_raw_spin_unlock_irqrestore+0x1d",
+            "e1000_watchdog+0x50",
+        ]);
+        assert_eq!(
+            interrupted(x86),
+            names(&["_raw_spin_unlock_irqrestore+0x1d", "e1000_watchdog+0x50"])
+        );
+        let unknown_arch = names(&["x+0x1", "hrtimer_interrupt+0x2", "idle_loop+0x3"]);
+        assert_eq!(interrupted(unknown_arch), names(&["idle_loop+0x3"]));
+        let nothing_known = names(&["a+0x1", "b+0x2"]);
+        assert_eq!(interrupted(nothing_known.clone()), nothing_known);
+    }
 }

@@ -409,3 +409,88 @@ fn default_start_picks_tp_btf_here() {
     assert!(d.track_thread(-1).is_err());
     assert!(d.track_thread(i32::MAX).is_err());
 }
+
+/// With a 1 us threshold nearly every timer of cyclictest's runs "late" (expiry to
+/// handler is a few microseconds anywhere), so the late-timer stack is taken on every
+/// wake-up: it must be a real kernel stack from inside the timer interrupt, its time
+/// at least the threshold after the expiry, in every attach mode.
+#[test]
+fn late_timer_stacks_come_from_inside_the_timer_interrupt() {
+    if !live_capable() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let symbols = rtwhy_record::symbols::KernelSymbols::load();
+    for mode in AttachMode::ALL {
+        let cfg = DetectorConfig {
+            threshold_ns: 1_000,
+            rt_only: true,
+            force: Some(mode),
+            stack: true,
+        };
+        let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
+        let mut tracked = cyclictest(80);
+        detector
+            .track_process(i32::try_from(tracked.0.id()).expect("pid"))
+            .expect("track_process");
+        let mut breaches: Vec<Breach> = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline && breaches.len() < 500 {
+            breaches.extend(detector.poll(Duration::from_millis(50)).expect("poll"));
+        }
+        drop(tracked.0.kill());
+        let _ = tracked.0.wait();
+        let late: Vec<&Breach> = breaches
+            .iter()
+            .filter(|b| b.record.timer_fired.is_some())
+            .collect();
+        eprintln!(
+            "{mode}: {} breaches at 1 us, {} with a late-timer record",
+            breaches.len(),
+            late.len()
+        );
+        assert!(
+            !late.is_empty(),
+            "{mode}: no late-timer record at a 1 us threshold"
+        );
+        for b in &late {
+            let (fired, expiry) = (b.record.timer_fired.unwrap().0, b.record.expiry.unwrap().0);
+            assert!(
+                fired >= expiry + 1_000,
+                "{mode}: fired {fired} < expiry {expiry} + 1 us"
+            );
+            assert!(
+                fired <= b.record.switch_in.0,
+                "{mode}: the timer ran after the switch-in"
+            );
+            assert!(
+                b.timer_stack.iter().all(|a| *a >= KERNEL_TEXT),
+                "{mode}: not kernel addresses: {:x?}",
+                b.timer_stack
+            );
+        }
+        // The hrtimer code is on the stack: it was taken in the timer's own handler.
+        let names = |b: &Breach| -> Vec<String> {
+            b.timer_stack
+                .iter()
+                .filter_map(|a| symbols.name(*a))
+                .collect()
+        };
+        let in_hrtimer = late
+            .iter()
+            .filter(|b| {
+                names(b)
+                    .iter()
+                    .any(|n| n.contains("hrtimer_run_queues") || n.starts_with("hrtimer_interrupt"))
+            })
+            .count();
+        if let Some(b) = late.first() {
+            eprintln!("  e.g. {}", names(b).join(" <- "));
+        }
+        assert!(
+            in_hrtimer * 2 >= late.len(),
+            "{mode}: only {in_hrtimer} of {} late-timer stacks pass through the hrtimer code",
+            late.len()
+        );
+    }
+}

@@ -27,9 +27,16 @@ fn cell(s: &str) -> String {
 
 fn source_note(s: &Spike) -> String {
     match &s.source {
-        SpikeSource::BreachMarker { reported_ns } => format!(
-            "rtwhy breach marker; the detector measured {}",
-            human_duration(*reported_ns)
+        SpikeSource::BreachMarker {
+            reported_ns,
+            late_timer,
+        } => format!(
+            "rtwhy breach marker; the detector measured {}{}",
+            human_duration(*reported_ns),
+            late_timer
+                .as_ref()
+                .map(|l| format!("; {}", l.describe()))
+                .unwrap_or_default()
         ),
         SpikeSource::ToolMarker { text, .. } => format!("marker \"{text}\""),
         SpikeSource::Events => "found from the events".to_string(),

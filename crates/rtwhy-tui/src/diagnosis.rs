@@ -74,9 +74,17 @@ pub fn lines(t: Theme, s: &Spike, width: u16) -> Text<'static> {
         t.header(),
     ));
     let source = match &s.source {
-        SpikeSource::BreachMarker { reported_ns } => {
-            format!("rtwhy breach marker ({})", fmt_dur(*reported_ns))
-        }
+        SpikeSource::BreachMarker {
+            reported_ns,
+            late_timer,
+        } => match late_timer {
+            Some(l) => format!(
+                "rtwhy breach marker ({}; {})",
+                fmt_dur(*reported_ns),
+                l.describe()
+            ),
+            None => format!("rtwhy breach marker ({})", fmt_dur(*reported_ns)),
+        },
         SpikeSource::ToolMarker { reported_ns, .. } => {
             format!("tool marker ({})", fmt_dur(*reported_ns))
         }

@@ -20,10 +20,17 @@ fn percent_of(ns: u64, s: &Spike) -> f64 {
 
 fn source_note(s: &Spike) -> String {
     match &s.source {
-        SpikeSource::BreachMarker { reported_ns } => {
+        SpikeSource::BreachMarker {
+            reported_ns,
+            late_timer,
+        } => {
             format!(
-                "rtwhy breach marker, detector measured {}",
-                human_duration(*reported_ns)
+                "rtwhy breach marker, detector measured {}{}",
+                human_duration(*reported_ns),
+                late_timer
+                    .as_ref()
+                    .map(|l| format!("; {}", l.describe()))
+                    .unwrap_or_default()
             )
         }
         SpikeSource::ToolMarker { text, .. } => format!("marker: \"{text}\""),

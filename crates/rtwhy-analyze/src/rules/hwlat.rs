@@ -2,7 +2,7 @@
 
 use rtwhy_model::{Bucket, Cause};
 
-use super::Rule;
+use super::{kernel_nonpreemptible, Rule};
 use crate::diagnose::Ctx;
 
 pub(crate) struct Hwlat;
@@ -15,7 +15,15 @@ impl Rule for Hwlat {
     /// An event-free stretch closed by a late timer interrupt (`now - expires`), or the
     /// victim's own timer handled late while nothing ran: the breakdown only makes these
     /// buckets from such a timer, so their presence is the late timer's.
+    ///
+    /// Not when the late timer interrupt's stack shows kernel code that had interrupts
+    /// off: then the CPU was running, not stopped.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        if let Some((_, at, code)) = kernel_nonpreemptible::irqs_held_off(ctx) {
+            return Err(format!(
+                "the late timer interrupt was delivered at {at} in {code}: kernel code had interrupts off, the CPU was not stopped"
+            ));
+        }
         let late_timer = ctx.replay.late_timer.is_some()
             && ctx
                 .items

@@ -1,9 +1,99 @@
 //! `kernel_nonpreemptible`: a lower-priority task kept the CPU after the wake-up.
 
-use rtwhy_model::{Bucket, Cause};
+use rtwhy_model::{Bucket, Cause, SpikeSource};
 
 use super::Rule;
+use crate::breakdown::silent_cpus;
 use crate::diagnose::Ctx;
+use crate::tracker::Episode;
+
+/// Functions that turn interrupts back on: a timer interrupt that was held off is
+/// delivered right there, so its stack's innermost interrupted frame is one of these,
+/// and the code that had interrupts off is its caller. `multi_cpu_stop` is
+/// stop_machine, which runs with interrupts off on every CPU.
+const IRQ_ENABLE: [&str; 9] = [
+    "_raw_spin_unlock_irqrestore",
+    "_raw_spin_unlock_irq",
+    "_raw_read_unlock_irqrestore",
+    "_raw_read_unlock_irq",
+    "_raw_write_unlock_irqrestore",
+    "_raw_write_unlock_irq",
+    "arch_local_irq_restore",
+    "arch_local_irq_enable",
+    "multi_cpu_stop",
+];
+
+/// The idle loop: a late timer interrupt that found the CPU there says nothing about
+/// kernel code.
+const IDLE: [&str; 11] = [
+    "default_idle",
+    "pv_native_safe_halt",
+    "native_safe_halt",
+    "cpuidle_enter_state",
+    "intel_idle",
+    "acpi_idle",
+    "mwait_idle",
+    "cpu_idle_poll",
+    "arch_cpu_idle",
+    "cpu_do_idle",
+    "do_idle",
+];
+
+/// `e1000_watchdog` of `e1000_watchdog+0x50/0x90` (and of `e1000_watchdog.isra.0+0x50`).
+pub(crate) fn function_of(frame: &str) -> &str {
+    let f = frame.split('+').next().unwrap_or(frame);
+    f.split('.').next().unwrap_or(f)
+}
+
+/// Kernel code that kept interrupts off while the victim's timer was due, from the
+/// stack the BPF detector took in the late timer interrupt: (how late, the
+/// interrupt-enabling frame, the code that had them off).
+///
+/// Not when another CPU was silent over the same stretch: a CPU stopped from outside
+/// (SMI, the hypervisor) delivers its pending interrupt wherever it resumes, and that
+/// may be a short interrupts-off section that did not cause the wait.
+pub(crate) fn irqs_held_off<'a>(ctx: &Ctx<'a>) -> Option<(u64, &'a str, &'a str)> {
+    let gap = ctx
+        .replay
+        .segments
+        .iter()
+        .filter(|s| matches!(s.bucket, Bucket::TimerIrqDelay | Bucket::Unaccounted))
+        .max_by_key(|s| s.to.0 - s.from.0);
+    if let Some(g) = gap {
+        if !silent_cpus(&ctx.tr.history, ctx.ep.cpu, g.from, g.to).is_empty() {
+            return None;
+        }
+    }
+    held_off(ctx.ep)
+}
+
+fn held_off(ep: &Episode) -> Option<(u64, &str, &str)> {
+    let SpikeSource::BreachMarker {
+        late_timer: Some(l),
+        ..
+    } = &ep.source
+    else {
+        return None;
+    };
+    let first = l.interrupted.first()?;
+    if l.interrupted.iter().any(|f| IDLE.contains(&function_of(f))) {
+        return None;
+    }
+    if !IRQ_ENABLE.contains(&function_of(first)) {
+        return None;
+    }
+    // The holder: the first frame that is not itself lock or interrupt plumbing.
+    let code = l
+        .interrupted
+        .iter()
+        .find(|f| {
+            let f = function_of(f);
+            !IRQ_ENABLE.contains(&f) || f == "multi_cpu_stop"
+        })
+        .or(l.interrupted.get(1))
+        .unwrap_or(first);
+    Some((l.late_ns, first.as_str(), code.as_str()))
+}
 
 pub(crate) struct KernelNonpreemptible;
 
@@ -35,7 +125,14 @@ impl Rule for KernelNonpreemptible {
     /// The victim is real-time; a task it outranks kept the CPU in the window; and the
     /// preemption model lets a woken RT task wait for the kernel: `none` or `voluntary`
     /// (or not recorded and not contradicted by the trace). Not `full`, `lazy` or `rt`.
+    ///
+    /// Or, on any preemption model: the victim's timer interrupt came late and the
+    /// detector's stack in it shows kernel code turning interrupts back on (it had them
+    /// off until then).
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        if irqs_held_off(ctx).is_some() {
+            return Ok(());
+        }
         let cpu = ctx.ep.cpu;
         if !ctx.ep.victim.is_rt() {
             return Err("the victim is not a real-time task".to_string());

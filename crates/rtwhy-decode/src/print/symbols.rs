@@ -16,23 +16,12 @@ pub(crate) struct FuncMap<'k> {
     by_name: OnceLock<HashMap<String, u64>>,
 }
 
-/// Addresses, and the names concatenated (`ends[i]` is where name `i` ends).
+/// Addresses, and names as byte ranges of the kallsyms text (no copy of a few hundred
+/// thousand names); the addresses apart, so the binary search walks one dense array.
 #[derive(Debug, Default)]
 struct Table {
     addrs: Vec<u64>,
-    names: String,
-    ends: Vec<usize>,
-}
-
-impl Table {
-    fn name(&self, i: usize) -> &str {
-        let start = match i.checked_sub(1) {
-            Some(p) => self.ends.get(p).copied().unwrap_or(0),
-            None => 0,
-        };
-        let end = self.ends.get(i).copied().unwrap_or(start);
-        self.names.get(start..end).unwrap_or_default()
-    }
+    names: Vec<(u32, u32)>,
 }
 
 impl<'k> FuncMap<'k> {
@@ -51,16 +40,19 @@ impl<'k> FuncMap<'k> {
     }
 
     /// The function containing `addr`: (start address, name).
-    pub fn find(&self, addr: u64) -> Option<(u64, &str)> {
+    pub fn find(&self, addr: u64) -> Option<(u64, &'k str)> {
+        let k: &'k Kallsyms = self.kallsyms;
         let t = self.table();
-        let n = t.addrs.len();
-        let (mut lo, mut hi) = (0usize, n);
+        // libtraceevent's bsearch, step for step: which alias it lands on depends on the
+        // path it takes, and past the last symbol only its exact address resolves.
+        let (mut lo, mut hi) = (0usize, t.addrs.len());
         while lo < hi {
             let mid = (lo + hi) / 2;
             let start = t.addrs.get(mid).copied().unwrap_or(0);
             let next = t.addrs.get(mid + 1).copied().unwrap_or(0);
             if addr == start || (addr > start && addr < next) {
-                return Some((start, t.name(mid)));
+                let name = t.names.get(mid).map_or("", |r| k.slice(*r));
+                return Some((start, name));
             }
             if addr < start {
                 hi = mid;
@@ -76,9 +68,9 @@ impl<'k> FuncMap<'k> {
     pub fn address_of(&self, name: &str) -> Option<u64> {
         let map = self.by_name.get_or_init(|| {
             let t = self.table();
-            let mut m = HashMap::new();
-            for (i, a) in t.addrs.iter().enumerate() {
-                m.entry(t.name(i).to_string()).or_insert(*a);
+            let mut m = HashMap::with_capacity(t.names.len());
+            for (a, n) in t.addrs.iter().zip(&t.names) {
+                m.entry(self.kallsyms.slice(*n).to_string()).or_insert(*a);
             }
             m
         });
@@ -87,9 +79,9 @@ impl<'k> FuncMap<'k> {
 }
 
 fn build(k: &Kallsyms) -> Table {
-    let mut rows: Vec<(u64, &str)> = k
-        .iter()
-        .filter(|(_, n, t)| !n.starts_with('$') && *t != 'A' && *t != 'a')
+    let mut rows: Vec<(u64, (u32, u32))> = k
+        .iter_ranges()
+        .filter(|(_, n, t)| !k.slice(*n).starts_with('$') && *t != b'A' && *t != b'a')
         .map(|(a, n, _)| (a, n))
         .collect();
     // libtraceevent registers symbols by prepending to a list, then sorts stably by
@@ -97,23 +89,19 @@ fn build(k: &Kallsyms) -> Table {
     let mut i = 0;
     while i < rows.len() {
         let mut j = i + 1;
-        while j < rows.len() && rows[j].0 == rows[i].0 {
+        while rows
+            .get(j)
+            .is_some_and(|r| Some(r.0) == rows.get(i).map(|r| r.0))
+        {
             j += 1;
         }
-        rows[i..j].reverse();
+        if let Some(group) = rows.get_mut(i..j) {
+            group.reverse();
+        }
         i = j;
     }
-    let mut t = Table {
-        addrs: Vec::with_capacity(rows.len()),
-        names: String::with_capacity(rows.iter().map(|r| r.1.len()).sum()),
-        ends: Vec::with_capacity(rows.len()),
-    };
-    for (a, n) in rows {
-        t.addrs.push(a);
-        t.names.push_str(n);
-        t.ends.push(t.names.len());
-    }
-    t
+    let (addrs, names) = rows.into_iter().unzip();
+    Table { addrs, names }
 }
 
 #[cfg(test)]

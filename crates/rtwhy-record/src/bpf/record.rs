@@ -18,16 +18,33 @@
 //! | 88 | 4 | stack bytes written by `bpf_get_stack` (signed, negative on error) |
 //! | 92 | 4 | padding |
 //! | 96 | 8 * 32 | kernel stack addresses, innermost first |
+//! | 352 | 8 | when the thread's timer ran, if at least the threshold late; else 0 |
+//! | 360 | 4 | stack bytes at that late timer (signed, negative on error) |
+//! | 364 | 4 | padding |
+//! | 368 | 8 * 32 | kernel stack at the late timer, innermost first |
 
 use rtwhy_model::{BreachRecord, Comm, Nanos};
 
 use super::Breach;
 
 /// Size of one record in bytes.
-pub const BREACH_SIZE: usize = 96 + 8 * STACK_DEPTH;
+pub const BREACH_SIZE: usize = TIMER_STACK_OFFSET + 8 * STACK_DEPTH;
 
 const STACK_DEPTH: usize = 32;
 const STACK_OFFSET: usize = 96;
+const TIMER_STACK_OFFSET: usize = 368;
+
+/// The addresses of a `bpf_get_stack` array whose result was `stack_bytes`.
+fn stack_at(data: &[u8], bytes_at: usize, array_at: usize) -> Option<Vec<u64>> {
+    let stack_bytes = usize::try_from(i32_at(data, bytes_at)?).unwrap_or(0);
+    let frames = (stack_bytes / 8).min(STACK_DEPTH);
+    Some(
+        (0..frames)
+            .filter_map(|i| u64_at(data, array_at + 8 * i))
+            .take_while(|a| *a != 0)
+            .collect(),
+    )
+}
 
 fn bytes<const N: usize>(data: &[u8], at: usize) -> Option<[u8; N]> {
     data.get(at..at + N)?.try_into().ok()
@@ -57,12 +74,13 @@ pub fn parse_breach(data: &[u8], threshold_ns: u64) -> Option<Breach> {
         return None;
     }
     let expiry = u64_at(data, 8)?;
-    let stack_bytes = usize::try_from(i32_at(data, 88)?).unwrap_or(0);
-    let frames = (stack_bytes / 8).min(STACK_DEPTH);
-    let stack = (0..frames)
-        .filter_map(|i| u64_at(data, STACK_OFFSET + 8 * i))
-        .take_while(|a| *a != 0)
-        .collect();
+    let stack = stack_at(data, 88, STACK_OFFSET)?;
+    let timer_fired = u64_at(data, 352)?;
+    let timer_stack = if timer_fired == 0 {
+        Vec::new()
+    } else {
+        stack_at(data, 360, TIMER_STACK_OFFSET)?
+    };
     let record = BreachRecord {
         tid: tid_at(data, 32)?,
         comm: Comm::from_bytes(data.get(56..72)?),
@@ -83,8 +101,14 @@ pub fn parse_breach(data: &[u8], threshold_ns: u64) -> Option<Breach> {
         },
         detector: Some("bpf".to_owned()),
         stack: Vec::new(),
+        timer_fired: (timer_fired != 0).then_some(Nanos(timer_fired)),
+        timer_stack: Vec::new(),
     };
-    Some(Breach { record, stack })
+    Some(Breach {
+        record,
+        stack,
+        timer_stack,
+    })
 }
 
 #[cfg(test)]
@@ -113,6 +137,33 @@ mod tests {
             put(96 + 8 * i, &a.to_ne_bytes());
         }
         d
+    }
+
+    #[test]
+    fn late_timer_and_its_stack() {
+        let mut d = raw(&[], 0, 0, 308_556_569_790);
+        let mut put = |at: usize, b: &[u8]| d[at..at + b.len()].copy_from_slice(b);
+        put(352, &308_556_690_000u64.to_ne_bytes());
+        put(360, &24i32.to_ne_bytes());
+        for (i, a) in [
+            0xffff_ffff_8100_0010u64,
+            0xffff_ffff_8100_0020,
+            0xffff_ffff_8100_0030,
+        ]
+        .iter()
+        .enumerate()
+        {
+            put(368 + 8 * i, &a.to_ne_bytes());
+        }
+        let b = parse_breach(&d, 100_000).unwrap();
+        assert_eq!(b.record.timer_fired, Some(Nanos(308_556_690_000)));
+        assert_eq!(b.timer_stack.len(), 3);
+        // Not late: the timer stack's slots are not read.
+        let mut d = d.clone();
+        d[352..360].copy_from_slice(&0u64.to_ne_bytes());
+        let b = parse_breach(&d, 100_000).unwrap();
+        assert_eq!(b.record.timer_fired, None);
+        assert!(b.timer_stack.is_empty());
     }
 
     #[test]
