@@ -267,6 +267,9 @@ pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
             }
         }
     }
+    if let Some(t) = &src.timerlat {
+        timerlat_markdown(out, t)?;
+    }
     Ok(())
 }
 
@@ -534,4 +537,41 @@ pub fn timerlat_json(t: &Timerlat) -> Value {
             "evidence": s.evidence,
         })).collect::<Vec<_>>(),
     })
+}
+
+/// The timerlat periods as a Markdown table, rtla's quantities beside rtwhy's verdict.
+fn timerlat_markdown(out: &mut dyn Write, t: &Timerlat) -> Result<()> {
+    writeln!(
+        out,
+        "\n## timerlat periods over the threshold\n\n{} samples, {} osnoise events; details in `--format text`.\n",
+        t.samples, t.noise_events
+    )?;
+    if t.spikes.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "| # | CPU | period | latency | IRQ latency | IRQ handler delay | blocking thread | cause | confidence |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
+    let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), rtla_us);
+    for s in &t.spikes {
+        writeln!(
+            out,
+            "| {} | {} | #{} | {} {} | {} | {}{} | {}:{} | {} | {} |",
+            s.id,
+            s.cpu,
+            s.seqnum,
+            rtla_us(s.latency_ns),
+            s.context.as_str(),
+            opt(s.irq_latency_ns),
+            opt(s.irq_handler_delay_ns),
+            if s.exit_from_idle { " (idle)" } else { "" },
+            s.blocking_thread.comm.as_deref().unwrap_or("?"),
+            s.blocking_thread.pid,
+            s.primary.cause,
+            s.primary.confidence.as_str()
+        )?;
+    }
+    Ok(())
 }
