@@ -28,7 +28,7 @@ impl Rng {
 fn read_all(bytes: Vec<u8>) -> Result<u64, String> {
     let file = TraceFile::from_source(Arc::new(bytes)).map_err(|e| e.to_string())?;
     let mut decoder = rtwhy_decode::EventDecoder::new();
-    let mut printer = rtwhy_decode::print::Printer::new(file.meta());
+    let mut printer = rtwhy_decode::print::Printer::new(file.meta_arc());
     let mut s = file.records().map_err(|e| e.to_string())?;
     let mut n = 0;
     let mut line = String::new();

@@ -11,6 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let mut meta = rtwhy_decode::TraceMeta::new(rtwhy_decode::Endian::Little, 8, 4096);
     let id = format.id;
     meta.formats.insert(id, format);
+    let meta = std::sync::Arc::new(meta);
     let mut payload = vec![0u8; 256];
     payload[..2].copy_from_slice(&(id as u16).to_le_bytes());
     for (i, b) in data.iter().take(254).enumerate() {
@@ -25,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         missed_before: None,
         following: &[],
     };
-    let mut printer = rtwhy_decode::print::Printer::new(&meta);
+    let mut printer = rtwhy_decode::print::Printer::new(std::sync::Arc::clone(&meta));
     let mut line = String::new();
     printer.write_raw(&rec, &mut line);
     line.clear();

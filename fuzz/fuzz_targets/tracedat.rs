@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(file) = TraceFile::from_source(Arc::new(data.to_vec())) else { return };
     let Ok(mut records) = file.records() else { return };
     let mut decoder = rtwhy_decode::EventDecoder::new();
-    let mut printer = rtwhy_decode::print::Printer::new(file.meta());
+    let mut printer = rtwhy_decode::print::Printer::new(file.meta_arc());
     let mut line = String::new();
     while let Ok(Some(r)) = records.next_record() {
         let _ = decoder.decode(file.meta(), &r);

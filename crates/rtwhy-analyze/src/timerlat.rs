@@ -312,7 +312,13 @@ impl TimerlatAnalyzer {
 
     /// A timerlat sample or osnoise event.
     pub fn push_record(&mut self, rec: &OsnoiseRecord) {
-        let line = record_line(rec);
+        self.push_record_line(rec, None);
+    }
+
+    /// A timerlat sample or osnoise event with the trace line it was read from, which
+    /// evidence then quotes (else a line is made from the record).
+    pub fn push_record_line(&mut self, rec: &OsnoiseRecord, text: Option<&str>) {
+        let line = text.map_or_else(|| record_line(rec), |t| t.trim().to_owned());
         let threshold = self.threshold;
         let cpu = self.cpus.entry(rec.cpu).or_insert_with(CpuState::new);
         let before = cpu.last_event;

@@ -51,6 +51,46 @@ pub enum Error {
         /// What it is, and what to do about it.
         what: String,
     },
+    /// The file could not be opened.
+    #[error("cannot open {path}: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A directory was given where a trace file belongs.
+    #[error("{}", directory_message(.path, .capture.as_deref()))]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// Its first capture, when it is a recording session.
+        capture: Option<PathBuf>,
+    },
+    /// No format recognises the file.
+    #[error("{path}: neither a trace.dat (no trace-cmd magic at offset 0) nor `trace-cmd report` text; record with `trace-cmd extract` or give the report output")]
+    NotATrace {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A recognised file could not be opened as its format.
+    #[error("{path} is not a readable {format}: {source}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The format it looked like.
+        format: &'static str,
+        /// What was wrong.
+        source: Box<Error>,
+    },
+    /// Reading a file's events failed.
+    #[error("{path}: {source}")]
+    In {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong, and where in the file.
+        source: Box<Error>,
+    },
     /// A `trace-cmd report` text line could not be read.
     #[error("line {line}: {what}")]
     Text {
@@ -66,6 +106,31 @@ impl Error {
         Error::Corrupt {
             offset,
             what: what.into(),
+        }
+    }
+}
+
+fn directory_message(path: &std::path::Path, capture: Option<&std::path::Path>) -> String {
+    match capture {
+        Some(c) => format!(
+            "{} is a recording session; give one of its captures ({}) or open them all with `rtwhy tui {}`",
+            path.display(),
+            c.display(),
+            path.display()
+        ),
+        None => format!(
+            "{} is a directory; give a trace.dat or report text file",
+            path.display()
+        ),
+    }
+}
+
+impl Error {
+    /// `self`, said to have happened in the file at `path`.
+    pub fn in_file(self, path: &std::path::Path) -> Error {
+        Error::In {
+            path: path.to_path_buf(),
+            source: Box::new(self),
         }
     }
 }

@@ -9,6 +9,7 @@
 pub mod endian;
 mod error;
 pub mod format;
+pub mod input;
 pub mod meta;
 pub mod osnoise;
 pub mod page;

@@ -86,6 +86,10 @@ pub struct TextReader<R: BufRead> {
     pending_line: usize,
     /// Line where the event last returned began.
     event_line: usize,
+    /// The text of the line where `pending` began.
+    pending_text: String,
+    /// The text of the line where the event last returned began.
+    event_text: String,
     pending_err: Option<Error>,
     cpus: Option<u32>,
     seen_event: bool,
@@ -104,6 +108,8 @@ impl<R: BufRead> TextReader<R> {
             pending: None,
             pending_line: 0,
             event_line: 0,
+            pending_text: String::new(),
+            event_text: String::new(),
             pending_err: None,
             cpus: None,
             seen_event: false,
@@ -130,6 +136,19 @@ impl<R: BufRead> TextReader<R> {
         self.event_line
     }
 
+    /// The line where the event last returned by [`TextReader::next_event`] began, as
+    /// it stands in the input (without continuation lines), so a viewer or a report can
+    /// show it as the tool that wrote it printed it.
+    pub fn event_text(&self) -> &str {
+        &self.event_text
+    }
+
+    /// Makes the pending event's line the returned event's line.
+    fn hand_over_text(&mut self) {
+        std::mem::swap(&mut self.event_text, &mut self.pending_text);
+        self.pending_text.clear();
+    }
+
     /// The next event, or `None` at the end of the input (or after a fatal error).
     pub fn next_event(&mut self) -> Option<Result<Event>> {
         loop {
@@ -139,6 +158,7 @@ impl<R: BufRead> TextReader<R> {
             }
             if self.done {
                 self.event_line = self.pending_line;
+                self.hand_over_text();
                 return self.pending.take().map(finish).map(Ok);
             }
             match self.read_line() {
@@ -149,6 +169,7 @@ impl<R: BufRead> TextReader<R> {
                     });
                     if let Some(ev) = self.pending.take() {
                         self.event_line = self.pending_line;
+                        self.hand_over_text();
                         return Some(Ok(finish(ev)));
                     }
                 }
@@ -162,6 +183,9 @@ impl<R: BufRead> TextReader<R> {
                     if let Some(ev) = parse_event_line(line) {
                         self.seen_event = true;
                         let began = std::mem::replace(&mut self.pending_line, self.line_no);
+                        std::mem::swap(&mut self.event_text, &mut self.pending_text);
+                        self.pending_text.clear();
+                        self.pending_text.push_str(line);
                         if let Some(prev) = self.pending.replace(ev) {
                             self.event_line = began;
                             return Some(Ok(finish(prev)));

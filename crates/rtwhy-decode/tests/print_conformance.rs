@@ -133,8 +133,7 @@ fn run_file(dat: &Path, show: usize) -> Option<FileResult> {
     let Ok(file) = TraceFile::open(dat) else {
         return Some(result);
     };
-    let meta = file.meta();
-    let mut printers = [Printer::new(meta), Printer::new(meta)];
+    let mut printers = [Printer::new(file.meta_arc()), Printer::new(file.meta_arc())];
     let oracles = [raw_oracle, report_oracle];
     let mut shown = [0usize; 2];
     let Ok(mut stream) = file.records() else {

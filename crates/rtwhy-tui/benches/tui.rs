@@ -74,7 +74,7 @@ fn peak_rss_mib() -> f64 {
 }
 
 /// Redraw times after each of `keys`, cycled `n` times.
-fn redraws(app: &mut App<'_>, w: u16, h: u16, keys: &[Action], n: usize) -> Vec<Duration> {
+fn redraws(app: &mut App, w: u16, h: u16, keys: &[Action], n: usize) -> Vec<Duration> {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| f.render_widget(&*app, f.area())).unwrap();
     let mut v = Vec::with_capacity(n);
@@ -118,8 +118,7 @@ fn main() {
     let mut spikes = 0;
     for _ in 0..5 {
         let start = Instant::now();
-        let file = TraceFile::open(&trace).expect("opens");
-        let cap = Capture::from_trace_file(&file, &trace, &Config::default()).expect("loads");
+        let cap = Capture::open(&trace, &Config::default()).expect("loads");
         count = cap.events().len();
         spikes = cap.analysis.spikes.len();
         let app = App::new(vec![cap], Theme { color: true });
@@ -140,8 +139,7 @@ fn main() {
         ms(*opens.iter().max().unwrap())
     );
 
-    let file = TraceFile::open(&trace).expect("opens");
-    let cap = Capture::from_trace_file(&file, &trace, &Config::default()).expect("loads");
+    let cap = Capture::open(&trace, &Config::default()).expect("loads");
     let (entries, payloads, lanes) = cap.heap_bytes();
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
     println!(

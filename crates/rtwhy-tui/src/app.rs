@@ -132,8 +132,8 @@ impl View {
 
 /// Everything the viewer shows and remembers.
 #[derive(Debug)]
-pub struct App<'m> {
-    captures: Vec<Capture<'m>>,
+pub struct App {
+    captures: Vec<Capture>,
     rows: Vec<SpikeRow>,
     /// How the spike list is ordered.
     pub sort: SortBy,
@@ -171,10 +171,10 @@ pub struct App<'m> {
     pub(crate) page: Cell<u16>,
 }
 
-impl<'m> App<'m> {
+impl App {
     /// A viewer of `captures` (one trace, or the captures of a recording session),
     /// showing the worst spike's window, or the whole first capture when there is none.
-    pub fn new(captures: Vec<Capture<'m>>, theme: Theme) -> App<'m> {
+    pub fn new(captures: Vec<Capture>, theme: Theme) -> App {
         let mut app = App {
             captures,
             rows: Vec::new(),
@@ -225,7 +225,7 @@ impl<'m> App<'m> {
     /// Adds a capture that arrived after the start (a recording session going on): its
     /// spikes join the list; the selection stays, or the first spike is shown when
     /// there was none.
-    pub fn add_capture(&mut self, cap: Capture<'m>) {
+    pub fn add_capture(&mut self, cap: Capture) {
         let keep = self.rows.get(self.selected).copied();
         let c = self.captures.len();
         let n = cap.analysis.spikes.len();
@@ -256,12 +256,12 @@ impl<'m> App<'m> {
     }
 
     /// Every capture.
-    pub fn captures(&self) -> &[Capture<'m>] {
+    pub fn captures(&self) -> &[Capture] {
         &self.captures
     }
 
     /// The capture on the timeline.
-    pub fn capture(&self) -> Option<&Capture<'m>> {
+    pub fn capture(&self) -> Option<&Capture> {
         self.captures.get(self.current)
     }
 

@@ -8,14 +8,13 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rtwhy_analyze::{Analysis, Analyzer, Config};
+use rtwhy_decode::input::{self, Finish, Header, Item, Raw, Sink};
 use rtwhy_decode::print::Printer;
-use rtwhy_decode::text::TextReader;
-use rtwhy_decode::tracedat::TraceFile;
-use rtwhy_decode::typed::EventDecoder;
 use rtwhy_decode::{Record, TraceMeta};
-use rtwhy_model::{Comm, Event, EventKind, SystemFacts};
+use rtwhy_model::{Comm, Event, EventKind};
 
 use crate::lanes::{Lane, LaneBuilder};
 use crate::{Error, Result};
@@ -42,20 +41,21 @@ pub struct Ev {
 }
 
 /// A trace.dat's printing state: payloads are printed as `trace-cmd report` prints them.
-struct Dat<'m> {
-    meta: &'m TraceMeta,
+/// The capture owns the trace's metadata, so it outlives the file.
+struct Dat {
+    meta: Arc<TraceMeta>,
     /// Buffer names by index (empty for the top level).
     buffers: Vec<String>,
     /// Events dropped before each flagged event: event index (ascending) and count.
     missed: Vec<(usize, u64)>,
-    printer: RefCell<Printer<'m>>,
+    printer: RefCell<Printer>,
 }
 
 /// Where a capture's events came from, and how to print them.
-enum Body<'m> {
+enum Body {
     /// A trace.dat.
-    Dat(Box<Dat<'m>>),
-    /// Report text: the arena is the file and each event points at its own line.
+    Dat(Box<Dat>),
+    /// Text: the arena holds each event's own line.
     Text {
         /// Event names by type index.
         names: Vec<String>,
@@ -63,12 +63,12 @@ enum Body<'m> {
 }
 
 /// A decoded, indexed, analyzed trace.
-pub struct Capture<'m> {
+pub struct Capture {
     /// The file, as given.
     pub path: PathBuf,
     events: Vec<Ev>,
     arena: Vec<u8>,
-    body: Body<'m>,
+    body: Body,
     /// One lane per CPU that has events, by CPU number order.
     pub lanes: Vec<Lane>,
     /// The last name seen for each thread id.
@@ -90,7 +90,7 @@ pub struct Capture<'m> {
     pub ts_in_nanos: bool,
 }
 
-impl std::fmt::Debug for Capture<'_> {
+impl std::fmt::Debug for Capture {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Capture")
             .field("path", &self.path)
@@ -101,33 +101,40 @@ impl std::fmt::Debug for Capture<'_> {
     }
 }
 
-/// Collects events, lanes and the analysis in one pass.
+/// Collects events, lanes and the analysis in one pass: the sink the decoder pushes a
+/// file's events into.
 struct Loader {
     path: PathBuf,
+    config: Config,
     events: Vec<Ev>,
     arena: Vec<u8>,
+    body: Body,
     lanes: LaneBuilder,
     tasks: HashMap<i32, Comm>,
     breaches: Vec<(u64, u32)>,
     wakings: Vec<(u64, i32)>,
     wakeups: Vec<(u64, i32)>,
-    analyzer: Analyzer,
+    analyzer: Option<Analyzer>,
     sorted: bool,
+    ts_in_nanos: bool,
 }
 
 impl Loader {
-    fn new(path: &Path, config: &Config, facts: SystemFacts) -> Loader {
+    fn new(path: &Path, config: &Config) -> Loader {
         Loader {
             path: path.to_path_buf(),
+            config: config.clone(),
             events: Vec::new(),
             arena: Vec::new(),
+            body: Body::Text { names: Vec::new() },
             lanes: LaneBuilder::new(config.threshold.0),
             tasks: HashMap::new(),
             breaches: Vec::new(),
             wakings: Vec::new(),
             wakeups: Vec::new(),
-            analyzer: Analyzer::new(config.clone(), facts),
+            analyzer: None,
             sorted: true,
+            ts_in_nanos: true,
         }
     }
 
@@ -176,15 +183,12 @@ impl Loader {
             _ => {}
         }
         self.lanes.observe(&ev);
-        self.analyzer.push(ev);
+        if let Some(a) = self.analyzer.as_mut() {
+            a.push(ev);
+        }
     }
 
-    fn finish<'m>(
-        mut self,
-        body: Body<'m>,
-        warnings: Vec<String>,
-        ts_in_nanos: bool,
-    ) -> Capture<'m> {
+    fn finish(mut self, warnings: Vec<String>) -> Capture {
         if !self.sorted {
             // Report text from several files pasted together; the viewer needs time order.
             self.events.sort_by_key(|e| e.ts);
@@ -195,15 +199,18 @@ impl Loader {
         self.events.shrink_to_fit();
         self.arena.shrink_to_fit();
         let end = self.events.last().map(|e| e.ts).unwrap_or(0);
-        let dropped = match &body {
+        let dropped = match &self.body {
             Body::Dat(d) => (d.missed.iter().map(|m| m.1).sum(), d.missed.len() as u64),
             Body::Text { .. } => (0, 0),
         };
+        let analyzer = self
+            .analyzer
+            .unwrap_or_else(|| Analyzer::new(self.config, Default::default()));
         Capture {
             path: self.path,
             events: self.events,
             arena: self.arena,
-            body,
+            body: self.body,
             lanes: self.lanes.finish(end),
             tasks: self.tasks,
             breaches: self.breaches,
@@ -212,11 +219,103 @@ impl Loader {
             } else {
                 self.wakings
             }),
-            analysis: self.analyzer.finish(),
+            analysis: analyzer.finish(),
             dropped,
             warnings,
-            ts_in_nanos,
+            ts_in_nanos: self.ts_in_nanos,
         }
+    }
+}
+
+impl Sink for Loader {
+    type Error = Error;
+
+    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
+        self.analyzer = Some(Analyzer::new(self.config.clone(), header.facts.clone()));
+        self.ts_in_nanos = header.ts_in_nanos;
+        if let Some(meta) = &header.meta {
+            self.body = Body::Dat(Box::new(Dat {
+                meta: Arc::clone(meta),
+                buffers: Vec::new(),
+                missed: Vec::new(),
+                printer: RefCell::new(Printer::new(Arc::clone(meta))),
+            }));
+        }
+        Ok(true)
+    }
+
+    fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        let off = self.offset(self.arena.len())?;
+        let index = self.events.len();
+        let entry = match (&item.raw, &mut self.body) {
+            (Raw::Record { record, buffer }, Body::Dat(d)) => {
+                let b = match d.buffers.iter().position(|b| b == buffer) {
+                    Some(i) => i,
+                    None => {
+                        d.buffers.push(buffer.to_string());
+                        d.buffers.len() - 1
+                    }
+                };
+                let len = record.data.len().min(usize::from(u16::MAX));
+                self.arena
+                    .extend_from_slice(record.data.get(..len).unwrap_or_default());
+                if let Some(n) = record.missed_before {
+                    d.missed.push((index, n));
+                }
+                Ev {
+                    ts: record.ts,
+                    off,
+                    pid: record.pid(),
+                    cpu: u16::try_from(record.cpu).unwrap_or(u16::MAX),
+                    ty: record
+                        .event_id()
+                        .and_then(|t| u16::try_from(t).ok())
+                        .unwrap_or(u16::MAX),
+                    len: len as u16,
+                    buffer: u8::try_from(b).unwrap_or(u8::MAX),
+                    dropped_before: record.missed_before.is_some(),
+                }
+            }
+            (Raw::Line(line), _) => {
+                let len = line.len().min(usize::from(u16::MAX));
+                self.arena
+                    .extend_from_slice(line.as_bytes().get(..len).unwrap_or_default());
+                Ev {
+                    ts: item.ts,
+                    off,
+                    pid: 0,
+                    cpu: u16::try_from(item.cpu).unwrap_or(u16::MAX),
+                    ty: u16::MAX,
+                    len: len as u16,
+                    buffer: 0,
+                    dropped_before: false,
+                }
+            }
+            // A record comes with its trace's metadata, announced in `begin`.
+            (Raw::Record { .. }, Body::Text { .. }) => return Ok(true),
+        };
+        self.events.push(entry);
+        let ev = item.into_event();
+        if let (Body::Text { names }, Some(last)) = (&mut self.body, self.events.last_mut()) {
+            let name = ev.kind.name();
+            let ty = match names.iter().position(|n| n == name) {
+                Some(i) => i,
+                None => {
+                    names.push(name.to_string());
+                    names.len() - 1
+                }
+            };
+            last.ty = u16::try_from(ty).unwrap_or(u16::MAX);
+            last.pid = ev.pid;
+        }
+        self.observe(ev);
+        Ok(true)
+    }
+}
+
+impl From<rtwhy_decode::Error> for Error {
+    fn from(source: rtwhy_decode::Error) -> Error {
+        Error::Input(source)
     }
 }
 
@@ -229,138 +328,13 @@ fn by_thread(v: Vec<(u64, i32)>) -> HashMap<i32, Vec<u64>> {
     m
 }
 
-impl<'m> Capture<'m> {
-    /// Decodes every record of `file` (all buffers), keeps it compact, builds the lanes
-    /// and analyzes it with `config`. `path` names the file in messages.
-    pub fn from_trace_file(
-        file: &'m TraceFile,
-        path: &Path,
-        config: &Config,
-    ) -> Result<Capture<'m>> {
-        let meta = file.meta();
-        let mut loader = Loader::new(path, config, file.system_facts());
-        let mut decoder = EventDecoder::new();
-        let mut buffers: Vec<String> = Vec::new();
-        let mut missed = Vec::new();
-        let mut records = file.records().map_err(|source| Error::Decode {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        loop {
-            let more = records.advance().map_err(|source| Error::Decode {
-                path: path.to_path_buf(),
-                source,
-            })?;
-            if !more {
-                break;
-            }
-            let name = records.buffer_name();
-            let Some(rec) = records.current() else { break };
-            let buffer = match buffers.iter().position(|b| b == name) {
-                Some(i) => i,
-                None => {
-                    buffers.push(name.to_string());
-                    buffers.len() - 1
-                }
-            };
-            let off = loader.offset(loader.arena.len())?;
-            let len = rec.data.len().min(usize::from(u16::MAX));
-            loader
-                .arena
-                .extend_from_slice(rec.data.get(..len).unwrap_or_default());
-            if let Some(n) = rec.missed_before {
-                missed.push((loader.events.len(), n));
-            }
-            loader.events.push(Ev {
-                ts: rec.ts,
-                off,
-                pid: rec.pid(),
-                cpu: u16::try_from(rec.cpu).unwrap_or(u16::MAX),
-                ty: rec
-                    .event_id()
-                    .and_then(|t| u16::try_from(t).ok())
-                    .unwrap_or(u16::MAX),
-                len: len as u16,
-                buffer: u8::try_from(buffer).unwrap_or(u8::MAX),
-                dropped_before: rec.missed_before.is_some(),
-            });
-            let ev = decoder.decode(meta, &rec);
-            loader.observe(ev);
-        }
-        let mut warnings: Vec<String> = file.warnings().to_vec();
-        warnings.extend(records.warnings().iter().cloned());
-        let body = Body::Dat(Box::new(Dat {
-            meta,
-            buffers,
-            missed,
-            printer: RefCell::new(Printer::new(meta)),
-        }));
-        Ok(loader.finish(body, warnings, meta.ts_in_nanos()))
-    }
-
-    /// Reads `trace-cmd report` text from `path` and does the same; the events pane then
-    /// shows the file's own lines.
-    pub fn from_text(path: &Path, config: &Config) -> Result<Capture<'m>> {
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let bytes = std::fs::read(path).map_err(io)?;
-        let mut loader = Loader::new(path, config, SystemFacts::default());
-        let mut names: Vec<String> = Vec::new();
-        // Line starts, found as the reader moves on (its lines only go forward).
-        let (mut line_no, mut line_at) = (1usize, 0usize);
-        let mut reader = TextReader::new(std::io::BufReader::new(bytes.as_slice()));
-        while let Some(ev) = reader.next_event() {
-            let ev = ev.map_err(|source| Error::Decode {
-                path: path.to_path_buf(),
-                source,
-            })?;
-            let want = reader.event_line();
-            while line_no < want {
-                match bytes
-                    .get(line_at..)
-                    .and_then(|b| b.iter().position(|c| *c == b'\n'))
-                {
-                    Some(i) => line_at += i + 1,
-                    None => line_at = bytes.len(),
-                }
-                line_no += 1;
-            }
-            let line = bytes.get(line_at..).unwrap_or_default();
-            let mut len = line.iter().position(|c| *c == b'\n').unwrap_or(line.len());
-            if line.get(..len).is_some_and(|l| l.ends_with(b"\r")) {
-                len -= 1;
-            }
-            let name = ev.kind.name();
-            let ty = match names.iter().position(|n| n == name) {
-                Some(i) => i,
-                None => {
-                    names.push(name.to_string());
-                    names.len() - 1
-                }
-            };
-            loader.events.push(Ev {
-                ts: ev.ts.0,
-                off: loader.offset(line_at)?,
-                pid: ev.pid,
-                cpu: u16::try_from(ev.cpu).unwrap_or(u16::MAX),
-                ty: u16::try_from(ty).unwrap_or(u16::MAX),
-                len: u16::try_from(len).unwrap_or(u16::MAX),
-                buffer: 0,
-                dropped_before: false,
-            });
-            loader.observe(ev);
-        }
-        let mut warnings = Vec::new();
-        if reader.skipped_lines() > 0 {
-            warnings.push(format!(
-                "{} lines were not events and were skipped",
-                reader.skipped_lines()
-            ));
-        }
-        loader.arena = bytes;
-        Ok(loader.finish(Body::Text { names }, warnings, true))
+impl Capture {
+    /// Reads the trace at `path` (any format rtwhy-decode recognises) once: keeps every
+    /// event compact, builds the lanes and analyzes it with `config`.
+    pub fn open(path: &Path, config: &Config) -> Result<Capture> {
+        let mut loader = Loader::new(path, config);
+        let end: Finish = input::read(path, &mut loader)?;
+        Ok(loader.finish(end.warnings))
     }
 
     /// Every event, sorted by time.
@@ -460,6 +434,7 @@ impl<'m> Capture<'m> {
                     missed,
                     printer,
                 } = &**d;
+                let meta: &TraceMeta = meta;
                 let format = meta.format(u32::from(ev.ty));
                 let rec = Record {
                     ts: ev.ts,

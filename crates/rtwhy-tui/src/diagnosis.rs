@@ -29,7 +29,7 @@ use crate::theme::{bucket_glyph, Theme};
 use crate::ui::{fmt_dur, fmt_ts};
 
 /// Draws the diagnosis in `area`.
-pub fn render(app: &App<'_>, area: Rect, buf: &mut Buffer) {
+pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = app.theme;
     let focused = app.focus == Pane::Diagnosis;
     let spike = app.spike();

@@ -5,14 +5,9 @@ use std::path::PathBuf;
 /// An error of the viewer, with the file or terminal it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The trace could not be decoded.
-    #[error("{path}: {source}")]
-    Decode {
-        /// The trace.
-        path: PathBuf,
-        /// What the decoder said.
-        source: rtwhy_decode::Error,
-    },
+    /// The trace could not be opened or read (the decoder's message names the file).
+    #[error("{0}")]
+    Input(rtwhy_decode::Error),
     /// A file or directory could not be read.
     #[error("cannot read {path}: {source}")]
     Io {

@@ -17,7 +17,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 use crate::app::{App, Pane};
 
 /// Draws the events pane in `area`.
-pub fn render(app: &App<'_>, area: Rect, buf: &mut Buffer) {
+pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = app.theme;
     let focused = app.focus == Pane::Events;
     let mut block = Block::default()

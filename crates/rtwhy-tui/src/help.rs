@@ -17,7 +17,7 @@ use crate::app::App;
 use crate::keys::KEYS;
 
 /// Draws the overlay centred in `area`.
-pub fn render(app: &App<'_>, area: Rect, buf: &mut Buffer) {
+pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = app.theme;
     let mut lines: Vec<Line> = KEYS
         .iter()

@@ -76,7 +76,7 @@ pub fn action_for(key: KeyEvent, searching: bool) -> Option<Action> {
 }
 
 /// Applies a key press.
-pub fn on_key(app: &mut App<'_>, key: KeyEvent) {
+pub fn on_key(app: &mut App, key: KeyEvent) {
     let searching = app.search.is_some();
     if let Some(a) = action_for(key, searching) {
         // Esc quits only when there is nothing to close.
@@ -90,7 +90,7 @@ pub fn on_key(app: &mut App<'_>, key: KeyEvent) {
 
 /// Applies a mouse event: the wheel zooms at the pointer's time when it is over the
 /// timeline (else around the cursor), a click on the timeline moves the cursor.
-pub fn on_mouse(app: &mut App<'_>, m: MouseEvent) {
+pub fn on_mouse(app: &mut App, m: MouseEvent) {
     let at = app
         .time_at_column(m.column)
         .filter(|_| app.over_timeline(m.row));

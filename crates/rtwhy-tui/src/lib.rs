@@ -13,8 +13,7 @@
 //!
 //! let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
 //!     .join("../../fixtures/preemption/preemption.dat");
-//! let file = rtwhy_decode::tracedat::TraceFile::open(&path)?;
-//! let capture = Capture::from_trace_file(&file, &path, &rtwhy_analyze::Config::default())?;
+//! let capture = Capture::open(&path, &rtwhy_analyze::Config::default())?;
 //! let mut app = App::new(vec![capture], Theme { color: false });
 //! app.apply(Action::ZoomIn);
 //!
@@ -104,13 +103,13 @@ fn restore_terminal() {
 /// Shows `app` on the terminal until the user quits. Fails with one clear error when
 /// standard output is not a terminal or the terminal is smaller than
 /// [`MIN_WIDTH`]x[`MIN_HEIGHT`].
-pub fn run(app: &mut App<'_>) -> Result<()> {
+pub fn run(app: &mut App) -> Result<()> {
     run_live(app, |_| {})
 }
 
 /// [`run`], calling `refresh` about every half second so the caller can add captures
 /// that arrived meanwhile ([`App::add_capture`]), as a recording session goes on.
-pub fn run_live<'m>(app: &mut App<'m>, mut refresh: impl FnMut(&mut App<'m>)) -> Result<()> {
+pub fn run_live(app: &mut App, mut refresh: impl FnMut(&mut App)) -> Result<()> {
     if !std::io::stdout().is_terminal() {
         return Err(Error::NotATerminal);
     }

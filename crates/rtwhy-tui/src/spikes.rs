@@ -18,7 +18,7 @@ use crate::app::{App, Pane, SortBy};
 use crate::ui::{fmt_dur, fmt_ts};
 
 /// Draws the spike list in `area`.
-pub fn render(app: &App<'_>, area: Rect, buf: &mut Buffer) {
+pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     let t = app.theme;
     let focused = app.focus == Pane::Spikes;
     let sort = match app.sort {
@@ -113,7 +113,7 @@ fn confidence(c: rtwhy_model::Confidence) -> &'static str {
     }
 }
 
-fn empty(app: &App<'_>, area: Rect, buf: &mut Buffer) {
+fn empty(app: &App, area: Rect, buf: &mut Buffer) {
     let t = app.theme;
     let mut lines = Vec::new();
     if app.captures().is_empty() {

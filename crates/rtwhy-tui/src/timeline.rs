@@ -33,7 +33,7 @@ use crate::theme::{self, Theme};
 use crate::ui::{fmt_dur, fmt_offset, fmt_ts};
 
 /// The lanes in display order: the victim's CPU, the CPUs the evidence names, the rest.
-pub fn lane_order(cap: &Capture<'_>, spike: Option<&Spike>) -> Vec<usize> {
+pub fn lane_order(cap: &Capture, spike: Option<&Spike>) -> Vec<usize> {
     let mut order: Vec<usize> = Vec::with_capacity(cap.lanes.len());
     let pos = |cpu: u32| cap.lanes.iter().position(|l| l.cpu == cpu);
     if let Some(s) = spike {
@@ -106,7 +106,7 @@ fn put(buf: &mut Buffer, x: u16, y: u16, ch: char, style: Style) {
 }
 
 /// Draws the timeline in `area`, `lane_rows` rows per CPU.
-pub fn render(app: &App<'_>, area: Rect, lane_rows: u16, buf: &mut Buffer) {
+pub fn render(app: &App, area: Rect, lane_rows: u16, buf: &mut Buffer) {
     let t = app.theme;
     let focused = app.focus == Pane::Timeline;
     let v = app.view;
@@ -198,8 +198,8 @@ pub fn render(app: &App<'_>, area: Rect, lane_rows: u16, buf: &mut Buffer) {
 
 #[allow(clippy::too_many_arguments)]
 fn draw_lane(
-    app: &App<'_>,
-    cap: &Capture<'_>,
+    app: &App,
+    cap: &Capture,
     lane: &Lane,
     spike: Option<&Spike>,
     s: &Scale,
@@ -278,8 +278,8 @@ fn intr_glyph(t: Theme, c: &Cover) -> (char, Style) {
 /// P preempted, L lock wait), the victim's wake-ups (W), its switch-in (R) and the
 /// window between, and breach markers found in the trace (B).
 fn markers(
-    app: &App<'_>,
-    cap: &Capture<'_>,
+    app: &App,
+    cap: &Capture,
     spike: Option<&Spike>,
     s: &Scale,
     inner: Rect,

@@ -49,7 +49,7 @@ pub struct Areas {
 }
 
 /// Lays out `area` for `app`.
-pub fn areas(app: &App<'_>, area: Rect) -> Areas {
+pub fn areas(app: &App, area: Rect) -> Areas {
     let rest = area.height.saturating_sub(1);
     let status = Rect::new(area.x, area.y + rest, area.width, 1);
     let diag_focus = app.focus == Pane::Diagnosis;
@@ -87,7 +87,7 @@ pub fn areas(app: &App<'_>, area: Rect) -> Areas {
     }
 }
 
-impl Widget for &App<'_> {
+impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {
         if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
             Paragraph::new(format!(
@@ -111,7 +111,7 @@ impl Widget for &App<'_> {
     }
 }
 
-fn status(app: &App<'_>, area: Rect, buf: &mut Buffer) {
+fn status(app: &App, area: Rect, buf: &mut Buffer) {
     let t = app.theme;
     let right = if let Some(q) = &app.search {
         format!("/{q}_  Enter search  Esc cancel")

@@ -12,7 +12,6 @@ use ratatui::layout::Rect;
 use ratatui::style::Color;
 use ratatui::Terminal;
 use rtwhy_analyze::Config;
-use rtwhy_decode::tracedat::TraceFile;
 use rtwhy_tui::keys::KEYS;
 use rtwhy_tui::{areas, Action, App, Capture, Pane, Theme};
 
@@ -22,20 +21,15 @@ fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-fn open(rel: &str) -> (TraceFile, PathBuf) {
-    let path = fixture(rel);
-    (TraceFile::open(&path).expect("fixture opens"), path)
+fn capture(path: &Path) -> Capture {
+    Capture::open(path, &Config::default()).expect("loads")
 }
 
-fn capture<'m>(file: &'m TraceFile, path: &Path) -> Capture<'m> {
-    Capture::from_trace_file(file, path, &Config::default()).expect("loads")
+fn app(path: &Path) -> App {
+    App::new(vec![capture(path)], Theme { color: false })
 }
 
-fn app<'m>(file: &'m TraceFile, path: &Path) -> App<'m> {
-    App::new(vec![capture(file, path)], Theme { color: false })
-}
-
-fn draw(app: &App<'_>, w: u16, h: u16) -> Buffer {
+fn draw(app: &App, w: u16, h: u16) -> Buffer {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| f.render_widget(app, f.area())).unwrap();
     t.backend().buffer().clone()
@@ -55,12 +49,12 @@ fn text(buf: &Buffer, r: Rect) -> String {
     out
 }
 
-fn screen(app: &App<'_>, w: u16, h: u16) -> String {
+fn screen(app: &App, w: u16, h: u16) -> String {
     text(&draw(app, w, h), Rect::new(0, 0, w, h))
 }
 
 /// Each pane of `app` on a `w`x`h` screen, by name.
-fn panes(app: &App<'_>, w: u16, h: u16) -> Vec<(&'static str, String)> {
+fn panes(app: &App, w: u16, h: u16) -> Vec<(&'static str, String)> {
     let buf = draw(app, w, h);
     let a = areas(app, Rect::new(0, 0, w, h));
     vec![
@@ -73,8 +67,8 @@ fn panes(app: &App<'_>, w: u16, h: u16) -> Vec<(&'static str, String)> {
 
 #[test]
 fn one_clear_spike_main_screen_80x24() {
-    let (f, p) = open("preemption/preemption.dat");
-    let a = app(&f, &p);
+    let p = fixture("preemption/preemption.dat");
+    let a = app(&p);
     let s = screen(&a, 80, 24);
     // The hog that held the victim's CPU is named on the victim's lane.
     assert!(s.contains("cpu1* ") && s.contains("spin"), "{s}");
@@ -91,8 +85,8 @@ fn one_clear_spike_main_screen_80x24() {
 
 #[test]
 fn one_clear_spike_each_pane_120x40() {
-    let (f, p) = open("preemption/preemption.dat");
-    let mut a = app(&f, &p);
+    let p = fixture("preemption/preemption.dat");
+    let mut a = app(&p);
     for (name, text) in panes(&a, 120, 40) {
         insta::assert_snapshot!(format!("preemption_{name}"), text);
     }
@@ -107,8 +101,8 @@ fn one_clear_spike_each_pane_120x40() {
 
 #[test]
 fn no_spike_says_what_was_measured() {
-    let (f, p) = open("recorded/vm-nokallsyms-v6.dat");
-    let a = app(&f, &p);
+    let p = fixture("recorded/vm-nokallsyms-v6.dat");
+    let a = app(&p);
     assert!(a.rows().is_empty());
     let s = screen(&a, 80, 24);
     assert!(s.contains("No latency spike above 100us"), "{s}");
@@ -117,8 +111,8 @@ fn no_spike_says_what_was_measured() {
 
 #[test]
 fn huge_spike_fits_its_window() {
-    let (f, p) = open("rt_throttling/rt_throttling.dat");
-    let a = app(&f, &p);
+    let p = fixture("rt_throttling/rt_throttling.dat");
+    let a = app(&p);
     let worst = a.spike().expect("the worst spike is selected");
     assert!(worst.latency_ns > 50_000_000, "{}", worst.latency_ns);
     // The whole window, "should have run" to "ran", is on screen.
@@ -128,8 +122,8 @@ fn huge_spike_fits_its_window() {
 
 #[test]
 fn dropped_events_are_shown_where_they_happened() {
-    let (f, p) = open("hwlat/hwlat.dat");
-    let cap = capture(&f, &p);
+    let p = fixture("hwlat/hwlat.dat");
+    let cap = capture(&p);
     assert!(cap.dropped.0 > 0, "the fixture's pages report lost events");
     let at = cap
         .events()
@@ -151,8 +145,8 @@ fn dropped_events_are_shown_where_they_happened() {
 
 #[test]
 fn help_lists_every_key() {
-    let (f, p) = open("preemption/preemption.dat");
-    let mut a = app(&f, &p);
+    let p = fixture("preemption/preemption.dat");
+    let mut a = app(&p);
     a.apply(Action::Help);
     let s = screen(&a, 80, 24);
     for (keys, what) in KEYS {
@@ -165,8 +159,8 @@ fn help_lists_every_key() {
 
 #[test]
 fn zoom_pan_and_jump_move_the_window() {
-    let (f, p) = open("rt_throttling/rt_throttling.dat");
-    let mut a = app(&f, &p);
+    let p = fixture("rt_throttling/rt_throttling.dat");
+    let mut a = app(&p);
     draw(&a, 100, 30);
     let v = a.view;
     a.apply(Action::ZoomIn);
@@ -192,8 +186,8 @@ fn zoom_pan_and_jump_move_the_window() {
 
 #[test]
 fn timeline_title_follows_zoom() {
-    let (f, p) = open("preemption/preemption.dat");
-    let mut a = app(&f, &p);
+    let p = fixture("preemption/preemption.dat");
+    let mut a = app(&p);
     assert!(screen(&a, 80, 24).contains("395us wide"));
     a.apply(Action::ZoomIn);
     assert!(screen(&a, 80, 24).contains("198us wide"));
@@ -201,8 +195,8 @@ fn timeline_title_follows_zoom() {
 
 #[test]
 fn search_finds_a_task_or_an_event() {
-    let (f, p) = open("preemption/preemption.dat");
-    let mut a = app(&f, &p);
+    let p = fixture("preemption/preemption.dat");
+    let mut a = app(&p);
     a.apply(Action::SearchStart);
     for c in "sched_switch".chars() {
         a.apply(Action::SearchChar(c));
@@ -228,12 +222,12 @@ fn search_finds_a_task_or_an_event() {
 
 #[test]
 fn events_pane_follows_the_cursor() {
-    let (f, p) = open("preemption/preemption.dat");
-    let mut a = app(&f, &p);
+    let p = fixture("preemption/preemption.dat");
+    let mut a = app(&p);
     while a.focus != Pane::Events {
         a.apply(Action::NextPane);
     }
-    let cap_ts = |a: &App<'_>| a.cursor;
+    let cap_ts = |a: &App| a.cursor;
     let t0 = cap_ts(&a);
     a.apply(Action::Down);
     assert!(cap_ts(&a) >= t0);
@@ -250,8 +244,8 @@ fn events_pane_follows_the_cursor() {
 
 #[test]
 fn no_color_means_no_colours() {
-    let (f, p) = open("preemption/preemption.dat");
-    let mut a = app(&f, &p);
+    let p = fixture("preemption/preemption.dat");
+    let mut a = app(&p);
     let plain = draw(&a, 80, 24);
     assert!(plain
         .content()
@@ -269,15 +263,15 @@ fn no_color_means_no_colours() {
 
 #[test]
 fn too_small_a_terminal_says_so() {
-    let (f, p) = open("preemption/preemption.dat");
-    let a = app(&f, &p);
+    let p = fixture("preemption/preemption.dat");
+    let a = app(&p);
     assert!(screen(&a, 40, 10).contains("terminal 40x10 is too small"));
 }
 
 #[test]
 fn report_text_shows_its_own_lines_and_the_same_spikes() {
-    let (f, p) = open("preemption/preemption.dat");
-    let dat = capture(&f, &p);
+    let p = fixture("preemption/preemption.dat");
+    let dat = capture(&p);
     let dir = tempfile::tempdir().unwrap();
     let txt = dir.path().join("preemption.txt");
     let mut report = String::from("cpus=2\n");
@@ -289,7 +283,7 @@ fn report_text_shows_its_own_lines_and_the_same_spikes() {
         report.push('\n');
     }
     std::fs::write(&txt, &report).unwrap();
-    let text_cap = Capture::from_text(&txt, &Config::default()).unwrap();
+    let text_cap = Capture::open(&txt, &Config::default()).unwrap();
     assert_eq!(text_cap.analysis.spikes.len(), dat.analysis.spikes.len());
     let n = text_cap.events().len();
     assert_eq!(n, dat.events().len());
@@ -302,7 +296,7 @@ fn report_text_shows_its_own_lines_and_the_same_spikes() {
     // Text saved on Windows: the lines end in CR LF; the pane shows them without the CR.
     let crlf = dir.path().join("preemption-crlf.txt");
     std::fs::write(&crlf, report.replace('\n', "\r\n")).unwrap();
-    let crlf_cap = Capture::from_text(&crlf, &Config::default()).unwrap();
+    let crlf_cap = Capture::open(&crlf, &Config::default()).unwrap();
     let (mut a, mut b) = (String::new(), String::new());
     dat.write_line(n / 2, &mut a);
     crlf_cap.write_line(n / 2, &mut b);
@@ -321,12 +315,7 @@ fn a_session_directory_opens_every_capture() {
     std::fs::write(dir.path().join("session.json"), "{}").unwrap();
     let paths = rtwhy_tui::session_captures(dir.path()).unwrap();
     assert_eq!(paths.len(), 2);
-    let files: Vec<TraceFile> = paths.iter().map(|p| TraceFile::open(p).unwrap()).collect();
-    let caps = files
-        .iter()
-        .zip(&paths)
-        .map(|(f, p)| capture(f, p))
-        .collect();
+    let caps = paths.iter().map(|p| capture(p)).collect();
     let mut a = App::new(caps, Theme { color: false });
     assert_eq!(a.rows().len(), 4);
     // The worst spike (hwlat's 6.5 ms) is in the second capture.
@@ -378,8 +367,7 @@ fn every_fixture_draws_at_every_size_after_every_key() {
         Action::Help,
     ];
     for p in &dats {
-        let f = TraceFile::open(p).unwrap();
-        let mut a = app(&f, p);
+        let mut a = app(p);
         for k in keys.iter().cycle().take(keys.len() * 2) {
             a.apply(k.clone());
             for (w, h) in [(60, 16), (80, 24), (200, 60)] {
@@ -399,13 +387,13 @@ fn captures_arriving_later_join_the_list() {
     let mut a = App::new(Vec::new(), Theme { color: false });
     let s = screen(&a, 80, 24);
     assert!(s.contains("No capture yet"), "{s}");
-    let (f1, p1) = open("preemption/preemption.dat");
-    a.add_capture(capture(&f1, &p1));
+    let p1 = fixture("preemption/preemption.dat");
+    a.add_capture(capture(&p1));
     assert_eq!(a.rows().len(), 1);
     let first = a.spike().expect("the first spike is shown").clone();
     assert!(a.view.start < first.start.0 && first.end.0 < a.view.end());
-    let (f2, p2) = open("hwlat/hwlat.dat");
-    a.add_capture(capture(&f2, &p2));
+    let p2 = fixture("hwlat/hwlat.dat");
+    a.add_capture(capture(&p2));
     assert_eq!(a.rows().len(), 4);
     // The spike being looked at stays selected.
     assert_eq!(a.spike(), Some(&first));
@@ -415,8 +403,8 @@ fn captures_arriving_later_join_the_list() {
 #[test]
 fn the_wheel_zooms_at_the_pointer_and_a_click_moves_the_cursor() {
     use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-    let (f, p) = open("rt_throttling/rt_throttling.dat");
-    let mut a = app(&f, &p);
+    let p = fixture("rt_throttling/rt_throttling.dat");
+    let mut a = app(&p);
     let buf = draw(&a, 120, 40);
     let tl = areas(&a, Rect::new(0, 0, 120, 40)).timeline;
     // A column a third of the way along the time axis, on the first lane's row.

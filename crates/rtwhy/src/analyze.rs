@@ -1,18 +1,16 @@
 //! `rtwhy analyze`: every spike in a trace, diagnosed.
 
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rtwhy_analyze::timerlat::TimerlatAnalyzer;
 use rtwhy_analyze::{Analysis, Analyzer, Config};
+use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::osnoise::osnoise_record;
-use rtwhy_decode::text::TextReader;
-use rtwhy_decode::typed::EventDecoder;
 use rtwhy_model::{Event, EventKind, FieldValue, SystemFacts, TimerlatSpike};
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
-use crate::input::{self, Input};
 use crate::render;
 
 /// Where the analysis came from, for the report header.
@@ -48,9 +46,9 @@ impl TimerlatFeed {
         }
     }
 
-    fn push(&mut self, ev: &Event) {
+    fn push(&mut self, ev: &Event, line: Option<&str>) {
         match osnoise_record(ev) {
-            Some(Ok(rec)) => self.analyzer.push_record(&rec),
+            Some(Ok(rec)) => self.analyzer.push_record_line(&rec, line),
             Some(Err(e)) => {
                 self.bad += 1;
                 self.first_bad.get_or_insert_with(|| e.to_string());
@@ -140,60 +138,71 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     })
 }
 
-/// Decodes `path` (trace.dat or report text) and runs the analyzer over it.
+/// Runs the analyzer over the events the decoder pushes.
+struct AnalyzeSink {
+    config: Config,
+    analyzer: Option<Analyzer>,
+    feed: TimerlatFeed,
+    warnings: Vec<String>,
+}
+
+impl Sink for AnalyzeSink {
+    type Error = anyhow::Error;
+
+    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
+        if !header.ts_in_nanos {
+            let clock = header
+                .meta
+                .as_ref()
+                .and_then(|m| m.clock.clone())
+                .unwrap_or_else(|| "?".to_string());
+            self.warnings.push(format!(
+                "timestamps are raw counter values (clock {clock}), not nanoseconds: latencies and the threshold are in counter ticks"
+            ));
+        }
+        self.analyzer = Some(Analyzer::new(self.config.clone(), header.facts.clone()));
+        Ok(true)
+    }
+
+    fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        if let Some(a) = self.analyzer.as_mut() {
+            let line = match item.raw {
+                Raw::Line(l) => Some(l),
+                Raw::Record { .. } => None,
+            };
+            let ev = item.into_event();
+            self.feed.push(&ev, line);
+            a.push(ev);
+        }
+        Ok(true)
+    }
+}
+
+/// Decodes `path` (any input rtwhy-decode recognises) and runs the analyzer over it.
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
     let display = path.display().to_string();
-    let mut warnings = Vec::new();
-    let mut feed = TimerlatFeed::new(&config);
-    let (analysis, kind) = match input::open(path)? {
-        Input::TraceDat(file) => {
-            let meta = file.meta();
-            let facts = file.system_facts();
-            if !meta.ts_in_nanos() {
-                warnings.push(format!(
-                    "timestamps are raw counter values (clock {}), not nanoseconds: latencies and the threshold are in counter ticks",
-                    meta.clock.as_deref().unwrap_or("?")
-                ));
-            }
-            let mut analyzer = Analyzer::new(config, facts);
-            let mut decoder = EventDecoder::new();
-            let mut records = file.records()?;
-            while let Some(rec) = records.next_record().with_context(|| display.clone())? {
-                let ev = decoder.decode(meta, &rec);
-                feed.push(&ev);
-                analyzer.push(ev);
-            }
-            warnings.extend(file.warnings().iter().cloned());
-            warnings.extend(records.warnings().iter().cloned());
-            (analyzer.finish(), "trace.dat")
-        }
-        Input::Text => {
-            let f = std::fs::File::open(path).with_context(|| format!("cannot open {display}"))?;
-            let mut reader = TextReader::new(BufReader::new(f));
-            let mut analyzer = Analyzer::new(config, SystemFacts::default());
-            while let Some(ev) = reader.next_event() {
-                let ev = ev.with_context(|| display.clone())?;
-                feed.push(&ev);
-                analyzer.push(ev);
-            }
-            if reader.skipped_lines() > 0 {
-                warnings.push(format!(
-                    "{} lines were not events and were skipped",
-                    reader.skipped_lines()
-                ));
-            }
-            (analyzer.finish(), "report text")
-        }
+    let mut sink = AnalyzeSink {
+        config: config.clone(),
+        analyzer: None,
+        feed: TimerlatFeed::new(&config),
+        warnings: Vec::new(),
     };
-    let noise_only = feed.analyzer.samples() == 0 && feed.analyzer.noise_events() > 0;
-    let timerlat = feed.finish(&mut warnings);
+    let end = input::read(path, &mut sink)?;
+    let mut warnings = sink.warnings;
+    warnings.extend(end.warnings);
+    let analysis = sink
+        .analyzer
+        .unwrap_or_else(|| Analyzer::new(config, SystemFacts::default()))
+        .finish();
+    let noise_only = sink.feed.analyzer.samples() == 0 && sink.feed.analyzer.noise_events() > 0;
+    let timerlat = sink.feed.finish(&mut warnings);
+    if analysis.events == 0 {
+        bail!("{display}: no events at all: an empty trace (a `-t` trace saved before any sample, or a header only)");
+    }
     if noise_only && !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {
         bail!(
             "{display}: osnoise events but no timerlat sample (`#N context irq|thread timer_latency N ns`) and no scheduler events: nothing to measure the noise against; keep the timerlat tracer's samples (rtla timerlat -t, or trace-cmd record -p timerlat)"
         );
-    }
-    if analysis.events == 0 {
-        bail!("{display}: no events at all: an empty trace (a `-t` trace saved before any sample, or a header only)");
     }
     if timerlat.is_none() && !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup
     {
@@ -206,7 +215,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         analysis,
         Source {
             path: display,
-            kind,
+            kind: end.format,
             warnings,
             timerlat,
         },

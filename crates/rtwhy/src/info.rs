@@ -1,16 +1,15 @@
 //! `rtwhy info`: what a trace says about itself.
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use rtwhy_decode::text::TextReader;
+use anyhow::Result;
+use rtwhy_decode::input::{self, Header, Item, Sink};
 use rtwhy_decode::tracedat::TraceFile;
 use serde_json::{json, Value};
 
 use crate::cli::{InfoArgs, InfoFormat};
-use crate::input::{self, Input};
 
 /// A line of the text being built.
 macro_rules! outln {
@@ -48,10 +47,17 @@ impl Counts {
 }
 
 pub fn run(args: &InfoArgs) -> Result<ExitCode> {
-    let report = match input::open(&args.file)? {
-        Input::TraceDat(file) => trace_dat(&file)?,
-        Input::Text => text(args)?,
-    };
+    let mut sink = InfoSink::default();
+    let end = input::read(&args.file, &mut sink)?;
+    let report = sink.report.take().map_or(Value::Null, |mut r| {
+        r["events"] = counts_json(&sink.counts);
+        match end.format {
+            "trace.dat" => {}
+            _ => r["cpus"] = json!(end.cpus),
+        }
+        r["warnings"] = json!(end.warnings);
+        r
+    });
     let mut out = String::new();
     match args.format {
         InfoFormat::Json => outln!(out, "{}", serde_json::to_string_pretty(&report)?),
@@ -62,24 +68,61 @@ pub fn run(args: &InfoArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn trace_dat(file: &TraceFile) -> Result<Value> {
+/// Counts events by name and CPU; the file's own description comes from its header.
+#[derive(Default)]
+struct InfoSink {
+    report: Option<Value>,
+    counts: Counts,
+    /// trace.dat event names by id (`system:name`).
+    names: BTreeMap<u32, String>,
+}
+
+impl Sink for InfoSink {
+    type Error = anyhow::Error;
+
+    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
+        self.report = Some(match header.trace_dat {
+            Some(file) => trace_dat(file),
+            None => json!({
+                "kind": header.format,
+                "path": header.path.display().to_string(),
+                "cpus": null,
+                "events": null,
+                "warnings": [],
+            }),
+        });
+        Ok(true)
+    }
+
+    fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        let (ts, cpu) = (item.ts, item.cpu);
+        match item.record() {
+            Some(rec) => {
+                let id = rec.event_id().unwrap_or(u32::MAX);
+                let name = self.names.entry(id).or_insert_with(|| match rec.format {
+                    Some(f) => format!("{}:{}", f.system, f.name),
+                    None => format!("unknown:{id}"),
+                });
+                self.counts.add(name, cpu, ts);
+                if let Some(m) = rec.missed_before {
+                    self.counts.missed += m;
+                    self.counts.missed_pages += 1;
+                }
+            }
+            None => {
+                let ev = item.into_event();
+                self.counts.add(ev.kind.name(), cpu, ts);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// What a trace.dat says about itself; the event counts and warnings are added after
+/// its events are read.
+fn trace_dat(file: &TraceFile) -> Value {
     let meta = file.meta();
     let info = file.info();
-    let mut counts = Counts::default();
-    let mut names: BTreeMap<u32, String> = BTreeMap::new();
-    let mut records = file.records()?;
-    while let Some(rec) = records.next_record()? {
-        let id = rec.event_id().unwrap_or(u32::MAX);
-        let name = names.entry(id).or_insert_with(|| match rec.format {
-            Some(f) => format!("{}:{}", f.system, f.name),
-            None => format!("unknown:{id}"),
-        });
-        counts.add(name, rec.cpu, rec.ts);
-        if let Some(m) = rec.missed_before {
-            counts.missed += m;
-            counts.missed_pages += 1;
-        }
-    }
     let buffers: Vec<Value> = file
         .buffers()
         .iter()
@@ -93,8 +136,7 @@ fn trace_dat(file: &TraceFile) -> Result<Value> {
             })
         })
         .collect();
-    let warnings: Vec<&String> = file.warnings().iter().chain(records.warnings()).collect();
-    Ok(json!({
+    json!({
         "kind": "trace.dat",
         "path": file.path().map(|p| p.display().to_string()),
         "file_size": info.file_len,
@@ -117,28 +159,10 @@ fn trace_dat(file: &TraceFile) -> Result<Value> {
         "printk_formats": meta.printk.len(),
         "saved_cmdlines": meta.cmdlines.len(),
         "buffers": buffers,
-        "events": counts_json(&counts),
+        "events": null,
         "notes": info.notes,
-        "warnings": warnings,
-    }))
-}
-
-fn text(args: &InfoArgs) -> Result<Value> {
-    let f = std::fs::File::open(&args.file)
-        .with_context(|| format!("cannot open {}", args.file.display()))?;
-    let mut reader = TextReader::new(BufReader::new(f));
-    let mut counts = Counts::default();
-    while let Some(ev) = reader.next_event() {
-        let ev = ev.with_context(|| format!("{}", args.file.display()))?;
-        counts.add(ev.kind.name(), ev.cpu, ev.ts.0);
-    }
-    Ok(json!({
-        "kind": "report text",
-        "path": args.file.display().to_string(),
-        "cpus": reader.cpus(),
-        "events": counts_json(&counts),
-        "warnings": Vec::<String>::new(),
-    }))
+        "warnings": [],
+    })
 }
 
 fn counts_json(c: &Counts) -> Value {

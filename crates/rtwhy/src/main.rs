@@ -6,7 +6,6 @@ mod doctor;
 mod dump;
 mod generate;
 mod info;
-mod input;
 mod journal;
 mod ledger;
 mod record;

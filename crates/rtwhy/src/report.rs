@@ -1,23 +1,20 @@
 //! `rtwhy report`: the analysis of a trace as a bug report (Markdown, SVG, Perfetto,
 //! JSON, text) or as one `.tar.gz` bundle with the trace window that proves it.
 
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use rtwhy_analyze::Analysis;
-use rtwhy_decode::print::Printer;
-use rtwhy_decode::text::TextReader;
-use rtwhy_decode::tracedat::{TraceBuilder, TraceFile};
-use rtwhy_decode::typed::EventDecoder;
+use rtwhy_decode::input::{self, Header, Item, LinePrinter, Raw, Sink};
+use rtwhy_decode::tracedat::TraceBuilder;
 use rtwhy_model::{EventKind, Nanos, Spike, FACT_PREFIX};
 use rtwhy_report::markdown::{self, Links};
 use rtwhy_report::{Report, SpikeReport, Window};
 
 use crate::analyze::{analyze_file, Source};
 use crate::cli::{AnalysisOpts, ReportArgs, ReportFormat};
-use crate::input::{self, Input};
 use crate::render;
 
 /// History kept before the first spike in a bundle's trace window: enough for the
@@ -283,8 +280,7 @@ fn collect(
     spikes: &[&Spike],
     bundle: bool,
 ) -> Result<(Vec<SpikeReport>, Option<Vec<u8>>)> {
-    let display = path.display().to_string();
-    let mut reports: Vec<SpikeReport> = spikes
+    let reports: Vec<SpikeReport> = spikes
         .iter()
         .map(|s| {
             let (from, to) = Window::around(s);
@@ -299,36 +295,10 @@ fn collect(
             }
         })
         .collect();
-    match input::open(path)? {
-        Input::TraceDat(file) => {
-            let dat =
-                window_from_dat(&file, &mut reports, bundle).with_context(|| display.clone())?;
-            Ok((reports, dat))
-        }
-        Input::Text => {
-            let f = std::fs::File::open(path).with_context(|| format!("cannot open {display}"))?;
-            let mut reader = TextReader::new(BufReader::new(f));
-            while let Some(ev) = reader.next_event() {
-                let ev = ev.with_context(|| display.clone())?;
-                for r in reports.iter_mut() {
-                    if ev.ts >= r.window.from && ev.ts <= r.window.to {
-                        r.window.events.push(ev.clone());
-                    }
-                }
-            }
-            Ok((reports, None))
-        }
-    }
-}
-
-fn window_from_dat(
-    file: &TraceFile,
-    reports: &mut [SpikeReport],
-    bundle: bool,
-) -> Result<Option<Vec<u8>>> {
-    let meta = file.meta();
-    let mut decoder = EventDecoder::new();
-    let mut printer = Printer::new(meta);
+    let found = reports
+        .iter()
+        .map(|r| vec![false; r.spike.evidence.len()])
+        .collect();
     // One contiguous stretch: a gap between two cut-out pieces would read as time with
     // no events (hwlat) to the analyzer.
     let first = reports.iter().map(|r| r.spike.start).min();
@@ -339,89 +309,146 @@ fn window_from_dat(
             Nanos(b.0.saturating_add(BUNDLE_AFTER)),
         )
     });
-    let mut builder = if bundle {
-        let page = file
-            .default_buffer()
-            .map_or(meta.page_size, |b| b.page_size);
-        let mut b = TraceBuilder::like(meta, page);
-        if let Some(u) = &file.info().uname {
-            b.writer_mut().set_uname(u);
-        }
-        Some(b)
-    } else {
-        None
-    };
-    let mut found = vec![vec![false; 0]; reports.len()];
-    for (f, r) in found.iter_mut().zip(reports.iter()) {
-        *f = vec![false; r.spike.evidence.len()];
-    }
-    let mut records = file.records()?;
-    let mut line = String::new();
-    let mut max_cpu = 0u32;
     // The printer learns task names from the sched events it prints, as trace-cmd does;
     // it sees all of them up to the last decisive line so names come out the same.
     let last_evidence = reports
         .iter()
         .flat_map(|r| r.spike.evidence.iter().map(|e| e.ts))
         .max();
-    while records.advance()? {
-        printer.set_instance(records.buffer_name());
-        let Some(rec) = records.current() else { break };
-        let ev = decoder.decode(meta, &rec);
-        if last_evidence.is_some_and(|t| ev.ts <= t)
-            && matches!(
-                ev.kind,
-                EventKind::SchedSwitch { .. }
-                    | EventKind::SchedWakeup { .. }
-                    | EventKind::SchedWakeupNew { .. }
-            )
-        {
-            line.clear();
-            printer.write_report(&rec, &mut line);
+    let mut sink = WindowSink {
+        reports,
+        found,
+        bundle,
+        cut,
+        last_evidence,
+        printer: None,
+        builder: None,
+        cpus: 0,
+        max_cpu: 0,
+        line: String::new(),
+    };
+    input::read(path, &mut sink)?;
+    let dat = match sink.builder.take() {
+        Some(mut b) => {
+            let cpus = if sink.cpus > 0 {
+                sink.cpus
+            } else {
+                sink.max_cpu + 1
+            };
+            b.writer_mut().set_cpu_count(cpus as usize);
+            let mut bytes = Vec::new();
+            b.finish(&mut bytes)?;
+            Some(bytes)
+        }
+        None => None,
+    };
+    Ok((sink.reports, dat))
+}
+
+/// Collects each spike's window of events and decisive lines, and the bundle's trace
+/// window.
+struct WindowSink {
+    reports: Vec<SpikeReport>,
+    /// Per report, which evidence items have their trace-cmd line.
+    found: Vec<Vec<bool>>,
+    bundle: bool,
+    cut: Option<(Nanos, Nanos)>,
+    last_evidence: Option<Nanos>,
+    printer: Option<LinePrinter>,
+    builder: Option<TraceBuilder>,
+    /// CPUs the trace.dat's buffers cover.
+    cpus: u32,
+    max_cpu: u32,
+    line: String,
+}
+
+impl Sink for WindowSink {
+    type Error = anyhow::Error;
+
+    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
+        self.printer = Some(LinePrinter::new(header));
+        if let (true, Some(file)) = (self.bundle, header.trace_dat) {
+            let meta = file.meta();
+            let page = file
+                .default_buffer()
+                .map_or(meta.page_size, |b| b.page_size);
+            let mut b = TraceBuilder::like(meta, page);
+            if let Some(u) = &file.info().uname {
+                b.writer_mut().set_uname(u);
+            }
+            self.builder = Some(b);
+            self.cpus = file
+                .buffers()
+                .iter()
+                .flat_map(|b| &b.cpus)
+                .map(|c| c.cpu + 1)
+                .max()
+                .unwrap_or(0);
+        }
+        Ok(true)
+    }
+
+    fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        let raw = item.raw;
+        let ev = item.into_event();
+        let is_dat = matches!(raw, Raw::Record { .. });
+        if let Some(p) = self.printer.as_mut() {
+            if is_dat
+                && self.last_evidence.is_some_and(|t| ev.ts <= t)
+                && matches!(
+                    ev.kind,
+                    EventKind::SchedSwitch { .. }
+                        | EventKind::SchedWakeup { .. }
+                        | EventKind::SchedWakeupNew { .. }
+                )
+            {
+                self.line.clear();
+                p.write(&raw, &mut self.line);
+            }
         }
         let tag = format!(" {}:", ev.kind.name());
-        for (r, seen) in reports.iter_mut().zip(found.iter_mut()) {
+        for (r, seen) in self.reports.iter_mut().zip(self.found.iter_mut()) {
             if ev.ts >= r.window.from && ev.ts <= r.window.to {
                 r.window.events.push(ev.clone());
             }
+            if !is_dat {
+                continue;
+            }
             for (i, e) in r.spike.evidence.iter().enumerate() {
-                if !seen[i] && e.ts == ev.ts && e.cpu == ev.cpu && e.line.contains(&tag) {
-                    line.clear();
-                    printer.write_report(&rec, &mut line);
-                    if let Some(slot) = r.trace_lines.get_mut(i) {
-                        *slot = line.trim_end().to_string();
+                if !seen.get(i).copied().unwrap_or(true)
+                    && e.ts == ev.ts
+                    && e.cpu == ev.cpu
+                    && e.line.contains(&tag)
+                {
+                    if let Some(p) = self.printer.as_mut() {
+                        self.line.clear();
+                        p.write(&raw, &mut self.line);
+                        if let Some(slot) = r.trace_lines.get_mut(i) {
+                            *slot = self.line.trim_end().to_string();
+                        }
                     }
-                    seen[i] = true;
+                    if let Some(s) = seen.get_mut(i) {
+                        *s = true;
+                    }
                 }
             }
         }
-        if let (Some(b), Some((from, to))) = (builder.as_mut(), cut) {
+        if let (Some(b), Some((from, to)), Raw::Record { record, .. }) =
+            (self.builder.as_mut(), self.cut, &raw)
+        {
             let keep = (ev.ts >= from && ev.ts <= to)
                 || matches!(&ev.kind, EventKind::Print { text } if text.starts_with(FACT_PREFIX));
             // Instances go into the one buffer of the window: the analyzer reads every
             // buffer alike, and a capture's events live in rtwhy's instance.
             if keep {
-                b.push(rec.cpu, rec.ts, rec.data).map_err(|e| {
+                b.push(record.cpu, record.ts, record.data).map_err(|e| {
                     anyhow::anyhow!("cannot cut the trace window at {}: {e}", ev.ts)
                 })?;
-                max_cpu = max_cpu.max(rec.cpu);
+                self.max_cpu = self.max_cpu.max(record.cpu);
             }
         }
+        Ok(true)
     }
-    let Some(mut b) = builder else {
-        return Ok(None);
-    };
-    let cpus = file
-        .buffers()
-        .iter()
-        .flat_map(|b| &b.cpus)
-        .map(|c| c.cpu + 1)
-        .max()
-        .unwrap_or(max_cpu + 1);
-    b.writer_mut().set_cpu_count(cpus as usize);
-    let mut bytes = Vec::new();
-    b.finish(&mut bytes)?;
-    Ok(Some(bytes))
 }
 
 #[cfg(test)]

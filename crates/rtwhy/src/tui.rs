@@ -6,12 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use rtwhy_analyze::Config;
-use rtwhy_decode::tracedat::TraceFile;
 use rtwhy_tui::{App, Capture, Theme};
-use typed_arena::Arena;
 
 use crate::cli::TuiArgs;
-use crate::input::{self, Input};
 
 pub fn run(args: &TuiArgs) -> Result<ExitCode> {
     let config = args.opts.config();
@@ -25,12 +22,9 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
         ),
         None => vec![args.path.clone()],
     };
-    // Captures borrow their file's metadata; the files live here until the viewer ends,
-    // including those that arrive while it runs.
-    let files: Arena<TraceFile> = Arena::new();
     let mut captures = Vec::with_capacity(paths.len());
     for path in &paths {
-        captures.push(load(&files, path, &config)?);
+        captures.push(load(path, &config)?);
     }
     let mut app = App::new(captures, Theme::from_env());
     let mut known: HashSet<PathBuf> = paths.into_iter().collect();
@@ -43,7 +37,7 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
         };
         for path in now {
             if known.insert(path.clone()) {
-                match load(&files, &path, &config) {
+                match load(&path, &config) {
                     Ok(c) => app.add_capture(c),
                     Err(e) => app.message = Some(format!("{e:#}")),
                 }
@@ -53,12 +47,9 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens, decodes and analyzes one trace (trace.dat or report text).
-fn load<'a>(files: &'a Arena<TraceFile>, path: &Path, config: &Config) -> Result<Capture<'a>> {
-    let capture = match input::open(path)? {
-        Input::TraceDat(file) => Capture::from_trace_file(files.alloc(*file), path, config)?,
-        Input::Text => Capture::from_text(path, config)?,
-    };
+/// Opens, decodes and analyzes one trace (any input rtwhy-decode recognises).
+fn load(path: &Path, config: &Config) -> Result<Capture> {
+    let capture = Capture::open(path, config)?;
     // The same refusal as `rtwhy analyze`: without scheduler events there is no timeline.
     let seen = &capture.analysis.seen;
     if !seen.switch && !seen.waking && !seen.wakeup {

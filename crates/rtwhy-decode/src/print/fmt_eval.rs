@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::cfmt::{self, Spec};
 use super::fmt_parse::{strtoull, Arg, ConvKind, Piece};
-use super::symbols::FuncMap;
+use super::symbols::Funcs;
 use crate::endian::Endian;
 use crate::format::Field;
 use crate::symbols::PrintkFormats;
@@ -19,7 +19,7 @@ pub(crate) struct Ctx<'a> {
     pub endian: Endian,
     /// The traced kernel's `long` size.
     pub long_size: usize,
-    pub funcs: &'a FuncMap<'a>,
+    pub funcs: Funcs<'a>,
     pub printk: &'a PrintkFormats,
 }
 

@@ -16,11 +16,12 @@ mod raw;
 mod symbols;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use fmt_eval::{print_piece, Ctx};
 use fmt_parse::{split_format, ParsedFmt};
 use plugins::{Handler, PluginState};
-use symbols::FuncMap;
+use symbols::{FuncMap, Funcs};
 
 use crate::format::EventFormat;
 use crate::meta::TraceMeta;
@@ -111,9 +112,9 @@ type PidMap<V> = HashMap<i32, V, std::hash::BuildHasherDefault<PidHasher>>;
 /// preceded by trace-cmd's `CPU:n [EVENTS DROPPED]` line). Keeps per-event caches and the state trace-cmd's
 /// plugins keep (task names learned from sched events, function call chains), so use
 /// one printer per pass over a trace.
-pub struct Printer<'m> {
-    meta: &'m TraceMeta,
-    funcs: FuncMap<'m>,
+pub struct Printer {
+    meta: Arc<TraceMeta>,
+    funcs: FuncMap,
     events: EventTable,
     plugins: PluginState,
     counter_clock: bool,
@@ -123,9 +124,10 @@ pub struct Printer<'m> {
     secs: (u64, String),
 }
 
-impl<'m> Printer<'m> {
-    /// A printer for records of the trace described by `meta`.
-    pub fn new(meta: &'m TraceMeta) -> Printer<'m> {
+impl Printer {
+    /// A printer for records of the trace described by `meta` (shared, so a printer can
+    /// live as long as the events it prints, without the file).
+    pub fn new(meta: Arc<TraceMeta>) -> Printer {
         let counter_clock = meta.tsc2nsec.is_none()
             && matches!(
                 meta.clock.as_deref(),
@@ -133,7 +135,7 @@ impl<'m> Printer<'m> {
             );
         Printer {
             meta,
-            funcs: FuncMap::new(&meta.kallsyms),
+            funcs: FuncMap::default(),
             events: EventTable::default(),
             plugins: PluginState::default(),
             counter_clock,
@@ -197,7 +199,7 @@ impl<'m> Printer<'m> {
         };
         let st = self.events.get(event, self.meta.kernel_long_size);
         let pid = st.pid(rec);
-        write_comm_pid(&mut self.comms, self.meta, &self.plugins, pid, out);
+        write_comm_pid(&mut self.comms, &self.meta, &self.plugins, pid, out);
         out.push_str(" [");
         num::dec3(out, rec.cpu);
         out.push(']');
@@ -231,13 +233,16 @@ impl<'m> Printer<'m> {
     }
 
     fn raw_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
-        let meta = self.meta;
+        let meta: &TraceMeta = &self.meta;
         let ctx = Ctx {
             data: rec.data,
             following: rec.following,
             endian: rec.endian,
             long_size: meta.kernel_long_size,
-            funcs: &self.funcs,
+            funcs: Funcs {
+                map: &self.funcs,
+                kallsyms: &meta.kallsyms,
+            },
             printk: &meta.printk,
         };
         let st = self.events.get(event, meta.kernel_long_size);
@@ -255,14 +260,17 @@ impl<'m> Printer<'m> {
     }
 
     fn report_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
-        let meta = self.meta;
+        let meta: &TraceMeta = &self.meta;
         let long_size = meta.kernel_long_size;
         let ctx = Ctx {
             data: rec.data,
             following: rec.following,
             endian: rec.endian,
             long_size,
-            funcs: &self.funcs,
+            funcs: Funcs {
+                map: &self.funcs,
+                kallsyms: &meta.kallsyms,
+            },
             printk: &meta.printk,
         };
         let st = self.events.get(event, long_size);

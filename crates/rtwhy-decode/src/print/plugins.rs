@@ -607,7 +607,7 @@ print fmt: \"--> %lx (%d)\", REC->func, REC->depth
             missed_before: None,
             following: &[],
         };
-        let mut printer = crate::print::Printer::new(&meta);
+        let mut printer = crate::print::Printer::new(std::sync::Arc::new(meta.clone()));
         let mut line = String::new();
         printer.write_report(&rec, &mut line);
         assert!(line.len() < 4096, "{} bytes", line.len());

@@ -9,11 +9,17 @@ use crate::symbols::Kallsyms;
 
 /// Functions sorted by address, in the order libtraceevent's table ends up in. Built
 /// on the first lookup, so printing a trace that never symbolizes does not pay for it.
-#[derive(Debug)]
-pub(crate) struct FuncMap<'k> {
-    kallsyms: &'k Kallsyms,
+#[derive(Debug, Default)]
+pub(crate) struct FuncMap {
     table: OnceLock<Table>,
     by_name: OnceLock<HashMap<String, u64>>,
+}
+
+/// A [`FuncMap`] with the symbols it is built from, for one lookup.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Funcs<'a> {
+    pub map: &'a FuncMap,
+    pub kallsyms: &'a Kallsyms,
 }
 
 /// Addresses, and names as byte ranges of the kallsyms text (no copy of a few hundred
@@ -24,24 +30,17 @@ struct Table {
     names: Vec<(u32, u32)>,
 }
 
-impl<'k> FuncMap<'k> {
-    /// A table over kallsyms, dropping absolute (`A`/`a`) and `$` symbols as
-    /// libtraceevent does.
-    pub fn new(k: &'k Kallsyms) -> FuncMap<'k> {
-        FuncMap {
-            kallsyms: k,
-            table: OnceLock::new(),
-            by_name: OnceLock::new(),
-        }
-    }
-
-    fn table(&self) -> &Table {
-        self.table.get_or_init(|| build(self.kallsyms))
+impl<'a> Funcs<'a> {
+    /// The table over kallsyms, dropping absolute (`A`/`a`) and `$` symbols as
+    /// libtraceevent does; built once per map.
+    fn table(&self) -> &'a Table {
+        let k = self.kallsyms;
+        self.map.table.get_or_init(|| build(k))
     }
 
     /// The function containing `addr`: (start address, name).
-    pub fn find(&self, addr: u64) -> Option<(u64, &'k str)> {
-        let k: &'k Kallsyms = self.kallsyms;
+    pub fn find(&self, addr: u64) -> Option<(u64, &'a str)> {
+        let k: &'a Kallsyms = self.kallsyms;
         let t = self.table();
         // libtraceevent's bsearch, step for step: which alias it lands on depends on the
         // path it takes, and past the last symbol only its exact address resolves.
@@ -66,7 +65,7 @@ impl<'k> FuncMap<'k> {
     /// The address of a symbol by name (first in address order), for identifiers used
     /// as values in print formats.
     pub fn address_of(&self, name: &str) -> Option<u64> {
-        let map = self.by_name.get_or_init(|| {
+        let map = self.map.by_name.get_or_init(|| {
             let t = self.table();
             let mut m = HashMap::with_capacity(t.names.len());
             for (a, n) in t.addrs.iter().zip(&t.names) {
@@ -111,7 +110,11 @@ mod tests {
     #[test]
     fn lookup_matches_libtraceevent() {
         let k = Kallsyms::parse("1000 T a\n1000 T a_alias\n1100 t b\n1200 A abs\n1300 T last\n");
-        let m = FuncMap::new(&k);
+        let map = FuncMap::default();
+        let m = Funcs {
+            map: &map,
+            kallsyms: &k,
+        };
         assert_eq!(m.find(0x1050), Some((0x1000, "a")));
         assert_eq!(m.find(0x1100), Some((0x1100, "b")));
         assert_eq!(m.find(0x1250), Some((0x1100, "b")));

@@ -1,0 +1,57 @@
+//! `trace-cmd report` (and `report -R`) text and the kernel's tracefs `trace` text.
+
+use std::io::BufReader;
+use std::path::Path;
+
+use super::{Finish, Format, Header, Item, Push};
+use crate::error::{Error, Result};
+use crate::text::{looks_like_report_text, TextReader};
+
+/// Report text, and the kernel's `trace` file, which shares its event lines.
+pub(super) struct ReportText;
+
+impl Format for ReportText {
+    fn name(&self) -> &'static str {
+        "report text"
+    }
+
+    fn recognises(&self, head: &[u8]) -> bool {
+        looks_like_report_text(head)
+    }
+
+    fn read(&self, path: &Path, to: &mut dyn Push) -> Result<Finish> {
+        let f = std::fs::File::open(path).map_err(|source| Error::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let header = Header {
+            path,
+            format: self.name(),
+            facts: rtwhy_model::SystemFacts::default(),
+            ts_in_nanos: true,
+            trace_dat: None,
+            meta: None,
+        };
+        let mut reader = TextReader::new(BufReader::new(f));
+        if to.begin(&header) {
+            while let Some(ev) = reader.next_event() {
+                let ev = ev.map_err(|e| e.in_file(path))?;
+                if !to.event(Item::from_line(ev, reader.event_text())) {
+                    break;
+                }
+            }
+        }
+        let mut warnings = Vec::new();
+        if reader.skipped_lines() > 0 {
+            warnings.push(format!(
+                "{} lines were not events and were skipped",
+                reader.skipped_lines()
+            ));
+        }
+        Ok(Finish {
+            format: self.name(),
+            cpus: reader.cpus(),
+            warnings,
+        })
+    }
+}
