@@ -2,7 +2,8 @@
 # Writes `rtwhy analyze --format json` of every fixture and every wild trace with one
 # binary into a directory, so the JSON of two builds can be compared with `diff -r`.
 # Usage: scripts/analyze-json-diff.sh RTWHY_BINARY OUT_DIR
-# (a restructuring must leave the output identical except where it means to change it).
+# (a restructuring must leave the output identical except where it means to change it;
+# scripts/analyze-json-compare.py BEFORE AFTER compares two such directories).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=$1

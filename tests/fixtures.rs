@@ -120,6 +120,14 @@ fn check(expect: &Path) -> Vec<String> {
                     .as_u64()
                     .is_none_or(|c| s["cpu"].as_u64() == Some(c))
             })
+            .filter(|s| {
+                let summary = s["primary"]["summary"].as_str().unwrap_or("");
+                req["summary_contains"].as_array().is_none_or(|words| {
+                    words
+                        .iter()
+                        .all(|w| w.as_str().is_some_and(|w| summary.contains(w)))
+                })
+            })
             .count() as u64;
         if got < min {
             fails.push(format!(

@@ -173,6 +173,53 @@ impl Trace {
     /// Who ran on `cpu` at some time in `[from, to]`, with the priority it ran at: the
     /// task current at `from` and every task switched in before `to`, or seen running by
     /// its own events (the VMs here drop most idle-to-task switches).
+    /// The interrupts-off form of kernel_nonpreemptible (docs/causes.md): the recorder's
+    /// `rtwhy-breach:` marker for this wake-up (its `switch_in_ns` within 20 us of the
+    /// spike's end) says the timer ran late (`timer_fired_ns`) and the first frame of
+    /// what that interrupt interrupted (`timer_stack`) turns interrupts back on, with no
+    /// idle-loop frame after it.
+    fn irqs_off_at(&self, victim: i32, end: u64) -> bool {
+        const ENABLE: [&str; 9] = [
+            "_raw_spin_unlock_irqrestore",
+            "_raw_spin_unlock_irq",
+            "_raw_read_unlock_irqrestore",
+            "_raw_read_unlock_irq",
+            "_raw_write_unlock_irqrestore",
+            "_raw_write_unlock_irq",
+            "arch_local_irq_restore",
+            "arch_local_irq_enable",
+            "multi_cpu_stop",
+        ];
+        self.events.iter().any(|e| {
+            let EventKind::Print { text } = &e.kind else {
+                return false;
+            };
+            let Some(rest) = text.strip_prefix("rtwhy-breach: ") else {
+                return false;
+            };
+            let kv: HashMap<&str, &str> = rest
+                .split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .collect();
+            let num = |k: &str| kv.get(k).and_then(|v| v.parse::<u64>().ok());
+            let frames: Vec<&str> = kv
+                .get("timer_stack")
+                .map(|v| {
+                    v.split(',')
+                        .map(|f| f.split('+').next().unwrap_or(f))
+                        .collect()
+                })
+                .unwrap_or_default();
+            num("tid") == Some(victim as u64)
+                && num("switch_in_ns").is_some_and(|s| s.abs_diff(end) <= 20_000)
+                && num("timer_fired_ns").is_some()
+                && frames.first().is_some_and(|f| ENABLE.contains(f))
+                && !frames
+                    .iter()
+                    .any(|f| f.contains("idle") || f.ends_with("safe_halt"))
+        })
+    }
+
     fn ran_on(&self, cpu: u32, from: u64, to: u64) -> Vec<(i32, i32, String)> {
         let mut cur: Option<(i32, i32, String)> = None;
         let mut out = Vec::new();
@@ -500,6 +547,7 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
             })
             .then_some(())
             .ok_or_else(|| "no task of equal or higher priority ran".into()),
+        "kernel_nonpreemptible" if t.irqs_off_at(sp.victim, sp.end) => Ok(()),
         "kernel_nonpreemptible" => {
             if sp.vprio >= 100 {
                 return Err("victim not real-time".into());

@@ -723,3 +723,48 @@ fn recorded_facts_fill_the_system_summary_of_report_text_input() {
     );
     one_line_exit_2(&o, "bundle of text");
 }
+
+#[test]
+fn analyze_and_report_print_the_same_markdown() {
+    // One house for output: `rtwhy analyze --format markdown` is the report's Markdown.
+    let mut compared = 0;
+    let mut dats: Vec<PathBuf> = ["fixtures", "fixtures/recorded"]
+        .iter()
+        .flat_map(|d| {
+            std::fs::read_dir(workspace().join(d))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .flat_map(|e| {
+            let p = e.path();
+            match p.is_dir() {
+                true => rtwhy_tests::dat_files(&p),
+                false => Vec::new(),
+            }
+        })
+        .collect();
+    dats.sort();
+    dats.dedup();
+    for dat in dats {
+        let run = |cmd: &str| {
+            Command::new(rtwhy())
+                .args([cmd, "--format", "markdown"])
+                .arg(&dat)
+                .output()
+                .expect("runs")
+        };
+        let (a, r) = (run("analyze"), run("report"));
+        if !r.status.success() {
+            continue;
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&a.stdout),
+            String::from_utf8_lossy(&r.stdout),
+            "{}",
+            dat.display()
+        );
+        compared += 1;
+    }
+    assert!(compared > 5, "only {compared} fixtures compared");
+}

@@ -5,8 +5,10 @@
 mod analyze;
 mod cli;
 mod doctor;
+mod evidence;
 mod fixtures;
 mod mutations;
+mod perfetto;
 mod preconditions;
 mod report;
 mod roundtrip;

@@ -62,6 +62,8 @@ pub struct Analyzer {
     tracker: Tracker,
     spikes: Vec<Spike>,
     spikes_dropped: u64,
+    /// Indexes of spikes diagnosed again since [`Analyzer::take_rediagnosed`].
+    rediagnosed: Vec<usize>,
 }
 
 /// The result of an analysis.
@@ -93,6 +95,7 @@ impl Analyzer {
             tracker: Tracker::new(config, facts),
             spikes: Vec::new(),
             spikes_dropped: 0,
+            rediagnosed: Vec::new(),
         }
     }
 
@@ -121,6 +124,7 @@ impl Analyzer {
                 Outcome::Rediagnose { spike, episode } => {
                     if let Some(s) = self.spikes.get_mut(spike) {
                         *s = diagnose::diagnose(&self.tracker, &episode, s.id);
+                        self.rediagnosed.push(spike);
                     }
                 }
             }
@@ -130,6 +134,17 @@ impl Analyzer {
     /// Spikes diagnosed so far.
     pub fn spikes(&self) -> &[Spike] {
         &self.spikes
+    }
+
+    /// Whether a spike was diagnosed again since [`Analyzer::take_rediagnosed`].
+    pub fn has_rediagnosed(&self) -> bool {
+        !self.rediagnosed.is_empty()
+    }
+
+    /// Indexes of spikes diagnosed again (a later breach marker brought what the events
+    /// lacked) since the last call: their evidence may name other events now.
+    pub fn take_rediagnosed(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.rediagnosed)
     }
 
     /// Ends the analysis.

@@ -73,6 +73,35 @@ impl T {
             },
         )
     }
+    /// `pid` arms the victim's sleep timer `timer` on CPU 1 at `us`, due at `due_us`.
+    fn arm(&mut self, us: u64, pid: i32, timer: u64, due_us: u64) -> &mut T {
+        let due = (1_000_000_000 + due_us * US) as i64;
+        self.ev(
+            us,
+            1,
+            pid,
+            EventKind::HrtimerStart {
+                hrtimer: timer,
+                function: 0,
+                expires: due,
+                softexpires: due,
+                mode: None,
+            },
+        )
+    }
+    /// Timer `timer` runs on CPU 1 at `us`, in the context of `pid`.
+    fn fire(&mut self, us: u64, pid: i32, timer: u64) -> &mut T {
+        self.ev(
+            us,
+            1,
+            pid,
+            EventKind::HrtimerExpireEntry {
+                hrtimer: timer,
+                now: (1_000_000_000 + us * US) as i64,
+                function: 0,
+            },
+        )
+    }
     fn run(&self, config: Config, facts: SystemFacts) -> Analysis {
         let mut a = Analyzer::new(config, facts);
         for e in &self.events {
@@ -238,29 +267,9 @@ fn a_breach_marker_keeps_the_timer_of_a_wakeup_the_events_ended_early() {
     const TIMER: u64 = 0xffff_c900_0000_1000;
     let ns = |us: u64| 1_000_000_000 + us * US;
     let mut t = T::new();
-    t.ev(
-        0,
-        1,
-        VICTIM,
-        EventKind::HrtimerStart {
-            hrtimer: TIMER,
-            function: 0,
-            expires: ns(100) as i64,
-            softexpires: ns(100) as i64,
-            mode: None,
-        },
-    );
+    t.arm(0, VICTIM, TIMER, 100);
     victim_sleeps(&mut t);
-    t.ev(
-        160,
-        1,
-        0,
-        EventKind::HrtimerExpireEntry {
-            hrtimer: TIMER,
-            now: ns(160) as i64,
-            function: 0,
-        },
-    );
+    t.fire(160, 0, TIMER);
     t.waking(161, 1, 0);
     t.ev(162, 1, 0, EventKind::HrtimerExpireExit { hrtimer: TIMER });
     t.ev(
@@ -372,18 +381,7 @@ fn late_timer_in_kernel_code(interrupted: &[&str], cpu0_busy: bool, marker: bool
     const TIMER: u64 = 0xffff_c900_0000_2000;
     let ns = |us: u64| 1_000_000_000 + us * US;
     let mut t = T::new();
-    t.ev(
-        0,
-        1,
-        VICTIM,
-        EventKind::HrtimerStart {
-            hrtimer: TIMER,
-            function: 0,
-            expires: ns(100) as i64,
-            softexpires: ns(100) as i64,
-            mode: None,
-        },
-    );
+    t.arm(0, VICTIM, TIMER, 100);
     t.switch(0, 1, (VICTIM, VPRIO), 1, (200, 120));
     // CPU 0's history covers the stretch: events before it, and in it only when busy.
     for i in 0..16u64 {
@@ -393,16 +391,7 @@ fn late_timer_in_kernel_code(interrupted: &[&str], cpu0_busy: bool, marker: bool
             t.switch(at, 0, (a, 120), 0, (b, 120));
         }
     }
-    t.ev(
-        700,
-        1,
-        200,
-        EventKind::HrtimerExpireEntry {
-            hrtimer: TIMER,
-            now: ns(700) as i64,
-            function: 0,
-        },
-    );
+    t.fire(700, 200, TIMER);
     t.waking(701, 1, 200);
     t.ev(702, 1, 200, EventKind::HrtimerExpireExit { hrtimer: TIMER });
     t.switch(705, 1, (200, 120), 0, (VICTIM, VPRIO));
@@ -507,4 +496,42 @@ fn without_the_stack_or_when_every_cpu_stopped_a_late_timer_is_not_blamed_on_ker
         !summary.contains("interrupts disabled"),
         "{cause}: {summary}"
     );
+}
+
+#[test]
+fn a_breach_marker_names_the_spike_nearest_its_switch_in_not_the_next_period() {
+    // Two 300 us spikes of a 1 kHz loop, their ends 900 us apart; the detector's record
+    // of the first comes after both. Both ends are within 1 ms of its switch-in.
+    let mut t = T::new();
+    for base in [0u64, 900] {
+        victim_sleeps_at(&mut t, base);
+        t.switch(base + 50, 1, (0, 120), 0, (200, 120));
+        t.waking(base + 100, 1, 200);
+        t.switch(base + 400, 1, (200, 120), 0, (VICTIM, VPRIO));
+    }
+    let r = BreachRecord {
+        tid: VICTIM,
+        comm: Comm::new("ctl"),
+        cpu: 1,
+        prio: Some(VPRIO),
+        latency: Nanos(301 * US),
+        waking: Some(Nanos(1_000_000_000 + 100 * US)),
+        switch_in: Nanos(1_000_000_000 + 401 * US),
+        ..BreachRecord::default()
+    };
+    let (us, pid, kind) = print(2000, 999, &r.to_marker());
+    t.ev(us, 0, pid, kind);
+    let a = t.analyze();
+    assert_eq!(a.spikes.len(), 2, "{:?}", a.spikes);
+    assert!(
+        matches!(a.spikes[0].source, SpikeSource::BreachMarker { reported_ns, .. } if reported_ns == 301 * US),
+        "{:?}",
+        a.spikes[0].source
+    );
+    assert_eq!(a.spikes[1].source, SpikeSource::Events);
+}
+
+/// The victim goes to sleep on CPU 1 at `us`.
+fn victim_sleeps_at(t: &mut T, us: u64) {
+    t.switch(us, 1, (VICTIM, VPRIO), 1, (0, 120));
 }

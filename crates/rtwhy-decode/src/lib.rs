@@ -14,6 +14,7 @@ pub mod meta;
 pub mod osnoise;
 pub mod page;
 pub mod print;
+pub mod recent;
 pub mod record;
 pub mod symbols;
 pub mod text;

@@ -34,6 +34,8 @@
 pub mod bundle;
 pub mod markdown;
 pub mod perfetto;
+pub mod perfetto_trace;
+mod protobuf;
 pub mod svg;
 pub mod system;
 pub mod timeline;

@@ -280,6 +280,16 @@ fn main() {
             mib = args.next().and_then(|v| v.parse().ok()).unwrap_or(mib);
         } else if a == "--keep-synthetic" {
             keep = true;
+        } else if a == "--synthetic-only" {
+            // Only write the synthetic trace there (for scripts/bench-perfetto.sh).
+            let Some(out) = args.next() else {
+                eprintln!("--synthetic-only needs a path");
+                std::process::exit(2);
+            };
+            let seed = root.join("fixtures/recorded/vm-net-v7-zstd.dat");
+            let made = synthesize(&seed, mib, Path::new(&out));
+            eprintln!("synthetic trace {out}: {made} events");
+            return;
         }
     }
     let wild = root.join("../shared/corpus/wild");

@@ -1,5 +1,6 @@
 //! `rtwhy analyze`: every spike in a trace, diagnosed.
 
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
@@ -8,6 +9,7 @@ use rtwhy_analyze::timerlat::TimerlatAnalyzer;
 use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::osnoise::osnoise_record;
+use rtwhy_decode::recent::{event_name, RecentLines};
 use rtwhy_model::{Event, EventKind, FieldValue, SystemFacts, TimerlatSpike};
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
@@ -120,7 +122,12 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     let mut out = BufWriter::new(stdout.lock());
     match args.format {
         AnalyzeFormat::Text => render::text(&mut out, &analysis, &source)?,
-        AnalyzeFormat::Markdown => render::markdown(&mut out, &analysis, &source)?,
+        AnalyzeFormat::Markdown => {
+            out.write_all(crate::report::markdown_of(&analysis, &source, &args.opts).as_bytes())?;
+            if let Some(t) = &source.timerlat {
+                render::timerlat_markdown(&mut out, t)?;
+            }
+        }
         AnalyzeFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &render::json(&analysis, &source))?;
             writeln!(out)?;
@@ -138,12 +145,53 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     })
 }
 
-/// Runs the analyzer over the events the decoder pushes.
+/// Runs the analyzer over the events the decoder pushes, and prints each spike's
+/// evidence as the trace's tool printed those events (`trace-cmd report`'s line).
 struct AnalyzeSink {
     config: Config,
     analyzer: Option<Analyzer>,
     feed: TimerlatFeed,
     warnings: Vec<String>,
+    recent: Option<RecentLines>,
+    /// Spikes whose evidence lines are printed.
+    printed: usize,
+    /// Printed lines by (spike index, timestamp, CPU), matched to the evidence again at
+    /// the end: a spike diagnosed again may name other events.
+    lines: HashMap<(usize, u64, u32), Vec<String>>,
+}
+
+impl AnalyzeSink {
+    /// Prints the evidence of the spikes diagnosed since the last call, while their
+    /// events are still kept.
+    fn print_evidence(&mut self) {
+        let (Some(a), Some(recent)) = (self.analyzer.as_mut(), self.recent.as_mut()) else {
+            return;
+        };
+        let again = a.take_rediagnosed();
+        let new = self.printed..a.spikes().len();
+        for i in again.into_iter().chain(new) {
+            let Some(spike) = a.spikes().get(i) else {
+                continue;
+            };
+            for e in &spike.evidence {
+                let key = (i, e.ts.0, e.cpu);
+                let Some(name) = event_name(&e.line) else {
+                    continue;
+                };
+                let known = self
+                    .lines
+                    .get(&key)
+                    .is_some_and(|v| v.iter().any(|l| event_name(l) == Some(name)));
+                if known {
+                    continue;
+                }
+                if let Some(line) = recent.line(e.ts.0, e.cpu, name) {
+                    self.lines.entry(key).or_default().push(line);
+                }
+            }
+        }
+        self.printed = a.spikes().len();
+    }
 }
 
 impl Sink for AnalyzeSink {
@@ -161,18 +209,30 @@ impl Sink for AnalyzeSink {
             ));
         }
         self.analyzer = Some(Analyzer::new(self.config.clone(), header.facts.clone()));
+        self.recent = Some(RecentLines::new(
+            header,
+            self.config.horizon.0,
+            self.config.max_events_per_cpu,
+        ));
         Ok(true)
     }
 
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
-        if let Some(a) = self.analyzer.as_mut() {
-            let line = match item.raw {
-                Raw::Line(l) => Some(l),
-                Raw::Record { .. } => None,
-            };
-            let ev = item.into_event();
-            self.feed.push(&ev, line);
-            a.push(ev);
+        if let Some(r) = self.recent.as_mut() {
+            r.keep(&item);
+        }
+        let Some(a) = self.analyzer.as_mut() else {
+            return Ok(true);
+        };
+        let line = match item.raw {
+            Raw::Line(l) => Some(l),
+            Raw::Record { .. } => None,
+        };
+        let ev = item.into_event();
+        self.feed.push(&ev, line);
+        a.push(ev);
+        if a.spikes().len() > self.printed || a.has_rediagnosed() {
+            self.print_evidence();
         }
         Ok(true)
     }
@@ -186,14 +246,28 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         analyzer: None,
         feed: TimerlatFeed::new(&config),
         warnings: Vec::new(),
+        recent: None,
+        printed: 0,
+        lines: HashMap::new(),
     };
     let end = input::read(path, &mut sink)?;
     let mut warnings = sink.warnings;
     warnings.extend(end.warnings);
-    let analysis = sink
+    let mut analysis = sink
         .analyzer
         .unwrap_or_else(|| Analyzer::new(config, SystemFacts::default()))
         .finish();
+    for (i, spike) in analysis.spikes.iter_mut().enumerate() {
+        for e in &mut spike.evidence {
+            let printed = sink.lines.get(&(i, e.ts.0, e.cpu)).and_then(|v| {
+                let name = event_name(&e.line)?;
+                v.iter().find(|l| event_name(l) == Some(name))
+            });
+            if let Some(line) = printed {
+                e.line = line.clone();
+            }
+        }
+    }
     let noise_only = sink.feed.analyzer.samples() == 0 && sink.feed.analyzer.noise_events() > 0;
     let timerlat = sink.feed.finish(&mut warnings);
     if analysis.events == 0 {

@@ -56,6 +56,11 @@ pub enum Command {
     /// Write rtwhy's man pages (one per subcommand) or its shell completions, as a
     /// package or `make install` would lay them out. Exit code 0: written, 2: error.
     Generate(GenerateArgs),
+    /// Convert a trace.dat to Perfetto's protobuf trace format (ui.perfetto.dev,
+    /// trace_processor): every event in ftrace bundles per CPU, and rtwhy's spikes with
+    /// their verdicts as slices on an `rtwhy` track. Streams in bounded memory.
+    /// Exit code 0: written, 2: error (no output file is left behind).
+    Convert(ConvertArgs),
 }
 
 #[derive(Debug, Args)]
@@ -231,6 +236,26 @@ pub struct DumpArgs {
     /// event's print format.
     #[arg(long, short = 'R')]
     pub raw: bool,
+    /// The trace.dat file (version 6 or 7).
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    #[command(flatten)]
+    pub opts: AnalysisOpts,
+    /// Where to write the Perfetto trace (default: FILE with the extension
+    /// `.perfetto-trace`). Written under a temporary name and renamed when complete.
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Leave rtwhy's analysis out: only the trace's events.
+    #[arg(long)]
+    pub no_spikes: bool,
+    /// Convert what can be read from a damaged trace (truncated, corrupt pages or
+    /// chunks), with a warning for what was skipped. Without it, a trace whose events
+    /// cannot all be read is an error and nothing is written.
+    #[arg(long)]
+    pub keep_going: bool,
     /// The trace.dat file (version 6 or 7).
     pub file: PathBuf,
 }

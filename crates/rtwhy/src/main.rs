@@ -2,6 +2,7 @@
 
 mod analyze;
 mod cli;
+mod convert;
 mod doctor;
 mod dump;
 mod generate;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         cli::Command::Report(a) => report::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
         cli::Command::Generate(a) => generate::run(&a),
+        cli::Command::Convert(a) => convert::run(&a),
         cli::Command::Summary(a) => record::summary(&a),
     };
     match result {

@@ -175,104 +175,6 @@ pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
     Ok(())
 }
 
-/// Markdown: a summary table, then one section per spike.
-pub fn markdown(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
-    writeln!(out, "# rtwhy: latency analysis of `{}`\n", src.path)?;
-    writeln!(out, "{}.\n", summary_line(a))?;
-    if let Some(k) = &a.facts.kernel_release {
-        writeln!(
-            out,
-            "Kernel {k}; threshold {}; {} events ({}).\n",
-            human_duration(a.threshold.0),
-            a.events,
-            src.kind
-        )?;
-    }
-    if !a.spikes.is_empty() {
-        writeln!(
-            out,
-            "| # | time | victim | CPU | latency | cause | confidence |"
-        )?;
-        writeln!(out, "|---|---|---|---|---|---|---|")?;
-        for s in &a.spikes {
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                s.id,
-                s.end,
-                s.victim,
-                s.cpu,
-                human_duration(s.latency_ns),
-                s.primary.cause,
-                s.primary.confidence.as_str()
-            )?;
-        }
-    }
-    for s in &a.spikes {
-        writeln!(
-            out,
-            "\n## Spike {}: {} late by {} on CPU {}\n",
-            s.id,
-            s.victim,
-            human_duration(s.latency_ns),
-            s.cpu
-        )?;
-        writeln!(
-            out,
-            "**{}** ({} confidence, {:.0}%): {}\n",
-            s.primary.cause,
-            s.primary.confidence.as_str(),
-            s.primary.share * 100.0,
-            s.primary.summary
-        )?;
-        for c in &s.contributors {
-            writeln!(
-                out,
-                "- also **{}** ({:.0}%): {}",
-                c.cause,
-                c.share * 100.0,
-                c.summary
-            )?;
-        }
-        writeln!(
-            out,
-            "\n{}, from {} to {} ({}).\n",
-            s.kind.describe(),
-            s.start,
-            s.end,
-            source_note(s)
-        )?;
-        writeln!(out, "| time | share | spent on |")?;
-        writeln!(out, "|---:|---:|---|")?;
-        for item in &s.breakdown {
-            writeln!(
-                out,
-                "| {} | {:.1}% | {} |",
-                human_duration(item.ns),
-                percent_of(item.ns, s),
-                item.bucket
-            )?;
-        }
-        if !s.evidence.is_empty() {
-            writeln!(out, "\nEvidence:\n\n```")?;
-            for e in &s.evidence {
-                writeln!(out, "{}\n    ^ {}", e.line, e.why)?;
-            }
-            writeln!(out, "```")?;
-        }
-        if !s.remediation.is_empty() {
-            writeln!(out, "\nFix:\n")?;
-            for r in &s.remediation {
-                writeln!(out, "- {r}")?;
-            }
-        }
-    }
-    if let Some(t) = &src.timerlat {
-        timerlat_markdown(out, t)?;
-    }
-    Ok(())
-}
-
 /// The `rtwhy.analysis/2` document.
 pub fn json(a: &Analysis, src: &Source) -> Value {
     let seen = a.seen;
@@ -540,7 +442,7 @@ pub fn timerlat_json(t: &Timerlat) -> Value {
 }
 
 /// The timerlat periods as a Markdown table, rtla's quantities beside rtwhy's verdict.
-fn timerlat_markdown(out: &mut dyn Write, t: &Timerlat) -> Result<()> {
+pub fn timerlat_markdown(out: &mut dyn Write, t: &Timerlat) -> Result<()> {
     writeln!(
         out,
         "\n## timerlat periods over the threshold\n\n{} samples, {} osnoise events; details in `--format text`.\n",

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use rtwhy_analyze::Analysis;
-use rtwhy_decode::input::{self, Header, Item, LinePrinter, Raw, Sink};
+use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::tracedat::TraceBuilder;
 use rtwhy_model::{EventKind, Nanos, Spike, FACT_PREFIX};
 use rtwhy_report::markdown::{self, Links};
@@ -40,12 +40,10 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     let mut selected = select(&analysis, args)?;
     let bundle = args.bundle;
     let everything = matches!(args.format, ReportFormat::Json | ReportFormat::Text) && !bundle;
-    if !everything && selected.len() > MAX_SHOWN {
+    if !everything {
         // A bug report with hundreds of spikes is read by nobody: the worst ones, in
         // trace order.
-        selected.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
-        selected.truncate(MAX_SHOWN);
-        selected.sort_by_key(|s| s.id);
+        selected = worst_shown(selected);
     }
     if args.format == ReportFormat::Svg && !bundle {
         // One picture: the chosen spike, else the worst.
@@ -59,7 +57,14 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
             );
         }
     }
-    let (spikes, window_dat) = collect(&args.file, &selected, bundle)?;
+    // Only pictures and the bundle need the events around each spike; the rest is in
+    // the analysis (its evidence lines are trace-cmd's already).
+    let needs_windows = bundle || matches!(args.format, ReportFormat::Svg | ReportFormat::Perfetto);
+    let (spikes, window_dat) = if needs_windows {
+        collect(&args.file, &selected, bundle)?
+    } else {
+        (selected.iter().map(|s| without_window(s)).collect(), None)
+    };
     let shown: Vec<u32> = selected.iter().map(|s| s.id).collect();
     let mut filtered = analysis.clone();
     filtered.spikes.retain(|s| shown.contains(&s.id));
@@ -68,21 +73,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     } else {
         source.path.clone()
     };
-    let mut facts = analysis.facts.clone();
-    if let Some(iso) = &args.opts.isolated {
-        facts.isolated = iso.clone();
-        facts.isolated_source = Some("--isolated".to_string());
-    }
-    let report = Report {
-        source: source.path.clone(),
-        facts: facts.clone(),
-        threshold: analysis.threshold,
-        events: analysis.events,
-        reproduce: reproduce(&args.opts, &trace_name),
-        spikes,
-        spikes_found: analysis.spikes.len(),
-        audit: rtwhy_analyze::audit(&facts),
-    };
+    let report = build(&analysis, &source, &args.opts, &trace_name, spikes);
 
     if bundle {
         if report.spikes.is_empty() {
@@ -142,6 +133,9 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     }
 
     let bytes = match args.format {
+        ReportFormat::Markdown if args.spike.is_none() => {
+            markdown_of(&analysis, &source, &args.opts).into_bytes()
+        }
         ReportFormat::Markdown => markdown::render(&report, &Links::default()).into_bytes(),
         ReportFormat::Json => json_bytes(&filtered, &source)?,
         ReportFormat::Text => {
@@ -174,6 +168,64 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A spike's report without the events around it (the Markdown does not show them).
+fn without_window(s: &Spike) -> SpikeReport {
+    let (from, to) = Window::around(s);
+    SpikeReport {
+        spike: s.clone(),
+        window: Window {
+            from,
+            to,
+            events: Vec::new(),
+        },
+        trace_lines: s.evidence.iter().map(|e| e.line.clone()).collect(),
+    }
+}
+
+/// The report of `spikes` (chosen from `analysis`) of the trace `trace_name`.
+fn build(
+    analysis: &Analysis,
+    source: &Source,
+    opts: &AnalysisOpts,
+    trace_name: &str,
+    spikes: Vec<SpikeReport>,
+) -> Report {
+    let mut facts = analysis.facts.clone();
+    if let Some(iso) = &opts.isolated {
+        facts.isolated = iso.clone();
+        facts.isolated_source = Some("--isolated".to_string());
+    }
+    Report {
+        source: source.path.clone(),
+        audit: rtwhy_analyze::audit(&facts),
+        facts,
+        threshold: analysis.threshold,
+        events: analysis.events,
+        reproduce: reproduce(opts, trace_name),
+        spikes,
+        spikes_found: analysis.spikes.len(),
+    }
+}
+
+/// The worst [`MAX_SHOWN`] spikes, in trace order.
+fn worst_shown(mut selected: Vec<&Spike>) -> Vec<&Spike> {
+    if selected.len() > MAX_SHOWN {
+        selected.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+        selected.truncate(MAX_SHOWN);
+        selected.sort_by_key(|s| s.id);
+    }
+    selected
+}
+
+/// The Markdown bug report of a whole analysis: what `rtwhy report --format markdown`
+/// prints, and `rtwhy analyze --format markdown` too (the same bytes).
+pub fn markdown_of(analysis: &Analysis, source: &Source, opts: &AnalysisOpts) -> String {
+    let selected = worst_shown(analysis.spikes.iter().collect());
+    let spikes = selected.iter().map(|s| without_window(s)).collect();
+    let report = build(analysis, source, opts, &source.path, spikes);
+    markdown::render(&report, &Links::default())
+}
+
 fn json_bytes(a: &Analysis, src: &Source) -> Result<Vec<u8>> {
     let mut v = serde_json::to_vec_pretty(&render::json(a, src))?;
     v.push(b'\n');
@@ -190,7 +242,7 @@ fn default_bundle_name(file: &Path) -> PathBuf {
 }
 
 /// Fails early, before the analysis, when `--out` cannot be written.
-fn check_out(p: &Path) -> Result<()> {
+pub(crate) fn check_out(p: &Path) -> Result<()> {
     if p.is_dir() {
         bail!("--out {} is a directory; give a file name", p.display());
     }
@@ -272,9 +324,9 @@ fn reproduce(a: &AnalysisOpts, file: &str) -> String {
     format!("{cmd} {}", shell_word(file))
 }
 
-/// Reads the trace again for each spike's window of events and its decisive lines
-/// (printed the way `trace-cmd report` prints them), and with `bundle`, cuts the trace
-/// window as a trace.dat.
+/// Reads the trace again for each spike's window of events, and with `bundle`, cuts the
+/// trace window as a trace.dat. The decisive lines are the evidence's, which the
+/// analysis printed as `trace-cmd report` does.
 fn collect(
     path: &Path,
     spikes: &[&Spike],
@@ -295,10 +347,6 @@ fn collect(
             }
         })
         .collect();
-    let found = reports
-        .iter()
-        .map(|r| vec![false; r.spike.evidence.len()])
-        .collect();
     // One contiguous stretch: a gap between two cut-out pieces would read as time with
     // no events (hwlat) to the analyzer.
     let first = reports.iter().map(|r| r.spike.start).min();
@@ -309,23 +357,13 @@ fn collect(
             Nanos(b.0.saturating_add(BUNDLE_AFTER)),
         )
     });
-    // The printer learns task names from the sched events it prints, as trace-cmd does;
-    // it sees all of them up to the last decisive line so names come out the same.
-    let last_evidence = reports
-        .iter()
-        .flat_map(|r| r.spike.evidence.iter().map(|e| e.ts))
-        .max();
     let mut sink = WindowSink {
         reports,
-        found,
         bundle,
         cut,
-        last_evidence,
-        printer: None,
         builder: None,
         cpus: 0,
         max_cpu: 0,
-        line: String::new(),
     };
     input::read(path, &mut sink)?;
     let dat = match sink.builder.take() {
@@ -345,28 +383,21 @@ fn collect(
     Ok((sink.reports, dat))
 }
 
-/// Collects each spike's window of events and decisive lines, and the bundle's trace
-/// window.
+/// Collects each spike's window of events, and the bundle's trace window.
 struct WindowSink {
     reports: Vec<SpikeReport>,
-    /// Per report, which evidence items have their trace-cmd line.
-    found: Vec<Vec<bool>>,
     bundle: bool,
     cut: Option<(Nanos, Nanos)>,
-    last_evidence: Option<Nanos>,
-    printer: Option<LinePrinter>,
     builder: Option<TraceBuilder>,
     /// CPUs the trace.dat's buffers cover.
     cpus: u32,
     max_cpu: u32,
-    line: String,
 }
 
 impl Sink for WindowSink {
     type Error = anyhow::Error;
 
     fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
-        self.printer = Some(LinePrinter::new(header));
         if let (true, Some(file)) = (self.bundle, header.trace_dat) {
             let meta = file.meta();
             let page = file
@@ -391,46 +422,9 @@ impl Sink for WindowSink {
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
         let raw = item.raw;
         let ev = item.into_event();
-        let is_dat = matches!(raw, Raw::Record { .. });
-        if let Some(p) = self.printer.as_mut() {
-            if is_dat
-                && self.last_evidence.is_some_and(|t| ev.ts <= t)
-                && matches!(
-                    ev.kind,
-                    EventKind::SchedSwitch { .. }
-                        | EventKind::SchedWakeup { .. }
-                        | EventKind::SchedWakeupNew { .. }
-                )
-            {
-                self.line.clear();
-                p.write(&raw, &mut self.line);
-            }
-        }
-        let tag = format!(" {}:", ev.kind.name());
-        for (r, seen) in self.reports.iter_mut().zip(self.found.iter_mut()) {
+        for r in self.reports.iter_mut() {
             if ev.ts >= r.window.from && ev.ts <= r.window.to {
                 r.window.events.push(ev.clone());
-            }
-            if !is_dat {
-                continue;
-            }
-            for (i, e) in r.spike.evidence.iter().enumerate() {
-                if !seen.get(i).copied().unwrap_or(true)
-                    && e.ts == ev.ts
-                    && e.cpu == ev.cpu
-                    && e.line.contains(&tag)
-                {
-                    if let Some(p) = self.printer.as_mut() {
-                        self.line.clear();
-                        p.write(&raw, &mut self.line);
-                        if let Some(slot) = r.trace_lines.get_mut(i) {
-                            *slot = self.line.trim_end().to_string();
-                        }
-                    }
-                    if let Some(s) = seen.get_mut(i) {
-                        *s = true;
-                    }
-                }
             }
         }
         if let (Some(b), Some((from, to)), Raw::Record { record, .. }) =

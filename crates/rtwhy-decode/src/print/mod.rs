@@ -122,6 +122,9 @@ pub struct Printer {
     comms: PidMap<CommCache>,
     /// The seconds of the last timestamp and their text (` %5llu.`).
     secs: (u64, String),
+    /// While printing a record as it printed at its place: its sequence number; names
+    /// learned at or after it are not known yet.
+    as_of: Option<u64>,
 }
 
 impl Printer {
@@ -142,7 +145,51 @@ impl Printer {
             instance: None,
             comms: PidMap::default(),
             secs: (0, String::new()),
+            as_of: None,
         }
+    }
+
+    /// The metadata it prints with.
+    pub fn meta(&self) -> &Arc<TraceMeta> {
+        &self.meta
+    }
+
+    /// Learns what printing `rec` would teach the printer (task names from sched events)
+    /// without printing it. `seq` numbers the records in trace order, for
+    /// [`Printer::write_report_as_of`].
+    pub fn learn(&mut self, rec: &Record<'_>, seq: u64) {
+        let Some(event) = rec.format else {
+            return;
+        };
+        let long_size = self.meta.kernel_long_size;
+        let st = self.events.get(event, long_size);
+        if !matches!(st.handler, Handler::SchedSwitch | Handler::SchedWakeup) {
+            return;
+        }
+        let handler = st.handler;
+        let meta: &TraceMeta = &self.meta;
+        let ctx = Ctx {
+            data: rec.data,
+            following: rec.following,
+            endian: rec.endian,
+            long_size,
+            funcs: Funcs {
+                map: &self.funcs,
+                kallsyms: &meta.kallsyms,
+            },
+            printk: &meta.printk,
+        };
+        plugins::learn(handler, &ctx, &mut self.plugins, event, seq);
+    }
+
+    /// Appends `rec` as `trace-cmd report` printed it at its place in the trace: with
+    /// only the task names learned (by [`Printer::learn`]) from records before `seq`.
+    /// For a record printed after later ones were learned (a decisive line found once
+    /// the diagnosis is known).
+    pub fn write_report_as_of(&mut self, rec: &Record<'_>, seq: u64, out: &mut String) {
+        self.as_of = Some(seq);
+        self.write(rec, out, false);
+        self.as_of = None;
     }
 
     /// Names the buffer the records come from. trace-cmd starts every line of an
@@ -199,7 +246,14 @@ impl Printer {
         };
         let st = self.events.get(event, self.meta.kernel_long_size);
         let pid = st.pid(rec);
-        write_comm_pid(&mut self.comms, &self.meta, &self.plugins, pid, out);
+        write_comm_pid(
+            &mut self.comms,
+            &self.meta,
+            &self.plugins,
+            self.as_of,
+            pid,
+            out,
+        );
         out.push_str(" [");
         num::dec3(out, rec.cpu);
         out.push(']');
@@ -345,6 +399,7 @@ fn write_comm_pid(
     cache: &mut PidMap<CommCache>,
     meta: &TraceMeta,
     plugins: &PluginState,
+    as_of: Option<u64>,
     pid: i32,
     out: &mut String,
 ) {
@@ -366,9 +421,16 @@ fn write_comm_pid(
     match entry {
         CommCache::Fixed(s) => out.push_str(s),
         CommCache::Dynamic => {
+            let known = as_of.is_none_or(|seq| {
+                plugins
+                    .learned_at
+                    .get(&pid)
+                    .is_none_or(|learned| *learned < seq)
+            });
             let comm = plugins
                 .comms
                 .get(&pid)
+                .filter(|_| known)
                 .map(String::as_str)
                 .unwrap_or("<...>");
             format_comm_pid(out, comm, pid);

@@ -26,6 +26,8 @@ pub(crate) enum Handler {
     TlbFlush,
     FuncgraphEntry,
     FuncgraphExit,
+    /// libtraceevent's futex plugin: the operation by name, then its arguments.
+    Futex,
 }
 
 impl Handler {
@@ -33,6 +35,7 @@ impl Handler {
     pub fn for_event(e: &EventFormat) -> Handler {
         match (e.system.as_str(), e.name.as_str()) {
             ("sched", "sched_switch") => Handler::SchedSwitch,
+            ("syscalls", "sys_enter_futex") => Handler::Futex,
             ("sched", "sched_wakeup" | "sched_wakeup_new") => Handler::SchedWakeup,
             ("ftrace", "function") => Handler::Function,
             ("ftrace", "kernel_stack") => Handler::KernelStack,
@@ -63,6 +66,9 @@ impl Handler {
 pub(crate) struct PluginState {
     /// Task names learned from sched events, used when saved cmdlines lack a pid.
     pub comms: HashMap<i32, String>,
+    /// When each learned name was learned (the record's sequence number given to
+    /// [`learn`]), for printing a record as it printed at its place in the trace.
+    pub learned_at: HashMap<i32, u64>,
     /// Per-CPU call chains of the function plugin, for indentation.
     pub fstack: Vec<Vec<Option<String>>>,
 }
@@ -150,6 +156,165 @@ fn write_comm(
     }
 }
 
+/// Learns the task names a sched event names, as printing it would, without printing.
+pub(crate) fn learn(h: Handler, ctx: &Ctx<'_>, st: &mut PluginState, e: &EventFormat, seq: u64) {
+    let pairs: &[(&str, &str)] = match h {
+        Handler::SchedSwitch => &[("prev_pid", "prev_comm"), ("next_pid", "next_comm")],
+        Handler::SchedWakeup => &[("pid", "comm")],
+        _ => return,
+    };
+    for (pid_field, comm_field) in pairs {
+        // Printing stops at a pid it cannot read, and learns nothing after it.
+        let Some(pid) = own(e, pid_field)
+            .filter(|f| matches!(f.size, 1 | 2 | 4 | 8))
+            .map(|f| ctx.read(f.offset, f.size) as i32)
+        else {
+            return;
+        };
+        let field = e
+            .common_fields
+            .iter()
+            .chain(e.fields.iter())
+            .find(|f| f.name == *comm_field);
+        if let Some(f) = field {
+            if pid != 0 && !st.comms.contains_key(&pid) {
+                let mut text = String::new();
+                cfmt::push_bytes(&mut text, comm_of(ctx, f));
+                st.comms.insert(pid, text);
+                st.learned_at.insert(pid, seq);
+            }
+        }
+    }
+}
+
+/// How the futex plugin shows `val` and the fourth argument of one operation.
+#[derive(Clone, Copy)]
+enum FutexArg {
+    None,
+    Hex,
+    Dec,
+}
+
+/// Per futex command (`op` without the private and clock flags): its name, how `val`
+/// shows, how the fourth argument shows (`utime=` in hex, or `val2=` in decimal), and
+/// whether `uaddr2` and `val3` show.
+const FUTEX_OPS: [(&str, FutexArg, FutexArg, bool, bool); 13] = [
+    ("FUTEX_WAIT", FutexArg::Hex, FutexArg::Hex, false, false),
+    ("FUTEX_WAKE", FutexArg::Dec, FutexArg::None, false, false),
+    ("FUTEX_FD", FutexArg::Dec, FutexArg::None, false, false),
+    ("FUTEX_REQUEUE", FutexArg::Dec, FutexArg::Dec, true, false),
+    (
+        "FUTEX_CMP_REQUEUE",
+        FutexArg::Dec,
+        FutexArg::Dec,
+        true,
+        true,
+    ),
+    ("FUTEX_WAKE_OP", FutexArg::Dec, FutexArg::Dec, true, true),
+    ("FUTEX_LOCK_PI", FutexArg::None, FutexArg::Hex, false, false),
+    (
+        "FUTEX_UNLOCK_PI",
+        FutexArg::None,
+        FutexArg::None,
+        false,
+        false,
+    ),
+    (
+        "FUTEX_TRYLOCK_PI",
+        FutexArg::None,
+        FutexArg::None,
+        false,
+        false,
+    ),
+    (
+        "FUTEX_WAIT_BITSET",
+        FutexArg::Hex,
+        FutexArg::Hex,
+        false,
+        true,
+    ),
+    (
+        "FUTEX_WAKE_BITSET",
+        FutexArg::Dec,
+        FutexArg::None,
+        false,
+        true,
+    ),
+    (
+        "FUTEX_WAIT_REQUEUE_PI",
+        FutexArg::Hex,
+        FutexArg::Hex,
+        true,
+        true,
+    ),
+    (
+        "FUTEX_CMP_REQUEUE_PI",
+        FutexArg::Dec,
+        FutexArg::Dec,
+        true,
+        true,
+    ),
+];
+
+const FUTEX_PRIVATE_FLAG: u64 = 128;
+const FUTEX_CLOCK_REALTIME: u64 = 256;
+
+/// `sys_enter_futex` as libtraceevent's futex plugin prints it
+/// (`op=FUTEX_WAKE|FUTEX_PRIVATE_FLAG uaddr=0x7f9dd02cca4c val=1`); nothing past a
+/// missing field or for an unknown command, as there.
+fn write_futex(ctx: &Ctx<'_>, out: &mut String, e: &EventFormat) {
+    let mut args = [0u64; 6];
+    for (slot, name) in args
+        .iter_mut()
+        .zip(["uaddr", "op", "val", "utime", "uaddr2", "val3"])
+    {
+        match val(ctx, out, e, name, true) {
+            Some(v) => *slot = v,
+            None => return,
+        }
+    }
+    let [uaddr, op, v, utime, uaddr2, val3] = args;
+    let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+    let Some((name, val_as, fourth, show_uaddr2, show_val3)) =
+        usize::try_from(cmd).ok().and_then(|c| FUTEX_OPS.get(c))
+    else {
+        return;
+    };
+    out.push_str("op=");
+    out.push_str(name);
+    if op & FUTEX_PRIVATE_FLAG != 0 {
+        out.push_str("|FUTEX_PRIVATE_FLAG");
+    }
+    if op & FUTEX_CLOCK_REALTIME != 0 {
+        out.push_str("|FUTEX_CLOCK_REALTIME");
+    }
+    let _ = write!(out, " uaddr=0x{uaddr:08x}");
+    match val_as {
+        FutexArg::Hex => {
+            let _ = write!(out, " val=0x{v:08x}");
+        }
+        FutexArg::Dec => {
+            let _ = write!(out, " val={v}");
+        }
+        FutexArg::None => {}
+    }
+    match fourth {
+        FutexArg::Hex => {
+            let _ = write!(out, " utime=0x{utime:08x}");
+        }
+        FutexArg::Dec => {
+            let _ = write!(out, " val2={utime}");
+        }
+        FutexArg::None => {}
+    }
+    if *show_uaddr2 {
+        let _ = write!(out, " uaddr2=0x{uaddr2:08x}");
+    }
+    if *show_val3 {
+        let _ = write!(out, " val3=0x{val3:08x}");
+    }
+}
+
 fn write_state(out: &mut String, v: i32) {
     const STATES: &[u8] = b"SDTtZXxW";
     let mut found = false;
@@ -207,6 +372,10 @@ pub(crate) fn run(
                 num::signed(out, i64::from(p as i32));
                 out.push(']');
             }
+            false
+        }
+        Handler::Futex => {
+            write_futex(ctx, out, e);
             false
         }
         Handler::SchedWakeup => {

@@ -1,0 +1,203 @@
+//! The recent past of every CPU as lines: records (or text lines) kept for a while so a
+//! decisive event found after the fact (a spike is diagnosed when the victim finally
+//! runs) prints exactly as `trace-cmd report` printed it at its place in the trace.
+//!
+//! Memory is bounded like the analyzer's history: by time and by count per CPU.
+
+use std::collections::VecDeque;
+
+use crate::input::{Header, Item, Raw};
+use crate::print::Printer;
+use crate::record::Record;
+
+/// Most CPUs kept apart; records of higher CPUs share the last queue.
+const MAX_CPUS: usize = 4096;
+
+/// One kept record or line.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    seq: u64,
+    ts: u64,
+    /// Where its bytes start, counted from the first byte ever kept on this CPU.
+    at: u64,
+    len: u32,
+    /// The record's buffer, by index into the buffer names.
+    buffer: u16,
+}
+
+#[derive(Debug, Default)]
+struct CpuQueue {
+    kept: VecDeque<Kept>,
+    bytes: VecDeque<u8>,
+    /// The position of `bytes`' first byte.
+    base: u64,
+}
+
+/// Records and lines of the last `horizon` per CPU, printable as their tool printed them.
+pub struct RecentLines {
+    printer: Option<Printer>,
+    cpus: Vec<CpuQueue>,
+    buffers: Vec<String>,
+    horizon: u64,
+    max_per_cpu: usize,
+    seq: u64,
+    scratch: Vec<u8>,
+}
+
+impl RecentLines {
+    /// Keeps what passed in the last `horizon` (trace clock units), at most
+    /// `max_per_cpu` records per CPU, of the file `header` describes.
+    pub fn new(header: &Header<'_>, horizon: u64, max_per_cpu: usize) -> RecentLines {
+        RecentLines {
+            printer: header.meta.clone().map(Printer::new),
+            cpus: Vec::new(),
+            buffers: Vec::new(),
+            horizon,
+            max_per_cpu: max_per_cpu.max(1024),
+            seq: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Keeps `item` (call for every item, in order).
+    pub fn keep(&mut self, item: &Item<'_>) {
+        let seq = self.seq;
+        self.seq += 1;
+        let (bytes, buffer): (&[u8], &str) = match &item.raw {
+            Raw::Record { record, buffer } => {
+                if let Some(p) = self.printer.as_mut() {
+                    p.learn(record, seq);
+                }
+                (record.data, buffer)
+            }
+            Raw::Line(line) => (line.as_bytes(), ""),
+        };
+        let buffer = match self.buffers.iter().position(|b| b == buffer) {
+            Some(i) => i,
+            None => {
+                self.buffers.push(buffer.to_string());
+                self.buffers.len() - 1
+            }
+        };
+        let cpu = (item.cpu as usize).min(MAX_CPUS - 1);
+        if cpu >= self.cpus.len() {
+            self.cpus.resize_with(cpu + 1, CpuQueue::default);
+        }
+        let Some(q) = self.cpus.get_mut(cpu) else {
+            return;
+        };
+        let oldest = item.ts.saturating_sub(self.horizon);
+        while let Some(front) = q.kept.front() {
+            if front.ts >= oldest && q.kept.len() < self.max_per_cpu {
+                break;
+            }
+            let drop = front.len as usize;
+            q.kept.pop_front();
+            q.bytes.drain(..drop.min(q.bytes.len()));
+            q.base += drop as u64;
+        }
+        let len = bytes.len().min(u32::MAX as usize);
+        let at = q.base + q.bytes.len() as u64;
+        q.bytes.extend(bytes.get(..len).unwrap_or_default());
+        q.kept.push_back(Kept {
+            seq,
+            ts: item.ts,
+            at,
+            len: len as u32,
+            buffer: u16::try_from(buffer).unwrap_or(u16::MAX),
+        });
+    }
+
+    /// The line of the kept event at `ts` on `cpu` named `event` (`sched_switch`), as
+    /// `trace-cmd report` printed it (for text, the file's own line); `None` when it is
+    /// no longer kept.
+    pub fn line(&mut self, ts: u64, cpu: u32, event: &str) -> Option<String> {
+        let q = self.cpus.get((cpu as usize).min(MAX_CPUS - 1))?;
+        let lo = q.kept.partition_point(|k| k.ts < ts);
+        for k in q.kept.range(lo..) {
+            if k.ts != ts {
+                break;
+            }
+            let start = usize::try_from(k.at.checked_sub(q.base)?).ok()?;
+            let end = start.checked_add(k.len as usize)?;
+            self.scratch.clear();
+            self.scratch
+                .extend(q.bytes.range(start..end.min(q.bytes.len())));
+            let mut out = String::new();
+            match self.printer.as_mut() {
+                Some(p) => {
+                    let meta = std::sync::Arc::clone(p.meta());
+                    let format = meta
+                        .endian
+                        .u16(&self.scratch, 0)
+                        .and_then(|id| meta.format(u32::from(id)))
+                        .filter(|f| f.name == event);
+                    if format.is_none() {
+                        continue;
+                    }
+                    // The evidence is the event's own line, without the dropped-events
+                    // notice trace-cmd prints before it.
+                    let rec = Record {
+                        ts: k.ts,
+                        cpu,
+                        data: &self.scratch,
+                        format,
+                        endian: meta.endian,
+                        missed_before: None,
+                        following: &[],
+                    };
+                    p.set_instance(
+                        self.buffers
+                            .get(usize::from(k.buffer))
+                            .map(String::as_str)
+                            .unwrap_or(""),
+                    );
+                    p.write_report_as_of(&rec, k.seq, &mut out);
+                    // A stack's frames follow on lines of their own; the event's line is
+                    // the first.
+                    if let Some(nl) = out.find('\n') {
+                        out.truncate(nl);
+                    }
+                }
+                None => {
+                    let line = String::from_utf8_lossy(&self.scratch);
+                    if event_name(&line) != Some(event) {
+                        continue;
+                    }
+                    out.push_str(&line);
+                }
+            }
+            return Some(out);
+        }
+        None
+    }
+}
+
+/// The event name of a line shaped like trace-cmd's (`comm-pid [cpu] ts: name: ...`, also
+/// with the kernel's flags column before the timestamp).
+pub fn event_name(line: &str) -> Option<&str> {
+    let after_cpu = line.get(line.find("] ")? + 2..)?;
+    let after_ts = after_cpu.get(after_cpu.find(": ")? + 2..)?;
+    let name = after_ts.get(..after_ts.find(':')?)?;
+    Some(name.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_trace_cmd_and_kernel_lines() {
+        assert_eq!(
+            event_name(
+                "          <idle>-0     [001]  4295.506724: hrtimer_expire_entry: hrtimer=0x1"
+            ),
+            Some("hrtimer_expire_entry")
+        );
+        assert_eq!(
+            event_name("  cyclictest-1234  [002] d..2.   100.000001: sched_switch: prev_comm=a"),
+            Some("sched_switch")
+        );
+        assert_eq!(event_name("no event here"), None);
+    }
+}

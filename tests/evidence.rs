@@ -1,0 +1,146 @@
+//! Every evidence line of every fixture's analysis equals the line `trace-cmd report`
+//! prints for that event: the oracle is trace-cmd's real output on the same file (stored
+//! beside the wild and recorded traces, else `trace-cmd report` run now).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rtwhy_tests::{oracle, require, rtwhy, wild_corpus, workspace};
+
+/// Every `.dat` under `dir`, at any depth, sorted.
+fn dats_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "dat") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// trace-cmd's lines by (CPU, timestamp as printed, event name).
+fn index(report: &str) -> HashMap<(u32, String, String), Vec<String>> {
+    let mut m: HashMap<_, Vec<String>> = HashMap::new();
+    for line in report.lines() {
+        let Some(open) = line.find(" [") else {
+            continue;
+        };
+        let rest = &line[open + 2..];
+        let Some(close) = rest.find("] ") else {
+            continue;
+        };
+        let Ok(cpu) = rest[..close].trim().parse::<u32>() else {
+            continue;
+        };
+        let after = &rest[close + 2..];
+        let Some(colon) = after.find(": ") else {
+            continue;
+        };
+        let ts = after[..colon]
+            .split_whitespace()
+            .last()
+            .unwrap_or("")
+            .to_string();
+        let ev = &after[colon + 2..];
+        let Some(end) = ev.find(':') else { continue };
+        m.entry((cpu, ts, ev[..end].trim().to_string()))
+            .or_default()
+            .push(line.to_string());
+    }
+    m
+}
+
+/// The timestamp as trace-cmd prints it: microseconds, rounded to nearest.
+fn trace_cmd_ts(ns: u64) -> String {
+    let us = ns / 1000 + u64::from(ns % 1000 >= 500);
+    format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
+}
+
+/// The event name of an evidence line (`... [cpu] ts: name: ...`).
+fn name_of(line: &str) -> Option<String> {
+    let rest = &line[line.find("] ")? + 2..];
+    let ev = &rest[rest.find(": ")? + 2..];
+    Some(ev[..ev.find(':')?].trim().to_string())
+}
+
+fn trace_cmd_report(dat: &Path) -> Option<String> {
+    if let Some(stored) = oracle(dat, "report") {
+        return Some(stored);
+    }
+    if !require("trace-cmd") {
+        return None;
+    }
+    let out = Command::new("trace-cmd")
+        .arg("report")
+        .arg(dat)
+        .output()
+        .expect("trace-cmd runs");
+    assert!(out.status.success(), "trace-cmd report {}", dat.display());
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn every_evidence_line_is_trace_cmds_line_for_that_event() {
+    let mut files = dats_below(&workspace().join("fixtures"));
+    files.extend(dats_below(&wild_corpus()));
+    let mut checked = 0usize;
+    let mut wrong = Vec::new();
+    for dat in &files {
+        let out = Command::new(rtwhy())
+            .args(["analyze", "--format", "json"])
+            .arg(dat)
+            .output()
+            .expect("runs");
+        if !matches!(out.status.code(), Some(0 | 1)) {
+            // Traces without scheduler events are refused; nothing to compare.
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let spikes = v["spikes"].as_array().cloned().unwrap_or_default();
+        if spikes
+            .iter()
+            .all(|s| s["evidence"].as_array().is_none_or(|e| e.is_empty()))
+        {
+            continue;
+        }
+        let Some(report) = trace_cmd_report(dat) else {
+            return;
+        };
+        let lines = index(&report);
+        for s in &spikes {
+            for e in s["evidence"].as_array().into_iter().flatten() {
+                let line = e["line"].as_str().unwrap_or_default();
+                let ns = e["ts"].as_u64().unwrap_or_default();
+                let cpu = e["cpu"].as_u64().unwrap_or_default() as u32;
+                let name = name_of(line).unwrap_or_default();
+                // A counter clock prints its raw value instead of seconds.
+                let keys = [trace_cmd_ts(ns), ns.to_string()];
+                let found = keys.iter().any(|ts| {
+                    lines
+                        .get(&(cpu, ts.clone(), name.clone()))
+                        .is_some_and(|l| l.iter().any(|t| t == line))
+                });
+                checked += 1;
+                if !found {
+                    wrong.push(format!("{}: {line}", dat.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {checked} evidence lines differ from trace-cmd's:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(checked > 0, "no evidence line was compared");
+    eprintln!("{checked} evidence lines equal trace-cmd's");
+}
