@@ -124,9 +124,6 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
         AnalyzeFormat::Text => render::text(&mut out, &analysis, &source)?,
         AnalyzeFormat::Markdown => {
             out.write_all(crate::report::markdown_of(&analysis, &source, &args.opts).as_bytes())?;
-            if let Some(t) = &source.timerlat {
-                render::timerlat_markdown(&mut out, t)?;
-            }
         }
         AnalyzeFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &render::json(&analysis, &source))?;
