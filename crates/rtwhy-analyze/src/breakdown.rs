@@ -28,12 +28,6 @@ pub(crate) trait TaskNames {
     fn task(&self, tid: i32) -> Option<(Comm, i32)>;
 }
 
-impl TaskNames for crate::intmap::IntMap<i32, crate::tracker::Task> {
-    fn task(&self, tid: i32) -> Option<(Comm, i32)> {
-        self.get(&tid).map(|t| (t.comm, t.prio))
-    }
-}
-
 /// One stretch of the window with one occupant.
 #[derive(Debug, Clone)]
 pub(crate) struct Segment {

@@ -1075,7 +1075,7 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
                 tid, comm, prio, ..
             } = &s.bucket
             {
-                if *prio < holder.prio && *prio > ep.victim.prio && *prio < 100 {
+                if *prio < holder.prio && *prio > ep.victim.prio && rtwhy_model::is_rt(*prio) {
                     medium_here = true;
                     let e = by_task.entry(*tid).or_insert((
                         TaskRef {

@@ -7,7 +7,7 @@ use rtwhy_model::{
     SyscallKind, SystemFacts, TaskRef,
 };
 
-use crate::breakdown::{LateTimer, TimerFire};
+use crate::breakdown::{LateTimer, TaskNames, TimerFire};
 use crate::config::Config;
 use crate::history::History;
 use crate::intmap::IntMap;
@@ -258,13 +258,14 @@ impl Tracker {
             return false;
         };
         if f.is_empty() {
-            return t.prio < 100 && !is_housekeeping(&t.comm);
+            return rtwhy_model::is_rt(t.prio) && !is_housekeeping(&t.comm);
         }
         // Processes and names select their real-time threads (a cyclictest process has
         // a SCHED_OTHER main thread whose lateness nobody cares about); thread ids are
         // taken as they are.
         f.tids.contains(&tid)
-            || (t.prio < 100 && (self.selected.contains(&tid) || f.matches_comm(&t.comm)))
+            || (rtwhy_model::is_rt(t.prio)
+                && (self.selected.contains(&tid) || f.matches_comm(&t.comm)))
     }
 
     /// Follows one event; returns the episodes to diagnose. The caller pushes the event
@@ -330,7 +331,7 @@ impl Tracker {
                             cpu: ev.cpu,
                         };
                         t.blocked = None;
-                        t.preempted_by = (*prev_prio < 100).then(|| ev.clone());
+                        t.preempted_by = rtwhy_model::is_rt(*prev_prio).then(|| ev.clone());
                     } else {
                         t.run = Run::Blocked;
                         let futex = t.futex.clone();
@@ -543,7 +544,7 @@ impl Tracker {
             (Some(w), _) => {
                 let lock_wait = blocked.as_ref().filter(|b| {
                     b.futex.as_ref().is_some_and(Futex::is_lock)
-                        && w.ts.saturating_sub(b.since) > threshold
+                        && rtwhy_model::breaches(w.ts.saturating_sub(b.since).0, threshold.0)
                 });
                 if let Some(b) = lock_wait {
                     (SpikeKind::LockWait, b.since, None)
@@ -585,7 +586,7 @@ impl Tracker {
             s.episodes += 1;
             s.max_ns = s.max_ns.max(latency);
         }
-        let spike = victim && latency > threshold.0;
+        let spike = victim && rtwhy_model::breaches(latency, threshold.0);
         // Kept for a marker written about this wake-up later; only victims are worth
         // the copy.
         if victim {
@@ -827,6 +828,12 @@ pub(crate) fn parse_cyclictest_marker(text: &str) -> Option<(u64, u64)> {
     let x: u64 = x.trim().parse().ok()?;
     let y: u64 = y.trim().parse().ok()?;
     Some((x.saturating_mul(1000), y.saturating_mul(1000)))
+}
+
+impl TaskNames for IntMap<i32, Task> {
+    fn task(&self, tid: i32) -> Option<(Comm, i32)> {
+        self.get(&tid).map(|t| (t.comm, t.prio))
+    }
 }
 
 #[cfg(test)]

@@ -141,7 +141,7 @@ impl TaskRef {
 
     /// True for SCHED_FIFO/RR/DEADLINE tasks.
     pub fn is_rt(&self) -> bool {
-        self.prio < 100
+        crate::is_rt(self.prio)
     }
 }
 

@@ -28,6 +28,7 @@ mod diagnosis;
 mod event;
 mod facts;
 mod prio;
+mod session;
 mod time;
 mod timerlat;
 
@@ -41,7 +42,11 @@ pub use facts::{
     parse_fact_marker, BreachRecord, CpuList, IrqFact, SystemFacts, BREACH_PREFIX, FACT_PREFIX,
     MAX_MARKER_LEN,
 };
-pub use prio::{kernel_prio_from_rt_priority, nice_from_kernel_prio, rt_priority_from_kernel_prio};
+pub use prio::{
+    breaches, is_rt, kernel_prio_from_rt_priority, nice_from_kernel_prio,
+    rt_priority_from_kernel_prio,
+};
+pub use session::SessionDir;
 pub use time::{human_duration, Nanos};
 pub use timerlat::{
     BlockingThread, Interference, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,

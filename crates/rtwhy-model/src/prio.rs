@@ -5,6 +5,20 @@
 //! 100..=139 are normal tasks (nice `n` appears as `120 + n`), and -1 is used by
 //! SCHED_DEADLINE.
 
+/// Whether a task of kernel `prio` is real-time: SCHED_FIFO, SCHED_RR (0..=99) or
+/// SCHED_DEADLINE (-1). The one test for "is this task real-time" in rtwhy (the BPF
+/// detector's `prio >= 100` is its complement).
+pub fn is_rt(prio: i32) -> bool {
+    prio < 100
+}
+
+/// Whether a measured latency breaches the threshold: at or above it, the same test in
+/// the BPF detector, the tracefs fallback, the built-in probe and the analyzer, so a
+/// wake-up exactly at the threshold is captured and diagnosed alike.
+pub fn breaches(latency_ns: u64, threshold_ns: u64) -> bool {
+    latency_ns >= threshold_ns
+}
+
 /// The SCHED_FIFO/SCHED_RR priority (1..=99) of a kernel `prio`, if it is a real-time one.
 pub fn rt_priority_from_kernel_prio(prio: i32) -> Option<u32> {
     if (0..=98).contains(&prio) {
@@ -31,6 +45,17 @@ pub fn nice_from_kernel_prio(prio: i32) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deadline_and_fifo_are_real_time_normal_is_not() {
+        assert!(is_rt(-1));
+        assert!(is_rt(0));
+        assert!(is_rt(99));
+        assert!(!is_rt(100));
+        assert!(!is_rt(120));
+        assert!(breaches(100, 100));
+        assert!(!breaches(99, 100));
+    }
 
     #[test]
     fn fifo_80_is_kernel_prio_19() {

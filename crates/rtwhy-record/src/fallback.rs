@@ -101,7 +101,7 @@ impl FallbackDetector {
                 pid, prio, comm, ..
             } if self.tracked.contains(pid) => {
                 self.prio.insert(*pid, *prio);
-                if !self.rt_only || *prio < 100 {
+                if !self.rt_only || rtwhy_model::is_rt(*prio) {
                     let expiry = self.expired.remove(pid).filter(|e| *e <= ts);
                     self.pending.insert(
                         *pid,
@@ -159,7 +159,7 @@ impl FallbackDetector {
         let p = self.pending.remove(&tid)?;
         let origin = p.expiry.unwrap_or(p.waking);
         let latency = switch_in.saturating_sub(origin);
-        if latency < self.threshold {
+        if !rtwhy_model::breaches(latency, self.threshold) {
             return None;
         }
         Some(BreachRecord {

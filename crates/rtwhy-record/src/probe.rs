@@ -368,7 +368,7 @@ impl Setup {
             sleep_until(next);
             let now = monotonic_ns();
             let latency = now.saturating_sub(next);
-            let over = latency > self.threshold_ns;
+            let over = rtwhy_model::breaches(latency, self.threshold_ns);
             self.counters.record(latency, over);
             if over {
                 self.queue(ProbeBreach {

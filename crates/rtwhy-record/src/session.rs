@@ -950,7 +950,7 @@ impl Runner<'_> {
         let from = trigger
             .start()
             .saturating_sub(self.cfg.before.as_nanos() as u64);
-        let path = self.cfg.out_dir.join(format!("spike-{index:03}.dat"));
+        let path = rtwhy_model::SessionDir::new(&self.cfg.out_dir).capture(index as u64);
         let written = self.layout.write(&pages, from, freeze, &path);
         drop(pages);
         let summary = match written {

@@ -127,7 +127,7 @@ pub fn build(spike: &Spike, window: &Window) -> Timeline {
             SpanKind::Idle
         } else if tid == victim {
             SpanKind::Victim
-        } else if (0..100).contains(&prio) {
+        } else if rtwhy_model::is_rt(prio) {
             SpanKind::RtTask
         } else {
             SpanKind::Task

@@ -504,7 +504,7 @@ pub fn capture_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("spike-") && n.ends_with(".dat"))
+                .is_some_and(rtwhy_model::SessionDir::is_capture_name)
         })
         .collect();
     v.sort();

@@ -25,8 +25,8 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 use rtwhy_model::{Spike, SpikeSource};
 
 use crate::app::{App, Pane};
+use crate::fmt::{fmt_dur, fmt_ts};
 use crate::theme::{bucket_glyph, Theme};
-use crate::ui::{fmt_dur, fmt_ts};
 
 /// Draws the diagnosis in `area`.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {

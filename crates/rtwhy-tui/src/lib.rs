@@ -33,6 +33,7 @@ mod capture;
 mod diagnosis;
 mod error;
 mod events;
+mod fmt;
 mod help;
 pub mod keys;
 pub mod lanes;
@@ -56,8 +57,9 @@ use ratatui::Terminal;
 pub use app::{Action, App, Pane, SortBy, SpikeRow, View};
 pub use capture::{capture_files, session_captures, Capture, Ev};
 pub use error::{Error, Result};
+pub use fmt::{fmt_dur, fmt_ts};
 pub use theme::Theme;
-pub use ui::{areas, fmt_dur, fmt_ts, Areas, MIN_HEIGHT, MIN_WIDTH};
+pub use ui::{areas, Areas, MIN_HEIGHT, MIN_WIDTH};
 
 /// Raw mode, the alternate screen and mouse reporting while it lives; the terminal is
 /// given back when it drops, and also by the panic hook it installs, so a panic's

@@ -15,7 +15,7 @@ use ratatui::text::{Line, Text};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget, Wrap};
 
 use crate::app::{App, Pane, SortBy};
-use crate::ui::{fmt_dur, fmt_ts};
+use crate::fmt::{fmt_dur, fmt_ts};
 
 /// Draws the spike list in `area`.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {

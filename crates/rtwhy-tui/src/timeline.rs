@@ -28,9 +28,9 @@ use rtwhy_model::{Spike, SpikeKind};
 
 use crate::app::{App, Pane};
 use crate::capture::Capture;
+use crate::fmt::{fmt_dur, fmt_offset, fmt_ts};
 use crate::lanes::{Cover, Lane};
 use crate::theme::{self, Theme};
-use crate::ui::{fmt_dur, fmt_offset, fmt_ts};
 
 /// The lanes in display order: the victim's CPU, the CPUs the evidence names, the rest.
 pub fn lane_order(cap: &Capture, spike: Option<&Spike>) -> Vec<usize> {

@@ -10,26 +10,10 @@ use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::osnoise::osnoise_record;
 use rtwhy_decode::recent::{event_name, RecentLines};
-use rtwhy_model::{Event, EventKind, FieldValue, SystemFacts, TimerlatSpike};
+use rtwhy_model::{Event, EventKind, FieldValue, SystemFacts};
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
-use crate::render;
-
-/// Where the analysis came from, for the report header.
-pub struct Source {
-    pub path: String,
-    pub kind: &'static str,
-    pub warnings: Vec<String>,
-    /// The timerlat periods over the threshold, when the trace holds timerlat samples.
-    pub timerlat: Option<Timerlat>,
-}
-
-/// What the timerlat analysis found (docs/rtla.md).
-pub struct Timerlat {
-    pub samples: u64,
-    pub noise_events: u64,
-    pub spikes: Vec<TimerlatSpike>,
-}
+use crate::render::{self, Source, Timerlat};
 
 /// Feeds every event to the timerlat analysis as well, counting the records it could
 /// not read.
@@ -123,7 +107,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     match args.format {
         AnalyzeFormat::Text => render::text(&mut out, &analysis, &source)?,
         AnalyzeFormat::Markdown => {
-            out.write_all(crate::report::markdown_of(&analysis, &source, &args.opts).as_bytes())?;
+            out.write_all(render::markdown_of(&analysis, &source, &args.opts).as_bytes())?
         }
         AnalyzeFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &render::json(&analysis, &source))?;

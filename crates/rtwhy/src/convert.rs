@@ -1,16 +1,15 @@
-//! `rtwhy convert`: a trace.dat as a Perfetto protobuf trace, streamed record by record
-//! into the writer and the analyzer at once, so neither the trace nor the output is
-//! ever held whole.
+//! `rtwhy convert`: a trace.dat as a Perfetto protobuf trace. A sink of
+//! `input::read` feeds each event to the writer and the analyzer at once, so neither the
+//! trace nor the output is ever held whole.
 
 use std::fs;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use rtwhy_analyze::Analyzer;
-use rtwhy_decode::tracedat::TraceFile;
-use rtwhy_decode::typed::EventDecoder;
+use rtwhy_analyze::{Analyzer, Config};
+use rtwhy_decode::input::{self, Finish, Header, Item, Sink};
 use rtwhy_report::perfetto_trace::{PerfettoStats, PerfettoWriter};
 
 use crate::cli::ConvertArgs;
@@ -18,6 +17,101 @@ use crate::report::check_out;
 
 /// Output buffer: large writes, few system calls.
 const OUT_BUFFER: usize = 1 << 20;
+
+/// What the decoder's warnings about a trace.dat start with when events are missing:
+/// a buffer or a CPU's data could not be read (in part). The others (a skipped option
+/// section, an unparsable format) lose no event.
+fn loses_events(warning: &str) -> bool {
+    warning.starts_with("CPU ") || warning.starts_with("buffer ")
+}
+
+struct ConvertSink {
+    config: Option<Config>,
+    no_spikes: bool,
+    keep_going: bool,
+    tmp: PathBuf,
+    /// Set once the temporary file exists.
+    writer: Option<PerfettoWriter<BufWriter<fs::File>>>,
+    analyzer: Option<Analyzer>,
+    warnings: Vec<String>,
+    /// What was written and how many spikes the analysis did not keep.
+    written: Option<(PerfettoStats, u64)>,
+}
+
+impl Sink for ConvertSink {
+    type Error = anyhow::Error;
+
+    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
+        let Some(file) = header.trace_dat else {
+            bail!(
+                "{} is report text; `rtwhy convert` reads trace.dat files (record with `trace-cmd record` or `rtwhy record`)",
+                header.path.display()
+            );
+        };
+        if !self.keep_going {
+            if let Some(w) = file.warnings().iter().find(|w| loses_events(w)) {
+                bail!(
+                    "{}: {w} (--keep-going converts what can be read)",
+                    header.path.display()
+                );
+            }
+        }
+        if !header.ts_in_nanos {
+            let clock = header.meta.as_ref().and_then(|m| m.clock.clone());
+            self.warnings.push(format!(
+                "timestamps are raw counter values (clock {}), not nanoseconds: Perfetto will show them as nanoseconds",
+                clock.as_deref().unwrap_or("?")
+            ));
+        }
+        let created = fs::File::create(&self.tmp)
+            .with_context(|| format!("cannot create {}", self.tmp.display()))?;
+        self.writer = Some(PerfettoWriter::new(BufWriter::with_capacity(
+            OUT_BUFFER, created,
+        )));
+        if !self.no_spikes {
+            let config = self.config.take().unwrap_or_default();
+            self.analyzer = Some(Analyzer::new(config, header.facts.clone()));
+        }
+        Ok(true)
+    }
+
+    fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        let lost = item.record().is_some_and(|r| r.missed_before.is_some());
+        let ev = item.into_event();
+        if let Some(w) = self.writer.as_mut() {
+            w.push(&ev, lost)
+                .with_context(|| format!("cannot write {}", self.tmp.display()))?;
+        }
+        if let Some(a) = self.analyzer.as_mut() {
+            a.push(ev);
+        }
+        Ok(true)
+    }
+
+    fn finish(&mut self, end: &Finish) -> Result<()> {
+        if !self.keep_going {
+            if let Some(w) = end.warnings.iter().find(|w| loses_events(w)) {
+                bail!("{w} (--keep-going converts what can be read)");
+            }
+        }
+        let Some(writer) = self.writer.take() else {
+            return Ok(());
+        };
+        let analysis = self.analyzer.take().map(Analyzer::finish);
+        let spikes = analysis.as_ref().map_or(&[][..], |a| &a.spikes[..]);
+        let (buffered, stats) = writer
+            .finish(spikes)
+            .with_context(|| format!("cannot write {}", self.tmp.display()))?;
+        let file = buffered
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("cannot write {}", self.tmp.display()))?;
+        file.sync_all()
+            .with_context(|| format!("cannot write {}", self.tmp.display()))?;
+        self.written = Some((stats, analysis.map_or(0, |a| a.spikes_dropped)));
+        Ok(())
+    }
+}
 
 pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     let out = args
@@ -31,114 +125,73 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
             out.display()
         );
     }
-    let format = rtwhy_decode::input::recognise(&args.file)?;
-    if format.name() != "trace.dat" {
-        bail!(
-            "{} is {}; `rtwhy convert` reads trace.dat files (record with `trace-cmd record` or `rtwhy record`)",
-            args.file.display(),
-            format.name()
-        );
-    }
-    let file = TraceFile::open(&args.file)
-        .with_context(|| format!("{} is not a readable trace.dat", args.file.display()))?;
-    let display = args.file.display().to_string();
-    let meta = file.meta();
-    let mut warnings = Vec::new();
-    if !meta.ts_in_nanos() {
-        warnings.push(format!(
-            "timestamps are raw counter values (clock {}), not nanoseconds: Perfetto will show them as nanoseconds",
-            meta.clock.as_deref().unwrap_or("?")
-        ));
-    }
-
-    if !args.keep_going {
-        // The decoder reads past damage with a warning; of its warnings at open, those
-        // about a buffer or a CPU's data (`buffer ...`, `CPU N data ...`) mean events
-        // are missing. A conversion that looks whole must be whole.
-        if let Some(w) = file
-            .warnings()
-            .iter()
-            .find(|w| w.starts_with("CPU ") || w.starts_with("buffer "))
-        {
-            bail!("{display}: {w} (--keep-going converts what can be read)");
-        }
-    }
-    let tmp = temp_name(&out);
-    let created = fs::File::create(&tmp)
-        .with_context(|| format!("--out {}: cannot create {}", out.display(), tmp.display()))?;
-    // Whatever fails from here on, the temporary file goes and `out` is untouched.
-    let converted = (|| -> Result<(PerfettoStats, u64)> {
-        let mut writer = PerfettoWriter::new(BufWriter::with_capacity(OUT_BUFFER, &created));
-        let mut analyzer =
-            (!args.no_spikes).then(|| Analyzer::new(args.opts.config(), file.system_facts()));
-        let mut decoder = EventDecoder::new();
-        let mut records = file.records()?;
-        while let Some(rec) = records.next_record().with_context(|| display.clone())? {
-            let lost = rec.missed_before.is_some();
-            let ev = decoder.decode(meta, &rec);
-            writer
-                .push(&ev, lost)
-                .with_context(|| format!("cannot write {}", tmp.display()))?;
-            if let Some(a) = analyzer.as_mut() {
-                a.push(ev);
-            }
-            if let (false, Some(w)) = (args.keep_going, records.warnings().first()) {
-                bail!("{display}: {w} (--keep-going converts what can be read)");
-            }
-        }
-        warnings.extend(file.warnings().iter().cloned());
-        warnings.extend(records.warnings().iter().cloned());
-        let analysis = analyzer.map(Analyzer::finish);
-        let spikes = analysis.as_ref().map_or(&[][..], |a| &a.spikes[..]);
-        let (mut buffered, stats) = writer
-            .finish(spikes)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        buffered.flush()?;
-        drop(buffered);
-        created.sync_all()?;
-        Ok((stats, analysis.map_or(0, |a| a.spikes_dropped)))
-    })();
-    let (stats, spikes_dropped) = match converted {
-        Ok(v) => v,
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            return Err(e.context(format!("{} was not written", out.display())));
+    let mut sink = ConvertSink {
+        config: Some(args.opts.config()),
+        no_spikes: args.no_spikes,
+        keep_going: args.keep_going,
+        tmp: temp_name(&out),
+        writer: None,
+        analyzer: None,
+        warnings: Vec::new(),
+        written: None,
+    };
+    let read = input::read(&args.file, &mut sink);
+    let (end, (stats, spikes_dropped)) = match (read, sink.written.take()) {
+        (Ok(end), Some(written)) => (end, written),
+        (read, _) => {
+            // Whatever failed, the temporary file goes and `out` is untouched.
+            drop(sink.writer.take());
+            let started = fs::remove_file(&sink.tmp).is_ok();
+            let e = match read {
+                Err(e) => e,
+                Ok(_) => anyhow::anyhow!("{}: no events were read", args.file.display()),
+            };
+            return Err(if started {
+                e.context(format!("{} was not written", out.display()))
+            } else {
+                e
+            });
         }
     };
-    if let Err(e) = fs::rename(&tmp, &out) {
-        let _ = fs::remove_file(&tmp);
+    if let Err(e) = fs::rename(&sink.tmp, &out) {
+        let _ = fs::remove_file(&sink.tmp);
         return Err(e)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()));
+            .with_context(|| format!("cannot rename {} to {}", sink.tmp.display(), out.display()));
     }
-    for w in &warnings {
+    let display = args.file.display();
+    for w in sink.warnings.iter().chain(&end.warnings) {
         eprintln!("rtwhy: warning: {display}: {w}");
     }
-    let mut skipped = String::new();
-    if stats.skipped > 0 {
-        skipped = format!(
+    let skipped = if stats.skipped > 0 {
+        format!(
             ", {} without a format (or on an impossible CPU) left out",
             stats.skipped
-        );
-    }
-    let mut spikes = format!("{} spikes annotated", stats.spikes);
-    if spikes_dropped > 0 {
-        spikes.push_str(&format!(" ({spikes_dropped} more not kept)"));
-    }
-    if args.no_spikes {
-        spikes = "no analysis".to_string();
-    }
+        )
+    } else {
+        String::new()
+    };
+    let lost = if stats.lost_bundles > 0 {
+        format!(" ({} after dropped events)", stats.lost_bundles)
+    } else {
+        String::new()
+    };
+    let spikes = if args.no_spikes {
+        "no analysis".to_string()
+    } else if spikes_dropped > 0 {
+        format!(
+            "{} spikes annotated ({spikes_dropped} more not kept)",
+            stats.spikes
+        )
+    } else {
+        format!("{} spikes annotated", stats.spikes)
+    };
     eprintln!(
-        "rtwhy: wrote {}: {} events ({} typed, {} generic){skipped}, {} bundles{}, {spikes}",
+        "rtwhy: wrote {}: {} events ({} typed, {} generic){skipped}, {} bundles{lost}, {spikes}",
         out.display(),
         stats.typed + stats.generic,
         stats.typed,
         stats.generic,
         stats.bundles,
-        if stats.lost_bundles > 0 {
-            format!(" ({} after dropped events)", stats.lost_bundles)
-        } else {
-            String::new()
-        },
     );
     Ok(ExitCode::SUCCESS)
 }

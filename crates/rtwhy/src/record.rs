@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rtwhy_analyze::{Config, TaskFilter};
-use rtwhy_model::{human_duration, Nanos, Spike, SpikeSource};
+use rtwhy_model::{human_duration, Nanos, SessionDir, Spike, SpikeSource};
 use rtwhy_record::capture::write_atomic;
 use rtwhy_record::events::Preset;
 use rtwhy_record::probe::ProbeConfig;
@@ -386,7 +386,7 @@ fn session_json(args_line: &[String], r: &SessionReport, ledger: &Ledger, ended:
 
 /// Writes `session.json` (atomically); returns its size.
 fn write_session(dir: &Path, doc: &Value) -> Result<u64> {
-    Ok(write_atomic(&dir.join("session.json"), |w| {
+    Ok(write_atomic(&SessionDir::new(dir).manifest(), |w| {
         serde_json::to_writer_pretty(&mut *w, doc)?;
         w.write_all(b"\n")
     })?)
@@ -511,7 +511,7 @@ fn print_summary(out: &mut dyn Write, dir: &Path, doc: &Value) -> std::io::Resul
 
 /// `rtwhy summary DIR`: where a recording session stands, from its `session.json`.
 pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
-    let path = args.dir.join("session.json");
+    let path = SessionDir::new(&args.dir).manifest();
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
             "cannot read {} (is {} a directory written by `rtwhy record --out`?)",

@@ -8,7 +8,29 @@ use rtwhy_analyze::Analysis;
 use rtwhy_model::{human_duration, Cause, Confidence, Spike, SpikeSource, TimerlatSpike};
 use serde_json::{json, Value};
 
-use crate::analyze::{Source, Timerlat};
+use rtwhy_report::markdown::{self, Links};
+use rtwhy_report::{Report, SpikeReport, Window};
+
+use crate::cli::AnalysisOpts;
+
+/// Where the analysis came from, for the report header.
+pub struct Source {
+    pub path: String,
+    pub kind: &'static str,
+    pub warnings: Vec<String>,
+    /// The timerlat periods over the threshold, when the trace holds timerlat samples.
+    pub timerlat: Option<Timerlat>,
+}
+
+/// What the timerlat analysis found (docs/rtla.md).
+pub struct Timerlat {
+    pub samples: u64,
+    pub noise_events: u64,
+    pub spikes: Vec<TimerlatSpike>,
+}
+
+/// Most spikes a Markdown report, SVG, Perfetto trace or bundle shows: the worst ones.
+pub const MAX_SHOWN: usize = 10;
 
 /// The JSON schema's name and version; bump the version on incompatible changes.
 pub const SCHEMA: &str = "rtwhy.analysis/2";
@@ -439,4 +461,131 @@ pub fn timerlat_json(t: &Timerlat) -> Value {
             "evidence": s.evidence,
         })).collect::<Vec<_>>(),
     })
+}
+
+/// A spike's report without the events around it (the Markdown does not show them).
+pub fn without_window(s: &Spike) -> SpikeReport {
+    let (from, to) = Window::around(s);
+    SpikeReport {
+        spike: s.clone(),
+        window: Window {
+            from,
+            to,
+            events: Vec::new(),
+        },
+        trace_lines: s.evidence.iter().map(|e| e.line.clone()).collect(),
+    }
+}
+
+/// The report of `spikes` (chosen from `analysis`) of the trace `trace_name`.
+pub fn build(
+    analysis: &Analysis,
+    source: &Source,
+    opts: &AnalysisOpts,
+    trace_name: &str,
+    spikes: Vec<SpikeReport>,
+) -> Report {
+    let mut facts = analysis.facts.clone();
+    if let Some(iso) = &opts.isolated {
+        facts.isolated = iso.clone();
+        facts.isolated_source = Some("--isolated".to_string());
+    }
+    Report {
+        source: source.path.clone(),
+        audit: rtwhy_analyze::audit(&facts),
+        facts,
+        threshold: analysis.threshold,
+        events: analysis.events,
+        reproduce: reproduce(opts, trace_name),
+        spikes,
+        spikes_found: analysis.spikes.len(),
+    }
+}
+
+/// The worst [`MAX_SHOWN`] spikes, in trace order.
+pub fn worst_shown(mut selected: Vec<&Spike>) -> Vec<&Spike> {
+    if selected.len() > MAX_SHOWN {
+        selected.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+        selected.truncate(MAX_SHOWN);
+        selected.sort_by_key(|s| s.id);
+    }
+    selected
+}
+
+/// The Markdown bug report of a whole analysis: what `rtwhy report --format markdown`
+/// prints, and `rtwhy analyze --format markdown` too (the same bytes).
+pub fn markdown_of(analysis: &Analysis, source: &Source, opts: &AnalysisOpts) -> String {
+    let selected = worst_shown(analysis.spikes.iter().collect());
+    let spikes = selected.iter().map(|s| without_window(s)).collect();
+    let report = build(analysis, source, opts, &source.path, spikes);
+    markdown::render(&report, &Links::default())
+}
+
+/// `word` as one shell word: as is when that is safe, else in single quotes.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The `rtwhy analyze` command line that gives the same spikes from `file`.
+fn reproduce(a: &AnalysisOpts, file: &str) -> String {
+    let t = a.threshold.0;
+    let mut cmd = if t % 1_000 == 0 {
+        format!("rtwhy analyze --threshold {}us", t / 1_000)
+    } else {
+        format!("rtwhy analyze --threshold {t}ns")
+    };
+    let ids = |v: &[i32]| {
+        v.iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if !a.pid.is_empty() {
+        cmd.push_str(&format!(" --pid {}", ids(&a.pid)));
+    }
+    if !a.tid.is_empty() {
+        cmd.push_str(&format!(" --tid {}", ids(&a.tid)));
+    }
+    for c in &a.comm {
+        cmd.push_str(&format!(" --comm {}", shell_word(c)));
+    }
+    if let Some(iso) = &a.isolated {
+        cmd.push_str(&format!(" --isolated {iso}"));
+    }
+    format!("{cmd} {}", shell_word(file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtwhy_model::Nanos;
+
+    #[test]
+    fn reproduce_lines_quote_only_what_the_shell_would_split() {
+        let args = AnalysisOpts {
+            threshold: Nanos(150_000),
+            pid: Vec::new(),
+            tid: vec![7, 8],
+            comm: vec!["lto cgu.09".to_string(), "cyclictest".to_string()],
+            isolated: rtwhy_model::CpuList::parse("1-2"),
+        };
+        assert_eq!(
+            reproduce(&args, "my trace.dat"),
+            "rtwhy analyze --threshold 150us --tid 7,8 --comm 'lto cgu.09' --comm cyclictest --isolated 1-2 'my trace.dat'"
+        );
+        let odd = AnalysisOpts {
+            threshold: Nanos(1_500),
+            ..args
+        };
+        assert!(reproduce(&odd, "it's.dat").starts_with("rtwhy analyze --threshold 1500ns"));
+        assert!(reproduce(&odd, "it's.dat").ends_with(" 'it'\\''s.dat'"));
+    }
 }

@@ -11,19 +11,17 @@ use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::tracedat::TraceBuilder;
 use rtwhy_model::{EventKind, Nanos, Spike, FACT_PREFIX};
 use rtwhy_report::markdown::{self, Links};
-use rtwhy_report::{Report, SpikeReport, Window};
+use rtwhy_report::{SpikeReport, Window};
 
-use crate::analyze::{analyze_file, Source};
-use crate::cli::{AnalysisOpts, ReportArgs, ReportFormat};
-use crate::render;
+use crate::analyze::analyze_file;
+use crate::cli::{ReportArgs, ReportFormat};
+use crate::render::{self, build, without_window, worst_shown, Source};
 
 /// History kept before the first spike in a bundle's trace window: enough for the
 /// analyzer to see the victim's previous sleep and timer, as a capture has.
 const BUNDLE_BEFORE: u64 = 500_000_000;
 /// Events kept after the last spike in a bundle's trace window.
 const BUNDLE_AFTER: u64 = 10_000_000;
-/// Most spikes a Markdown report, SVG, Perfetto trace or bundle shows: the worst ones.
-const MAX_SHOWN: usize = 10;
 /// The trace window's name inside a bundle.
 const BUNDLE_TRACE: &str = "trace-window.dat";
 
@@ -134,7 +132,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
 
     let bytes = match args.format {
         ReportFormat::Markdown if args.spike.is_none() => {
-            markdown_of(&analysis, &source, &args.opts).into_bytes()
+            render::markdown_of(&analysis, &source, &args.opts).into_bytes()
         }
         ReportFormat::Markdown => markdown::render(&report, &Links::default()).into_bytes(),
         ReportFormat::Json => json_bytes(&filtered, &source)?,
@@ -166,64 +164,6 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         eprintln!("rtwhy: warning: {}: {w}", source.path);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A spike's report without the events around it (the Markdown does not show them).
-fn without_window(s: &Spike) -> SpikeReport {
-    let (from, to) = Window::around(s);
-    SpikeReport {
-        spike: s.clone(),
-        window: Window {
-            from,
-            to,
-            events: Vec::new(),
-        },
-        trace_lines: s.evidence.iter().map(|e| e.line.clone()).collect(),
-    }
-}
-
-/// The report of `spikes` (chosen from `analysis`) of the trace `trace_name`.
-fn build(
-    analysis: &Analysis,
-    source: &Source,
-    opts: &AnalysisOpts,
-    trace_name: &str,
-    spikes: Vec<SpikeReport>,
-) -> Report {
-    let mut facts = analysis.facts.clone();
-    if let Some(iso) = &opts.isolated {
-        facts.isolated = iso.clone();
-        facts.isolated_source = Some("--isolated".to_string());
-    }
-    Report {
-        source: source.path.clone(),
-        audit: rtwhy_analyze::audit(&facts),
-        facts,
-        threshold: analysis.threshold,
-        events: analysis.events,
-        reproduce: reproduce(opts, trace_name),
-        spikes,
-        spikes_found: analysis.spikes.len(),
-    }
-}
-
-/// The worst [`MAX_SHOWN`] spikes, in trace order.
-fn worst_shown(mut selected: Vec<&Spike>) -> Vec<&Spike> {
-    if selected.len() > MAX_SHOWN {
-        selected.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
-        selected.truncate(MAX_SHOWN);
-        selected.sort_by_key(|s| s.id);
-    }
-    selected
-}
-
-/// The Markdown bug report of a whole analysis: what `rtwhy report --format markdown`
-/// prints, and `rtwhy analyze --format markdown` too (the same bytes).
-pub fn markdown_of(analysis: &Analysis, source: &Source, opts: &AnalysisOpts) -> String {
-    let selected = worst_shown(analysis.spikes.iter().collect());
-    let spikes = selected.iter().map(|s| without_window(s)).collect();
-    let report = build(analysis, source, opts, &source.path, spikes);
-    markdown::render(&report, &Links::default())
 }
 
 fn json_bytes(a: &Analysis, src: &Source) -> Result<Vec<u8>> {
@@ -280,48 +220,6 @@ fn select<'a>(a: &'a Analysis, args: &ReportArgs) -> Result<Vec<&'a Spike>> {
             ),
         },
     }
-}
-
-/// `word` as one shell word: as is when that is safe, else in single quotes.
-fn shell_word(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
-
-/// The `rtwhy analyze` command line that gives the same spikes from `file`.
-fn reproduce(a: &AnalysisOpts, file: &str) -> String {
-    let t = a.threshold.0;
-    let mut cmd = if t % 1_000 == 0 {
-        format!("rtwhy analyze --threshold {}us", t / 1_000)
-    } else {
-        format!("rtwhy analyze --threshold {t}ns")
-    };
-    let ids = |v: &[i32]| {
-        v.iter()
-            .map(|p| p.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    if !a.pid.is_empty() {
-        cmd.push_str(&format!(" --pid {}", ids(&a.pid)));
-    }
-    if !a.tid.is_empty() {
-        cmd.push_str(&format!(" --tid {}", ids(&a.tid)));
-    }
-    for c in &a.comm {
-        cmd.push_str(&format!(" --comm {}", shell_word(c)));
-    }
-    if let Some(iso) = &a.isolated {
-        cmd.push_str(&format!(" --isolated {iso}"));
-    }
-    format!("{cmd} {}", shell_word(file))
 }
 
 /// Reads the trace again for each spike's window of events, and with `bundle`, cuts the
@@ -442,31 +340,5 @@ impl Sink for WindowSink {
             }
         }
         Ok(true)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reproduce_lines_quote_only_what_the_shell_would_split() {
-        let args = AnalysisOpts {
-            threshold: Nanos(150_000),
-            pid: Vec::new(),
-            tid: vec![7, 8],
-            comm: vec!["lto cgu.09".to_string(), "cyclictest".to_string()],
-            isolated: rtwhy_model::CpuList::parse("1-2"),
-        };
-        assert_eq!(
-            reproduce(&args, "my trace.dat"),
-            "rtwhy analyze --threshold 150us --tid 7,8 --comm 'lto cgu.09' --comm cyclictest --isolated 1-2 'my trace.dat'"
-        );
-        let odd = AnalysisOpts {
-            threshold: Nanos(1_500),
-            ..args
-        };
-        assert!(reproduce(&odd, "it's.dat").starts_with("rtwhy analyze --threshold 1500ns"));
-        assert!(reproduce(&odd, "it's.dat").ends_with(" 'it'\\''s.dat'"));
     }
 }

@@ -60,7 +60,7 @@ fn is_rt(tr: &Tracker, pid: i32) -> bool {
         && tr
             .tasks
             .get(&pid)
-            .is_some_and(|t| t.prio < 100 && !is_stopper(t.comm.as_bytes()))
+            .is_some_and(|t| rtwhy_model::is_rt(t.prio) && !is_stopper(t.comm.as_bytes()))
 }
 
 /// The stopper thread runs in the stop class, above RT and never throttled.
@@ -118,7 +118,7 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
             } => {
                 waiting.retain(|p| p != next_pid && p != prev_pid);
                 if *prev_pid > 0
-                    && *prev_prio < 100
+                    && rtwhy_model::is_rt(*prev_prio)
                     && prev_state.is_runnable()
                     && !is_stopper(prev_comm.as_bytes())
                 {
@@ -129,7 +129,10 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
                 }
                 curr = *next_pid;
                 let lower = *next_pid == 0 || *next_prio >= 100;
-                if *next_pid > 0 && *next_prio < 100 && !is_stopper(next_comm.as_bytes()) {
+                if *next_pid > 0
+                    && rtwhy_model::is_rt(*next_prio)
+                    && !is_stopper(next_comm.as_bytes())
+                {
                     close(&mut open, e.ts, &mut best);
                     if rt_since.is_none() {
                         rt_since = Some(e.ts);
@@ -156,7 +159,7 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
                 target_cpu,
                 ..
             } => {
-                if *target_cpu == cpu as i32 && *prio < 100 {
+                if *target_cpu == cpu as i32 && rtwhy_model::is_rt(*prio) {
                     if !waiting.contains(pid) {
                         waiting.push(*pid);
                     }

@@ -296,7 +296,7 @@ fn first_capture(dir: &Path) -> Option<PathBuf> {
         .flatten()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("spike-") && n.ends_with(".dat"))
+        .filter(|n| rtwhy_model::SessionDir::is_capture_name(n))
         .min()
         .map(|n| dir.join(n))
 }

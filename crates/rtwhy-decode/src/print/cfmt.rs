@@ -255,6 +255,21 @@ pub(crate) fn pointer(out: &mut String, v: u64) {
     }
 }
 
+/// libtraceevent's cast: only masks (it never sign-extends).
+pub(crate) fn cast(val: u64, ty: &str) -> u64 {
+    let ty = ty.trim();
+    if ty.len() < 2 || ty.ends_with('*') || ty.starts_with("struct") {
+        return val;
+    }
+    let ty = ty.strip_prefix("unsigned ").unwrap_or(ty);
+    match ty {
+        "u8" | "s8" | "char" => val & 0xff,
+        "u16" | "s16" | "short" => val & 0xffff,
+        "u32" | "s32" | "int" => val & 0xffff_ffff,
+        _ => val,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

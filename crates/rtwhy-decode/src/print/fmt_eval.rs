@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::cfmt::{self, Spec};
+use super::cfmt::{self, cast, Spec};
 use super::fmt_parse::{strtoull, Arg, ConvKind, Piece};
 use super::symbols::Funcs;
 use crate::endian::Endian;
@@ -100,21 +100,6 @@ pub(crate) fn element_size(f: &Field, long_size: usize) -> usize {
         long_size
     } else {
         0
-    }
-}
-
-/// libtraceevent's cast: only masks (it never sign-extends).
-pub(crate) fn cast(val: u64, ty: &str) -> u64 {
-    let ty = ty.trim();
-    if ty.len() < 2 || ty.ends_with('*') || ty.starts_with("struct") {
-        return val;
-    }
-    let ty = ty.strip_prefix("unsigned ").unwrap_or(ty);
-    match ty {
-        "u8" | "s8" | "char" => val & 0xff,
-        "u16" | "s16" | "short" => val & 0xffff,
-        "u32" | "s32" | "int" => val & 0xffff_ffff,
-        _ => val,
     }
 }
 

@@ -131,7 +131,7 @@ impl FastInt {
         let mut a = arg;
         // libtraceevent's casts only mask, so a chain of them is one mask.
         while let Arg::Cast(ty, item) = a {
-            mask &= super::fmt_eval::cast(u64::MAX, ty);
+            mask &= super::cfmt::cast(u64::MAX, ty);
             a = item;
         }
         let Arg::Field(_, Some(f)) = a else {
@@ -649,7 +649,7 @@ fn const_text(arg: &Arg) -> Option<String> {
 fn const_num(arg: &Arg) -> Option<i64> {
     match arg {
         Arg::Atom(a) => Some(strtoll(a)),
-        Arg::Cast(ty, item) => Some(super::fmt_eval::cast(const_num(item)? as u64, ty) as i64),
+        Arg::Cast(ty, item) => Some(super::cfmt::cast(const_num(item)? as u64, ty) as i64),
         Arg::Op(op, l, r) => {
             let num = |a: &Arg| -> Option<i64> {
                 if matches!(a, Arg::Null) {
