@@ -12,4 +12,5 @@ mod perfetto;
 mod preconditions;
 mod report;
 mod roundtrip;
+mod timerlat;
 mod tui;

@@ -43,6 +43,7 @@ mod intmap;
 mod line;
 mod remedy;
 mod rules;
+pub mod timerlat;
 mod tracker;
 
 pub use audit::{audit, CHECKS};
@@ -147,7 +148,29 @@ impl Analyzer {
     }
 
     /// Ends the analysis.
-    pub fn finish(self) -> Analysis {
+    pub fn finish(mut self) -> Analysis {
+        // A spike diagnosed before the trace's first `ktimers/N` thread could not know
+        // the kernel was PREEMPT_RT; kernel_nonpreemptible's precondition fails once it
+        // is known (found on a timerlat trace from the PREEMPT_RT guest whose first
+        // spike ended 16 ms before ktimers/0 first ran).
+        if self.tracker.rt_threads_seen() && self.tracker.facts.preempt_model().is_none() {
+            for s in &mut self.spikes {
+                if s.primary.cause == rtwhy_model::Cause::KernelNonpreemptible {
+                    s.primary = rtwhy_model::Finding {
+                        cause: rtwhy_model::Cause::Unknown,
+                        confidence: rtwhy_model::Confidence::Low,
+                        share: s.primary.share,
+                        summary: format!(
+                            "not kernel_nonpreemptible: the kernel is PREEMPT_RT (ktimers/N threads run later in the trace); {}",
+                            s.primary.summary
+                        ),
+                    };
+                    s.remediation.clear();
+                }
+                s.contributors
+                    .retain(|c| c.cause != rtwhy_model::Cause::KernelNonpreemptible);
+            }
+        }
         let t = self.tracker;
         let mut victims: Vec<VictimStats> = t.victims.into_values().collect();
         victims.sort_by(|a, b| b.max_ns.cmp(&a.max_ns).then(a.task.tid.cmp(&b.task.tid)));

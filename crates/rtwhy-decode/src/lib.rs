@@ -11,6 +11,7 @@ mod error;
 pub mod format;
 pub mod input;
 pub mod meta;
+pub mod osnoise;
 pub mod page;
 pub mod print;
 pub mod recent;

@@ -406,6 +406,11 @@ fn parse_event_header(line: &str) -> Option<Event> {
         Some((name, body)) if is_event_name(name) => (name, body.trim_start()),
         // The kernel's function tracer prints `func <-parent` with no event name.
         _ if content.contains(" <-") => ("function", content),
+        // So does the timerlat tracer its samples (`#N context irq timer_latency N ns`).
+        _ if crate::osnoise::is_timerlat_sample_text(content) => ("timerlat", content),
+        // The kernel's `trace` file prints a stack (`-s`, `stacktrace`) this way; its
+        // `=> func` lines follow.
+        _ if content.starts_with("<stack trace>") => ("kernel_stack", ""),
         _ => return None,
     };
     Some(Event {

@@ -30,6 +30,7 @@ mod facts;
 mod prio;
 mod session;
 mod time;
+mod timerlat;
 
 pub use audit::{AuditFinding, Severity};
 pub use diagnosis::{
@@ -47,3 +48,7 @@ pub use prio::{
 };
 pub use session::SessionDir;
 pub use time::{human_duration, Nanos};
+pub use timerlat::{
+    BlockingThread, Interference, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
+    TimerlatSpike,
+};

@@ -5,10 +5,12 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
+use rtwhy_analyze::timerlat::TimerlatAnalyzer;
 use rtwhy_analyze::{Analysis, Analyzer, Config};
-use rtwhy_decode::input::{self, Header, Item, Sink};
+use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
+use rtwhy_decode::osnoise::osnoise_record;
 use rtwhy_decode::recent::{event_name, RecentLines};
-use rtwhy_model::{parse_fact_marker, EventKind, SystemFacts};
+use rtwhy_model::{parse_fact_marker, Event, EventKind, FieldValue, SystemFacts};
 
 /// Files up to this size are read twice: first for their `rtwhy-fact:` markers, which
 /// rtwhy's recorder writes at the end of each capture, so that every spike (not only
@@ -40,7 +42,91 @@ impl Sink for FactsSink {
 }
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
-use crate::render::{self, Source};
+use crate::render::{self, Source, Timerlat};
+
+/// Feeds every event to the timerlat analysis as well, counting the records it could
+/// not read.
+struct TimerlatFeed {
+    analyzer: TimerlatAnalyzer,
+    bad: u64,
+    first_bad: Option<String>,
+}
+
+impl TimerlatFeed {
+    fn new(config: &Config) -> TimerlatFeed {
+        TimerlatFeed {
+            analyzer: TimerlatAnalyzer::new(config.threshold, config.isolated.clone()),
+            bad: 0,
+            first_bad: None,
+        }
+    }
+
+    fn push(&mut self, ev: &Event, line: Option<&str>) {
+        match osnoise_record(ev) {
+            Some(Ok(rec)) => self.analyzer.push_record_line(&rec, line),
+            Some(Err(e)) => {
+                self.bad += 1;
+                self.first_bad.get_or_insert_with(|| e.to_string());
+            }
+            None => {
+                if let EventKind::Generic(g) = &ev.kind {
+                    if g.name == "kernel_stack" {
+                        if let Some(FieldValue::Str(stack)) = g.field("stack") {
+                            let frames = stack
+                                .lines()
+                                .map(|f| f.split(" (").next().unwrap_or(f).trim().to_owned())
+                                .filter(|f| !f.is_empty() && f != "0")
+                                .collect();
+                            self.analyzer.push_stack(ev.cpu, frames);
+                        }
+                    }
+                }
+                self.analyzer.push_event(ev);
+            }
+        }
+    }
+
+    fn finish(self, warnings: &mut Vec<String>) -> Option<Timerlat> {
+        if self.bad > 0 {
+            warnings.push(format!(
+                "{} timerlat/osnoise events could not be read and were skipped (first: {})",
+                self.bad,
+                self.first_bad.unwrap_or_default()
+            ));
+        }
+        let samples = self.analyzer.samples();
+        let noise_events = self.analyzer.noise_events();
+        if samples == 0 {
+            if noise_events > 0 {
+                warnings.push(format!(
+                    "{noise_events} osnoise events but no timerlat sample: nothing to measure them against (record the timerlat tracer's samples too)"
+                ));
+            }
+            return None;
+        }
+        let (mismatched, checked) = self.analyzer.clock_mismatches();
+        if mismatched > 0 && mismatched * 2 <= checked {
+            warnings.push(format!(
+                "in {mismatched} of {checked} periods the timer's osnoise:irq_noise does not contain its IRQ sample; no IRQ handler delay is given for them"
+            ));
+        } else if mismatched > 0 {
+            warnings.push(format!(
+                "in {mismatched} periods the timer's osnoise:irq_noise does not contain its IRQ sample: the trace clock is not the osnoise tracer's (local), so IRQ handler delays are not given; record with `trace-cmd record -C local`"
+            ));
+        }
+        let orphans = self.analyzer.orphan_noise();
+        if orphans > 0 {
+            warnings.push(format!(
+                "{orphans} osnoise events came before their CPU's first timerlat sample and belong to no period"
+            ));
+        }
+        Some(Timerlat {
+            samples,
+            noise_events,
+            spikes: self.analyzer.finish(),
+        })
+    }
+}
 
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     let config = args.opts.config();
@@ -61,7 +147,8 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     for w in &source.warnings {
         eprintln!("rtwhy: warning: {}: {w}", source.path);
     }
-    Ok(if analysis.spikes.is_empty() {
+    let timerlat_spikes = source.timerlat.as_ref().map_or(0, |t| t.spikes.len());
+    Ok(if analysis.spikes.is_empty() && timerlat_spikes == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -73,6 +160,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
 struct AnalyzeSink {
     config: Config,
     analyzer: Option<Analyzer>,
+    feed: TimerlatFeed,
     warnings: Vec<String>,
     recent: Option<RecentLines>,
     /// Spikes whose evidence lines are printed.
@@ -152,7 +240,13 @@ impl Sink for AnalyzeSink {
         let Some(a) = self.analyzer.as_mut() else {
             return Ok(true);
         };
-        a.push(item.into_event());
+        let line = match item.raw {
+            Raw::Line(l) => Some(l),
+            Raw::Record { .. } => None,
+        };
+        let ev = item.into_event();
+        self.feed.push(&ev, line);
+        a.push(ev);
         if a.spikes().len() > self.printed || a.has_rediagnosed() {
             self.print_evidence();
         }
@@ -172,6 +266,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         facts: ahead.facts,
         config: config.clone(),
         analyzer: None,
+        feed: TimerlatFeed::new(&config),
         warnings: Vec::new(),
         recent: None,
         printed: 0,
@@ -195,7 +290,18 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             }
         }
     }
-    if !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {
+    let noise_only = sink.feed.analyzer.samples() == 0 && sink.feed.analyzer.noise_events() > 0;
+    let timerlat = sink.feed.finish(&mut warnings);
+    if analysis.events == 0 {
+        bail!("{display}: no events at all: an empty trace (a `-t` trace saved before any sample, or a header only)");
+    }
+    if noise_only && !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {
+        bail!(
+            "{display}: osnoise events but no timerlat sample (`#N context irq|thread timer_latency N ns`) and no scheduler events: nothing to measure the noise against; keep the timerlat tracer's samples (rtla timerlat -t, or trace-cmd record -p timerlat)"
+        );
+    }
+    if timerlat.is_none() && !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup
+    {
         bail!(
             "{display}: no scheduler events (sched:sched_switch, sched_waking, sched_wakeup) in {} events; record with `rtwhy record` or `trace-cmd record -e sched -e irq -e timer`",
             analysis.events
@@ -207,6 +313,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             path: display,
             kind: end.format,
             warnings,
+            timerlat,
         },
     ))
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::Result;
 use rtwhy_analyze::Analysis;
-use rtwhy_model::{human_duration, Cause, Confidence, Spike, SpikeSource};
+use rtwhy_model::{human_duration, Cause, Confidence, Spike, SpikeSource, TimerlatSpike};
 use serde_json::{json, Value};
 
 use rtwhy_report::markdown::{self, Links};
@@ -18,6 +18,15 @@ pub struct Source {
     pub path: String,
     pub kind: &'static str,
     pub warnings: Vec<String>,
+    /// The timerlat periods over the threshold, when the trace holds timerlat samples.
+    pub timerlat: Option<Timerlat>,
+}
+
+/// What the timerlat analysis found (docs/rtla.md).
+pub struct Timerlat {
+    pub samples: u64,
+    pub noise_events: u64,
+    pub spikes: Vec<TimerlatSpike>,
 }
 
 /// Most spikes a Markdown report, SVG, Perfetto trace or bundle shows: the worst ones.
@@ -172,6 +181,9 @@ pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
             }
         }
     }
+    if let Some(t) = &src.timerlat {
+        timerlat_text(out, t, a.threshold.0)?;
+    }
     writeln!(out)?;
     writeln!(out, "{}", summary_line(a))?;
     if a.spikes_dropped > 0 {
@@ -188,7 +200,7 @@ pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
 /// The `rtwhy.analysis/2` document.
 pub fn json(a: &Analysis, src: &Source) -> Value {
     let seen = a.seen;
-    json!({
+    let mut v = json!({
         "schema": SCHEMA,
         "trace": {
             "path": src.path,
@@ -228,6 +240,226 @@ pub fn json(a: &Analysis, src: &Source) -> Value {
             "worst_latency_ns": a.spikes.iter().map(|s| s.latency_ns).max(),
         },
         "spikes": a.spikes,
+    });
+    // Only timerlat traces carry the key, so other reports keep their shape.
+    if let (Some(t), Some(map)) = (&src.timerlat, v.as_object_mut()) {
+        map.insert("timerlat".into(), timerlat_json(t));
+    }
+    v
+}
+
+/// rtla-compatible microseconds: two decimals, as its auto-analysis prints them.
+fn rtla_us(ns: u64) -> String {
+    format!("{:.2} us", ns as f64 / 1000.0)
+}
+
+fn rtla_pct(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / total as f64
+    }
+}
+
+/// The timerlat periods over the threshold, laid out like rtla's auto-analysis, each
+/// with rtwhy's verdict and evidence.
+pub fn timerlat_text(out: &mut dyn Write, t: &Timerlat, threshold: u64) -> Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "timerlat: {} samples, {} osnoise events; {} periods at or over {}",
+        t.samples,
+        t.noise_events,
+        t.spikes.len(),
+        human_duration(threshold)
+    )?;
+    for s in &t.spikes {
+        let total = s.latency_ns;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "timerlat spike {}: CPU {} period #{} ({} latency {}, due at {})",
+            s.id,
+            s.cpu,
+            s.seqnum,
+            s.context.as_str(),
+            rtla_us(total),
+            s.expected
+        )?;
+        if let Some(p) = &s.previous_irq {
+            writeln!(
+                out,
+                "  Previous IRQ interference:      up to {} ({}:{})",
+                rtla_us(p.duration_ns),
+                p.name,
+                p.id
+            )?;
+        }
+        match s.irq_handler_delay_ns {
+            Some(d) => writeln!(
+                out,
+                "  IRQ handler delay:   {:>16} {:>12} ({:.2} %)",
+                if s.exit_from_idle && d > rtwhy_analyze::timerlat::RTLA_EXIT_FROM_IDLE_NS {
+                    "(exit from idle)"
+                } else {
+                    ""
+                },
+                rtla_us(d),
+                rtla_pct(d, total)
+            )?,
+            None => writeln!(
+                out,
+                "  IRQ handler delay:   not recorded (no osnoise:irq_noise of the timer IRQ)"
+            )?,
+        }
+        match s.irq_latency_ns {
+            Some(l) => writeln!(
+                out,
+                "  IRQ latency:                      {:>12}",
+                rtla_us(l)
+            )?,
+            None => writeln!(
+                out,
+                "  IRQ latency:                      not recorded (the trace begins after it)"
+            )?,
+        }
+        if let Some(d) = s.timer_irq_duration_ns {
+            writeln!(
+                out,
+                "  Timerlat IRQ duration:            {:>12} ({:.2} %)",
+                rtla_us(d),
+                rtla_pct(d, total)
+            )?;
+        }
+        let b = &s.blocking_thread;
+        if s.irq_latency_ns.is_none() {
+            writeln!(out, "  Blocking thread:                  not recorded")?;
+        } else if s.context == rtwhy_model::TimerlatContext::Irq {
+            writeln!(out, "  Blocking thread:")?;
+            writeln!(
+                out,
+                "    {:>24}:{:<9}",
+                b.comm.as_deref().unwrap_or("<...>"),
+                b.pid
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  Blocking thread:                  {:>12} ({:.2} %)",
+                rtla_us(b.duration_ns),
+                rtla_pct(b.duration_ns, total)
+            )?;
+            writeln!(
+                out,
+                "    {:>24}:{:<9}",
+                b.comm.as_deref().unwrap_or("<...>"),
+                b.pid
+            )?;
+        }
+        if !s.stack.is_empty() {
+            writeln!(out, "    stack at the timer IRQ:")?;
+            for f in &s.stack {
+                writeln!(out, "        -> {f}")?;
+            }
+        }
+        for (title, list) in [
+            ("NMI interference", &s.nmi),
+            ("IRQ interference", &s.irq),
+            ("Softirq interference", &s.softirq),
+            ("Thread interference", &s.thread),
+        ] {
+            let sum = TimerlatSpike::sum(list);
+            if sum == 0 {
+                continue;
+            }
+            writeln!(
+                out,
+                "  {title:<32}{:>13} ({:.2} %)",
+                rtla_us(sum),
+                rtla_pct(sum, total)
+            )?;
+            for i in list {
+                writeln!(
+                    out,
+                    "    {:>24}:{:<9} {:>12}",
+                    i.name,
+                    i.id,
+                    rtla_us(i.duration_ns)
+                )?;
+            }
+        }
+        writeln!(
+            out,
+            "  {} latency:                   {:>12} (100%)",
+            if s.context == rtwhy_model::TimerlatContext::Thread {
+                "Thread"
+            } else {
+                "IRQ"
+            },
+            rtla_us(total)
+        )?;
+        writeln!(
+            out,
+            "  cause: {} ({} confidence, {:.0}%): {}",
+            s.primary.cause,
+            s.primary.confidence.as_str(),
+            s.primary.share * 100.0,
+            s.primary.summary
+        )?;
+        if !s.evidence.is_empty() {
+            writeln!(out, "  evidence:")?;
+            for e in &s.evidence {
+                writeln!(out, "    {}", e.line)?;
+                writeln!(out, "        ^ {}", e.why)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The timerlat part of the JSON report: rtla's auto-analysis quantities under the
+/// names docs/rtla.md maps to rtla's and rteval's.
+pub fn timerlat_json(t: &Timerlat) -> Value {
+    let list = |l: &[rtwhy_model::Interference]| {
+        l.iter()
+            .map(|i| json!({"name": i.name, "id": i.id, "start_ns": i.start.0, "duration_ns": i.duration_ns}))
+            .collect::<Vec<_>>()
+    };
+    json!({
+        "samples": t.samples,
+        "osnoise_events": t.noise_events,
+        "spikes": t.spikes.iter().map(|s| json!({
+            "id": s.id,
+            "cpu": s.cpu,
+            "seqnum": s.seqnum,
+            "context": s.context.as_str(),
+            "expected_ns": s.expected.0,
+            "latency_ns": s.latency_ns,
+            "irq_latency_ns": s.irq_latency_ns,
+            "thread_latency_ns": s.thread_latency_ns,
+            "irq_handler_delay_ns": s.irq_handler_delay_ns,
+            "exit_from_idle": s.exit_from_idle,
+            "timerlat_irq_duration_ns": s.timer_irq_duration_ns,
+            "blocking_thread": {
+                "comm": s.blocking_thread.comm,
+                "pid": s.blocking_thread.pid,
+                "duration_ns": s.blocking_thread.duration_ns,
+            },
+            "previous_irq_interference": s.previous_irq.as_ref().map(|p| json!({
+                "name": p.name, "id": p.id, "duration_ns": p.duration_ns,
+            })),
+            "nmi_interference_ns": TimerlatSpike::sum(&s.nmi),
+            "irq_interference_ns": TimerlatSpike::sum(&s.irq),
+            "softirq_interference_ns": TimerlatSpike::sum(&s.softirq),
+            "thread_interference_ns": TimerlatSpike::sum(&s.thread),
+            "nmi": list(&s.nmi),
+            "irqs": list(&s.irq),
+            "softirqs": list(&s.softirq),
+            "threads": list(&s.thread),
+            "stack": s.stack,
+            "primary": s.primary,
+            "evidence": s.evidence,
+        })).collect::<Vec<_>>(),
     })
 }
 

@@ -1,0 +1,1267 @@
+//! Timerlat periods over the threshold, broken down and diagnosed.
+//!
+//! The kernel's timerlat tracer wakes a thread per CPU from a periodic timer and records
+//! two samples per period: the IRQ latency in the timer's handler and the thread
+//! latency once the thread runs. Its `osnoise:*` events say what ran in between. This
+//! follows each CPU through a period the way `rtla timerlat`'s auto-analysis does
+//! (the timer IRQ's `irq_noise` gives the handler's start, so its delay; the
+//! `thread_noise` of the task current at the IRQ is the blocking thread; every other
+//! noise after the IRQ is interference; the last IRQ before it may have delayed it), and
+//! then names a cause from rtwhy's taxonomy when the events hold its preconditions.
+//!
+//! ```
+//! use rtwhy_analyze::timerlat::TimerlatAnalyzer;
+//! use rtwhy_model::*;
+//!
+//! let rec = |ts, pid, kind| OsnoiseRecord { ts: Nanos(ts), cpu: 1, pid, kind };
+//! let mut a = TimerlatAnalyzer::new(Nanos(100_000), None);
+//! // The timer was due at 1 ms; its IRQ ran at 1.010 ms while spin:300 ran, which kept
+//! // the CPU 400 us longer; the thread ran at 1.450 ms.
+//! a.push_record(&rec(1_012_000, 300, OsnoiseKind::TimerlatSample {
+//!     seqnum: 7, context: TimerlatContext::Irq, latency_ns: 12_000 }));
+//! a.push_record(&rec(1_013_000, 300, OsnoiseKind::Noise {
+//!     source: NoiseSource::Irq { desc: "local_timer".into(), vector: 236 },
+//!     start: Nanos(1_010_000), duration_ns: 3_000 }));
+//! a.push_record(&rec(1_440_000, 300, OsnoiseKind::Noise {
+//!     source: NoiseSource::Thread { comm: Comm::new("spin"), pid: 300 },
+//!     start: Nanos(1_013_000), duration_ns: 400_000 }));
+//! a.push_record(&rec(1_450_000, 9, OsnoiseKind::TimerlatSample {
+//!     seqnum: 7, context: TimerlatContext::Thread, latency_ns: 450_000 }));
+//! let spikes = a.finish();
+//! assert_eq!(spikes.len(), 1);
+//! assert_eq!(spikes[0].irq_handler_delay_ns, Some(10_000));
+//! assert_eq!(spikes[0].blocking_thread.duration_ns, 400_000);
+//! // Nothing recorded says whether spin outranks the timerlat thread.
+//! assert_eq!(spikes[0].primary.cause.as_str(), "unknown");
+//! ```
+
+use std::collections::HashMap;
+
+use rtwhy_model::{
+    softirq_name, BlockingThread, Cause, Comm, Confidence, CpuList, Event, EventKind, Evidence,
+    Finding, Interference, Nanos, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
+    TimerlatSpike,
+};
+
+/// Share of the latency a cause must explain to be named (docs/causes.md).
+const PRIMARY_SHARE: f64 = 0.3;
+
+/// Longest timer delay out of idle still called an idle exit (docs/causes.md, idle_exit).
+const IDLE_EXIT_MAX_NS: u64 = 500_000;
+
+/// The kernel `trace` file prints microseconds: a sample's time may be up to this late.
+const TEXT_SLACK_NS: u64 = 1_000;
+
+/// rtla flags an IRQ handler delay from idle as "exit from idle" above this.
+pub const RTLA_EXIT_FROM_IDLE_NS: u64 = 10_000;
+
+/// Handler names of x86 system vectors as the osnoise tracer prints them: not devices.
+const SYSTEM_VECTORS: [&str; 14] = [
+    "local_timer",
+    "irq_work",
+    "reschedule",
+    "call_function",
+    "call_function_single",
+    "thermal_apic",
+    "threshold_apic",
+    "deferred_error",
+    "spurious_apic",
+    "error_apic",
+    "x86_platform_ipi",
+    "posted_msi_notification",
+    "kvm_posted_intr_ipi",
+    "hyperv_callback",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between the thread sample and the next IRQ sample (or before the first).
+    WaitingIrq,
+    /// Between the IRQ sample and its thread sample.
+    WaitingThread,
+}
+
+#[derive(Debug, Clone)]
+struct Period {
+    seqnum: u64,
+    irq_ts: Nanos,
+    irq_latency: u64,
+    irq_pid: i32,
+    irq_line: String,
+    /// The IRQ sample is not in the trace (it began after it): `irq_ts`/`irq_latency`
+    /// are the thread sample's.
+    irq_missing: bool,
+    timer_irq: Option<(Nanos, u64, String)>,
+    blocking: Option<(Comm, u64, String)>,
+    nmi: Vec<(Interference, String)>,
+    irq: Vec<(Interference, String)>,
+    softirq: Vec<(Interference, String)>,
+    thread: Vec<(Interference, String)>,
+    stack: Vec<String>,
+}
+
+impl Period {
+    /// A period whose IRQ sample came before the trace: the noise recorded since the
+    /// expiry (its start at or after it) is sorted by kind as interference.
+    fn without_irq(
+        rec: &OsnoiseRecord,
+        seqnum: u64,
+        latency: u64,
+        line: String,
+        loose: Vec<(Tag, Interference, String)>,
+    ) -> Period {
+        let expected = rec.ts.0.saturating_sub(latency);
+        let mut p = Period {
+            seqnum,
+            irq_ts: rec.ts,
+            irq_latency: latency,
+            irq_pid: -1,
+            irq_line: line,
+            irq_missing: true,
+            timer_irq: None,
+            blocking: None,
+            nmi: Vec::new(),
+            irq: Vec::new(),
+            softirq: Vec::new(),
+            thread: Vec::new(),
+            stack: Vec::new(),
+        };
+        for (tag, i, l) in loose {
+            if i.start.0.saturating_add(i.duration_ns) < expected {
+                continue;
+            }
+            let list = match tag {
+                Tag::Nmi => &mut p.nmi,
+                Tag::Irq => &mut p.irq,
+                Tag::Softirq => &mut p.softirq,
+                Tag::Thread => &mut p.thread,
+            };
+            list.push((i, l));
+        }
+        p
+    }
+}
+
+#[derive(Debug)]
+struct CpuState {
+    state: State,
+    period: Option<Period>,
+    prev_irq: Option<(Interference, String)>,
+    /// The last event of any kind on the CPU before the current one, for event-free gaps.
+    last_event: Option<Nanos>,
+    /// The event before the timer IRQ sample's period began (its time and line).
+    last_before_irq: Option<Nanos>,
+    current: Option<(i32, Comm)>,
+    /// The spike of the CPU's last period, until the next period begins: the stack
+    /// `-s` saves at the IRQ is printed after the thread sample.
+    last_spike: Option<usize>,
+    /// Noise since the last thread sample, for a thread sample whose IRQ sample the
+    /// trace does not hold (rtla saves only the end of its buffer).
+    loose: Vec<(Tag, Interference, String)>,
+    /// A timerlat sample was seen on this CPU.
+    sampled: bool,
+}
+
+/// A CPU's period still open at the end, with what judging it needs.
+type OpenPeriod = (u32, Period, Option<(Interference, String)>, Option<Nanos>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Nmi,
+    Irq,
+    Softirq,
+    Thread,
+}
+
+/// Most loose noise events kept per CPU between two samples.
+const MAX_LOOSE: usize = 4096;
+
+impl CpuState {
+    fn new() -> CpuState {
+        CpuState {
+            state: State::WaitingIrq,
+            period: None,
+            prev_irq: None,
+            last_event: None,
+            last_before_irq: None,
+            current: None,
+            last_spike: None,
+            loose: Vec::new(),
+            sampled: false,
+        }
+    }
+}
+
+/// Follows every CPU's timerlat periods; see the module documentation.
+#[derive(Debug)]
+pub struct TimerlatAnalyzer {
+    threshold: Nanos,
+    isolated: Option<CpuList>,
+    cpus: HashMap<u32, CpuState>,
+    /// Kernel prio of each pid, from the scheduler events recorded with the samples.
+    prio: HashMap<i32, i32>,
+    comm: HashMap<i32, Comm>,
+    /// A `ktimers/N` thread exists only on PREEMPT_RT (docs/causes.md).
+    saw_ktimers: bool,
+    samples: u64,
+    noise: u64,
+    orphans: u64,
+    clock_mismatch: u64,
+    clock_checked: u64,
+    spikes: Vec<TimerlatSpike>,
+}
+
+impl TimerlatAnalyzer {
+    /// An analyzer reporting periods whose latency is at least `threshold`; `isolated`
+    /// are the CPUs meant to be free of device IRQs.
+    pub fn new(threshold: Nanos, isolated: Option<CpuList>) -> TimerlatAnalyzer {
+        TimerlatAnalyzer {
+            threshold,
+            isolated,
+            cpus: HashMap::new(),
+            prio: HashMap::new(),
+            comm: HashMap::new(),
+            saw_ktimers: false,
+            samples: 0,
+            noise: 0,
+            orphans: 0,
+            clock_mismatch: 0,
+            clock_checked: 0,
+            spikes: Vec::new(),
+        }
+    }
+
+    /// Timerlat samples seen.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// `osnoise:*` noise events seen.
+    pub fn noise_events(&self) -> u64 {
+        self.noise
+    }
+
+    /// Noise events on a CPU before its first timerlat sample: nothing to attribute
+    /// them to.
+    pub fn orphan_noise(&self) -> u64 {
+        self.orphans
+    }
+
+    /// Reported periods whose timer `irq_noise` did not contain the IRQ sample's time
+    /// (no IRQ handler delay is given for them; when most do, the trace's clock is not
+    /// the osnoise tracer's), and the reported periods with a timer `irq_noise`.
+    pub fn clock_mismatches(&self) -> (u64, u64) {
+        (self.clock_mismatch, self.clock_checked)
+    }
+
+    /// Any other event: scheduler events name tasks and their priorities, and every
+    /// event marks its CPU as not silent.
+    pub fn push_event(&mut self, ev: &Event) {
+        match &ev.kind {
+            EventKind::SchedSwitch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                next_comm,
+                next_pid,
+                next_prio,
+                ..
+            } => {
+                self.learn(*prev_pid, *prev_comm, *prev_prio);
+                self.learn(*next_pid, *next_comm, *next_prio);
+                let cpu = self.cpus.entry(ev.cpu).or_insert_with(CpuState::new);
+                cpu.current = Some((*next_pid, *next_comm));
+            }
+            EventKind::SchedWaking {
+                comm, pid, prio, ..
+            }
+            | EventKind::SchedWakeup {
+                comm, pid, prio, ..
+            } => self.learn(*pid, *comm, *prio),
+            _ => {}
+        }
+        self.cpus
+            .entry(ev.cpu)
+            .or_insert_with(CpuState::new)
+            .last_event = Some(ev.ts);
+    }
+
+    fn learn(&mut self, pid: i32, comm: Comm, prio: i32) {
+        if pid == 0 {
+            return;
+        }
+        if comm.to_str_lossy().starts_with("ktimers/") {
+            self.saw_ktimers = true;
+        }
+        self.prio.insert(pid, prio);
+        self.comm.insert(pid, comm);
+    }
+
+    /// A stack event (`<stack trace>` / `kernel_stack`) on a CPU: rtla's `-s` stack at
+    /// the timer IRQ, kept with the current period.
+    pub fn push_stack(&mut self, cpu: u32, frames: Vec<String>) {
+        let Some(c) = self.cpus.get_mut(&cpu) else {
+            return;
+        };
+        if let Some(p) = c.period.as_mut() {
+            p.stack = frames;
+        } else if let Some(s) = c.last_spike.and_then(|i| self.spikes.get_mut(i)) {
+            s.stack = frames;
+        }
+    }
+
+    /// A timerlat sample or osnoise event.
+    pub fn push_record(&mut self, rec: &OsnoiseRecord) {
+        self.push_record_line(rec, None);
+    }
+
+    /// A timerlat sample or osnoise event with the trace line it was read from, which
+    /// evidence then quotes (else a line is made from the record).
+    pub fn push_record_line(&mut self, rec: &OsnoiseRecord, text: Option<&str>) {
+        let line = text.map_or_else(|| record_line(rec), |t| t.trim().to_owned());
+        let threshold = self.threshold;
+        let cpu = self.cpus.entry(rec.cpu).or_insert_with(CpuState::new);
+        let before = cpu.last_event;
+        cpu.last_event = Some(rec.ts);
+        match &rec.kind {
+            OsnoiseKind::TimerlatSample {
+                seqnum,
+                context: TimerlatContext::Irq,
+                latency_ns,
+            } => {
+                self.samples += 1;
+                // A period whose thread sample never came (the trace stopped, or was
+                // cut) is judged on its IRQ latency.
+                if let Some(p) = cpu.period.take() {
+                    if cpu.state == State::WaitingThread && p.irq_latency >= threshold.0 {
+                        let prev = cpu.prev_irq.clone();
+                        let last = cpu.last_before_irq;
+                        self.finish_period(rec.cpu, p, None, prev, last);
+                    }
+                }
+                let cpu = self.cpus.entry(rec.cpu).or_insert_with(CpuState::new);
+                cpu.state = State::WaitingThread;
+                cpu.last_spike = None;
+                if !cpu.sampled {
+                    self.orphans += cpu.loose.len() as u64;
+                }
+                cpu.sampled = true;
+                cpu.loose.clear();
+                cpu.last_before_irq = before;
+                cpu.period = Some(Period {
+                    seqnum: *seqnum,
+                    irq_ts: rec.ts,
+                    irq_latency: *latency_ns,
+                    irq_pid: rec.pid,
+                    irq_line: line,
+                    irq_missing: false,
+                    timer_irq: None,
+                    blocking: None,
+                    nmi: Vec::new(),
+                    irq: Vec::new(),
+                    softirq: Vec::new(),
+                    thread: Vec::new(),
+                    stack: Vec::new(),
+                });
+            }
+            OsnoiseKind::TimerlatSample {
+                seqnum,
+                context: TimerlatContext::Thread,
+                latency_ns,
+            } => {
+                self.samples += 1;
+                cpu.state = State::WaitingIrq;
+                cpu.sampled = true;
+                let loose = std::mem::take(&mut cpu.loose);
+                let p = match cpu.period.take() {
+                    Some(p) if p.seqnum == *seqnum => p,
+                    _ => {
+                        if *latency_ns >= threshold.0 {
+                            let p = Period::without_irq(rec, *seqnum, *latency_ns, line, loose);
+                            self.finish_period(rec.cpu, p, None, None, None);
+                        }
+                        return;
+                    }
+                };
+                if *latency_ns >= threshold.0 || p.irq_latency >= threshold.0 {
+                    let prev = cpu.prev_irq.clone();
+                    let last = cpu.last_before_irq;
+                    self.finish_period(rec.cpu, p, Some((*latency_ns, rec.ts, line)), prev, last);
+                }
+            }
+            OsnoiseKind::TimerlatSample { .. } => self.samples += 1,
+            OsnoiseKind::Noise {
+                source,
+                start,
+                duration_ns,
+            } => {
+                self.noise += 1;
+                let waiting_thread = cpu.state == State::WaitingThread && cpu.period.is_some();
+                let item = |name: String, id: i64| Interference {
+                    name,
+                    id,
+                    start: *start,
+                    duration_ns: *duration_ns,
+                };
+                if !waiting_thread && cpu.loose.len() < MAX_LOOSE {
+                    let (tag, it) = match source {
+                        NoiseSource::Nmi => (Tag::Nmi, item("nmi".into(), 0)),
+                        NoiseSource::Irq { desc, vector } => {
+                            (Tag::Irq, item(desc.clone(), *vector))
+                        }
+                        NoiseSource::Softirq { vector } => (
+                            Tag::Softirq,
+                            item(softirq_name(*vector).into(), i64::from(*vector)),
+                        ),
+                        NoiseSource::Thread { comm, pid } => {
+                            (Tag::Thread, item(comm.to_string(), i64::from(*pid)))
+                        }
+                    };
+                    cpu.loose.push((tag, it, line.clone()));
+                }
+                match source {
+                    NoiseSource::Nmi | NoiseSource::Irq { .. } => {
+                        let it = match source {
+                            NoiseSource::Irq { desc, vector } => item(desc.clone(), *vector),
+                            _ => item("nmi".into(), 0),
+                        };
+                        if !waiting_thread {
+                            cpu.prev_irq = Some((it, line));
+                            return;
+                        }
+                        let Some(p) = cpu.period.as_mut() else {
+                            return;
+                        };
+                        if matches!(source, NoiseSource::Nmi) {
+                            p.nmi.push((it, line));
+                        } else if p.timer_irq.is_none() {
+                            p.timer_irq = Some((*start, *duration_ns, line));
+                        } else {
+                            p.irq.push((it, line));
+                        }
+                    }
+                    NoiseSource::Softirq { vector } => {
+                        if let (true, Some(p)) = (waiting_thread, cpu.period.as_mut()) {
+                            p.softirq.push((
+                                item(softirq_name(*vector).into(), i64::from(*vector)),
+                                line,
+                            ));
+                        }
+                    }
+                    NoiseSource::Thread { comm, pid } => {
+                        if let (true, Some(p)) = (waiting_thread, cpu.period.as_mut()) {
+                            if *pid == p.irq_pid && p.blocking.is_none() {
+                                p.blocking = Some((*comm, *duration_ns, line));
+                            } else {
+                                p.thread
+                                    .push((item(comm.to_string(), i64::from(*pid)), line));
+                            }
+                        }
+                    }
+                }
+            }
+            OsnoiseKind::SampleThreshold { .. } => self.noise += 1,
+        }
+    }
+
+    /// The periods over the threshold, in the order they ended; a period still waiting
+    /// for its thread sample at the end is judged on its IRQ latency.
+    pub fn finish(mut self) -> Vec<TimerlatSpike> {
+        self.orphans += self
+            .cpus
+            .values()
+            .filter(|c| !c.sampled)
+            .map(|c| c.loose.len() as u64)
+            .sum::<u64>();
+        let mut open: Vec<OpenPeriod> = self
+            .cpus
+            .iter_mut()
+            .filter(|(_, c)| c.state == State::WaitingThread)
+            .filter_map(|(cpu, c)| {
+                c.period
+                    .take()
+                    .map(|p| (*cpu, p, c.prev_irq.clone(), c.last_before_irq))
+            })
+            .filter(|(_, p, _, _)| p.irq_latency >= self.threshold.0)
+            .collect();
+        open.sort_by_key(|(cpu, p, _, _)| (p.irq_ts, *cpu));
+        for (cpu, p, prev, last) in open {
+            self.finish_period(cpu, p, None, prev, last);
+        }
+        self.spikes
+    }
+
+    fn finish_period(
+        &mut self,
+        cpu: u32,
+        p: Period,
+        thread: Option<(u64, Nanos, String)>,
+        prev_irq: Option<(Interference, String)>,
+        last_before_irq: Option<Nanos>,
+    ) {
+        let expected = Nanos(p.irq_ts.0.saturating_sub(p.irq_latency));
+        // The IRQ sample is taken inside the timer's handler, so its time lies within
+        // the handler's `irq_noise` span when both use one clock. The osnoise events
+        // stamp `start` with the tracer's own clock (`local`); a trace recorded with
+        // another clock (trace-cmd's `global`...) cannot be compared with them.
+        let same_clock = p.timer_irq.as_ref().is_none_or(|(start, dur, _)| {
+            start.0 <= p.irq_ts.0.saturating_add(TEXT_SLACK_NS)
+                && start.0.saturating_add(*dur).saturating_add(TEXT_SLACK_NS) >= p.irq_ts.0
+        });
+        if p.timer_irq.is_some() {
+            self.clock_checked += 1;
+        }
+        if !same_clock {
+            self.clock_mismatch += 1;
+        }
+        // The text's timestamps are in microseconds: the handler may seem to start
+        // before the expiry by less than one; that is no delay.
+        let delay = p
+            .timer_irq
+            .as_ref()
+            .filter(|_| same_clock)
+            .map(|(start, _, _)| start.0.saturating_sub(expected.0));
+        let prev_end = prev_irq
+            .as_ref()
+            .map(|(i, _)| i.start.0.saturating_add(i.duration_ns));
+        let prev_overlaps = same_clock && prev_end.is_some_and(|end| end > expected.0);
+        let exit_from_idle = p.irq_pid == 0 && delay.is_some() && !prev_overlaps;
+        let comm_of = |pid: i32| -> Option<String> {
+            if pid == 0 {
+                return Some(format!("swapper/{cpu}"));
+            }
+            self.comm.get(&pid).map(|c| c.to_string())
+        };
+        let blocking_thread = BlockingThread {
+            comm: p
+                .blocking
+                .as_ref()
+                .map(|(c, _, _)| c.to_string())
+                .or_else(|| comm_of(p.irq_pid)),
+            pid: p.irq_pid,
+            duration_ns: p.blocking.as_ref().map_or(0, |(_, d, _)| *d),
+        };
+        let (context, latency_ns) = match &thread {
+            Some((lat, _, _)) => (TimerlatContext::Thread, *lat),
+            None if p.irq_missing => (TimerlatContext::Thread, p.irq_latency),
+            None => (TimerlatContext::Irq, p.irq_latency),
+        };
+        let split = |v: &[(Interference, String)]| -> Vec<Interference> {
+            v.iter().map(|(i, _)| i.clone()).collect()
+        };
+        let mut spike = TimerlatSpike {
+            id: u32::try_from(self.spikes.len() + 1).unwrap_or(u32::MAX),
+            cpu,
+            seqnum: p.seqnum,
+            context,
+            expected,
+            irq_latency_ns: (!p.irq_missing).then_some(p.irq_latency),
+            thread_latency_ns: thread
+                .as_ref()
+                .map(|(l, _, _)| *l)
+                .or(p.irq_missing.then_some(p.irq_latency)),
+            latency_ns,
+            irq_handler_delay_ns: delay,
+            exit_from_idle,
+            timer_irq_duration_ns: p.timer_irq.as_ref().map(|(_, d, _)| *d),
+            blocking_thread,
+            previous_irq: prev_irq
+                .as_ref()
+                .filter(|_| prev_overlaps)
+                .map(|(i, _)| i.clone()),
+            nmi: split(&p.nmi),
+            irq: split(&p.irq),
+            softirq: split(&p.softirq),
+            thread: split(&p.thread),
+            stack: p.stack.clone(),
+            primary: Finding {
+                cause: Cause::Unknown,
+                confidence: Confidence::Low,
+                share: 0.0,
+                summary: String::new(),
+            },
+            evidence: Vec::new(),
+        };
+        let (primary, evidence) = self.verdict(
+            &spike,
+            &p,
+            thread.as_ref().map(|(_, ts, l)| (*ts, l.as_str())),
+            prev_irq.as_ref().filter(|_| prev_overlaps),
+            last_before_irq,
+        );
+        spike.primary = primary;
+        spike.evidence = evidence;
+        spike.evidence.sort_by_key(|e| e.ts);
+        if let Some(c) = self.cpus.get_mut(&cpu) {
+            c.last_spike = Some(self.spikes.len());
+        }
+        self.spikes.push(spike);
+    }
+
+    /// The primary cause of a period, only where its preconditions hold in the events.
+    fn verdict(
+        &self,
+        s: &TimerlatSpike,
+        p: &Period,
+        thread_line: Option<(Nanos, &str)>,
+        prev_irq: Option<&(Interference, String)>,
+        last_before_irq: Option<Nanos>,
+    ) -> (Finding, Vec<Evidence>) {
+        let total = s.latency_ns.max(1);
+        let share = |ns: u64| ns as f64 / total as f64;
+        let ev = |ts: Nanos, line: &str, why: String| Evidence {
+            ts,
+            cpu: s.cpu,
+            line: line.to_owned(),
+            why,
+        };
+        if p.irq_missing {
+            let mut evidence = vec![ev(
+                p.irq_ts,
+                &p.irq_line,
+                format!(
+                    "the timerlat thread ran {} after the expiry at {:.6}",
+                    us(total),
+                    s.expected.as_secs_f64()
+                ),
+            )];
+            let mut noise: Vec<&(Interference, String)> = p
+                .nmi
+                .iter()
+                .chain(&p.irq)
+                .chain(&p.softirq)
+                .chain(&p.thread)
+                .collect();
+            noise.sort_by_key(|(i, _)| std::cmp::Reverse(i.duration_ns));
+            if let Some((i, line)) = noise.first() {
+                evidence.push(ev(
+                    i.start,
+                    line,
+                    format!(
+                        "{}:{} ran {} in the window",
+                        i.name,
+                        i.id,
+                        us(i.duration_ns)
+                    ),
+                ));
+            }
+            return (
+                unknown(format!(
+                    "the trace begins after this period's IRQ sample (rtla saves only the end of its buffer), so the IRQ latency, the handler delay and the blocking thread are not recorded; noise after the expiry: {}",
+                    describe(s)
+                )),
+                evidence,
+            );
+        }
+        let mut evidence = vec![ev(
+            p.irq_ts,
+            &p.irq_line,
+            format!(
+                "the timer was due at {:.6}; its IRQ ran {} late",
+                s.expected.as_secs_f64(),
+                us(s.irq_latency_ns.unwrap_or(0))
+            ),
+        )];
+        if let Some((ts, line)) = thread_line {
+            evidence.push(ev(
+                ts,
+                line,
+                format!("the timerlat thread ran {} after the expiry", us(total)),
+            ));
+        }
+        // Candidates, largest first: (ns, what).
+        #[derive(Clone, Copy)]
+        enum Part {
+            Delay,
+            Blocking,
+            Irq,
+            Softirq,
+            Thread,
+            Nmi,
+        }
+        let top = |v: &[(Interference, String)]| -> Option<(Interference, String)> {
+            let mut by: Vec<(String, i64, u64)> = Vec::new();
+            for (i, _) in v {
+                match by.iter_mut().find(|(n, id, _)| *n == i.name && *id == i.id) {
+                    Some(e) => e.2 += i.duration_ns,
+                    None => by.push((i.name.clone(), i.id, i.duration_ns)),
+                }
+            }
+            let best = by.iter().max_by_key(|e| e.2)?;
+            v.iter()
+                .filter(|(i, _)| i.name == best.0 && i.id == best.1)
+                .max_by_key(|(i, _)| i.duration_ns)
+                .map(|(i, l)| {
+                    (
+                        Interference {
+                            duration_ns: best.2,
+                            ..i.clone()
+                        },
+                        l.clone(),
+                    )
+                })
+        };
+        let mut parts = vec![
+            (s.irq_handler_delay_ns.unwrap_or(0), Part::Delay),
+            (s.blocking_thread.duration_ns, Part::Blocking),
+            (TimerlatSpike::sum(&s.irq), Part::Irq),
+            (TimerlatSpike::sum(&s.softirq), Part::Softirq),
+            (TimerlatSpike::sum(&s.thread), Part::Thread),
+            (TimerlatSpike::sum(&s.nmi), Part::Nmi),
+        ];
+        if s.context == TimerlatContext::Irq {
+            parts.truncate(1);
+        }
+        parts.sort_by_key(|p| std::cmp::Reverse(p.0));
+        let Some(&(ns, part)) = parts.first() else {
+            return (unknown(String::new()), evidence);
+        };
+        let breakdown = describe(s);
+        if ns == 0 || share(ns) < PRIMARY_SHARE {
+            return (
+                unknown(format!(
+                    "no single interference explains 30 % of the {} latency of {}: {breakdown}",
+                    s.context.as_str(),
+                    us(total)
+                )),
+                evidence,
+            );
+        }
+        let conf = |sh: f64, cap: Confidence| {
+            let c = if sh >= 0.7 {
+                Confidence::High
+            } else if sh >= 0.4 {
+                Confidence::Medium
+            } else {
+                Confidence::Low
+            };
+            c.min(cap)
+        };
+        let finding = |cause: Cause, sh: f64, cap: Confidence, summary: String| Finding {
+            cause,
+            confidence: conf(sh, cap),
+            share: sh,
+            summary,
+        };
+        match part {
+            Part::Delay => {
+                let Some((start, _, line)) = &p.timer_irq else {
+                    return (unknown(breakdown), evidence);
+                };
+                evidence.push(ev(
+                    *start,
+                    line,
+                    format!("the timer's IRQ handler began {} after the expiry", us(ns)),
+                ));
+                if let Some((i, line)) = prev_irq {
+                    if share(i.duration_ns.min(ns)) >= PRIMARY_SHARE {
+                        evidence.push(ev(
+                            i.start,
+                            line,
+                            format!("{} ran {} across the expiry", i.name, us(i.duration_ns)),
+                        ));
+                        let device = is_device_irq(&i.name);
+                        let cause = if !device {
+                            Cause::Unknown
+                        } else if self.isolated(s.cpu) {
+                            Cause::IrqOnIsolatedCpu
+                        } else {
+                            Cause::Irq
+                        };
+                        if cause != Cause::Unknown {
+                            return (
+                                finding(
+                                    cause,
+                                    share(i.duration_ns.min(ns)),
+                                    Confidence::Medium,
+                                    format!(
+                                        "IRQ {} ({}) ran {} on CPU {} across the timer's expiry and delayed its handler by up to that",
+                                        i.id, i.name, us(i.duration_ns), s.cpu
+                                    ),
+                                ),
+                                evidence,
+                            );
+                        }
+                    }
+                }
+                // The CPU's silence before the handler: from its last recorded event
+                // (or the expiry, when that came later) to the handler's start.
+                let silent_since = last_before_irq.map(|t| Nanos(t.0.max(s.expected.0)));
+                let gap = silent_since.map_or(0, |t| start.0.saturating_sub(t.0));
+                let event_free = prev_irq.is_none() && share(gap) >= PRIMARY_SHARE;
+                if s.exit_from_idle && ns <= IDLE_EXIT_MAX_NS {
+                    return (
+                        finding(
+                            Cause::IdleExit,
+                            share(ns),
+                            Confidence::High,
+                            format!(
+                                "CPU {} was idle when its timer was due and took {} to enter the handler: an exit from idle",
+                                s.cpu,
+                                us(ns)
+                            ),
+                        ),
+                        evidence,
+                    );
+                }
+                if event_free {
+                    let since = silent_since.unwrap_or(s.expected);
+                    let what = if s.exit_from_idle {
+                        "idle (halted)"
+                    } else {
+                        "running a task"
+                    };
+                    return (
+                        finding(
+                            Cause::Hwlat,
+                            share(gap),
+                            Confidence::Medium,
+                            format!(
+                                "CPU {} was {what} and recorded no event for {} (from {:.6}) until its timer's handler, {} after the expiry: the CPU was stopped (SMI or hypervisor){}",
+                                s.cpu,
+                                us(gap),
+                                since.as_secs_f64(),
+                                us(ns),
+                                if s.stack.is_empty() { "" } else { "; the stack at the IRQ is in the report" }
+                            ),
+                        ),
+                        evidence,
+                    );
+                }
+                (
+                    unknown(format!(
+                        "the timer's IRQ handler began {} late ({:.0} %) with {} on CPU {}; nothing recorded says whether interrupts were off in the kernel or the CPU was stopped: record with sched and irq events, or `rtla timerlat -s` for the stack",
+                        us(ns),
+                        share(ns) * 100.0,
+                        s.blocking_thread.comm.as_deref().unwrap_or("a task"),
+                        s.cpu
+                    )),
+                    evidence,
+                )
+            }
+            Part::Irq => {
+                let Some((i, line)) = top(&p.irq) else {
+                    return (unknown(breakdown), evidence);
+                };
+                evidence.push(ev(
+                    i.start,
+                    &line,
+                    format!(
+                        "IRQ {} ({}) ran {} before the thread",
+                        i.id,
+                        i.name,
+                        us(i.duration_ns)
+                    ),
+                ));
+                if !is_device_irq(&i.name) || share(i.duration_ns) < PRIMARY_SHARE {
+                    return (
+                        unknown(format!(
+                            "IRQ handlers ran {} before the thread, the largest {} ({}, {}), not a device IRQ: {breakdown}",
+                            us(ns), i.name, i.id, us(i.duration_ns)
+                        )),
+                        evidence,
+                    );
+                }
+                let cause = if self.isolated(s.cpu) {
+                    Cause::IrqOnIsolatedCpu
+                } else {
+                    Cause::Irq
+                };
+                (
+                    finding(
+                        cause,
+                        share(i.duration_ns),
+                        Confidence::High,
+                        format!(
+                            "device IRQ {} ({}) ran {} on CPU {}{} between the timer IRQ and the thread",
+                            i.id,
+                            i.name,
+                            us(i.duration_ns),
+                            s.cpu,
+                            if cause == Cause::IrqOnIsolatedCpu { ", an isolated CPU," } else { "" }
+                        ),
+                    ),
+                    evidence,
+                )
+            }
+            Part::Softirq => {
+                let Some((i, line)) = top(&p.softirq) else {
+                    return (unknown(breakdown), evidence);
+                };
+                evidence.push(ev(
+                    i.start,
+                    &line,
+                    format!("softirq {} ran {}", i.name, us(i.duration_ns)),
+                ));
+                (
+                    finding(
+                        Cause::Softirq,
+                        share(ns),
+                        Confidence::High,
+                        format!(
+                            "softirqs ran {} on CPU {} before the thread, most {} ({})",
+                            us(ns),
+                            s.cpu,
+                            i.name,
+                            us(i.duration_ns)
+                        ),
+                    ),
+                    evidence,
+                )
+            }
+            Part::Nmi => (
+                unknown(format!(
+                    "NMIs ran {} before the thread; rtwhy has no cause for NMIs: {breakdown}",
+                    us(ns)
+                )),
+                evidence,
+            ),
+            Part::Blocking | Part::Thread => {
+                let (comm, pid, dur, line) = match part {
+                    Part::Blocking => {
+                        let Some((c, d, l)) = &p.blocking else {
+                            return (unknown(breakdown), evidence);
+                        };
+                        (c.to_string(), p.irq_pid, *d, l.clone())
+                    }
+                    _ => {
+                        let Some((i, l)) = top(&p.thread) else {
+                            return (unknown(breakdown), evidence);
+                        };
+                        (
+                            i.name.clone(),
+                            i32::try_from(i.id).unwrap_or(-1),
+                            i.duration_ns,
+                            l,
+                        )
+                    }
+                };
+                evidence.push(ev(
+                    p.irq_ts,
+                    &line,
+                    format!("{comm}:{pid} ran {} before the thread", us(dur)),
+                ));
+                self.thread_verdict(s, &comm, pid, dur, evidence)
+            }
+        }
+    }
+
+    fn thread_verdict(
+        &self,
+        s: &TimerlatSpike,
+        comm: &str,
+        pid: i32,
+        dur: u64,
+        evidence: Vec<Evidence>,
+    ) -> (Finding, Vec<Evidence>) {
+        let total = s.latency_ns.max(1);
+        let sh = dur as f64 / total as f64;
+        if pid == 0 {
+            if s.exit_from_idle && dur <= IDLE_EXIT_MAX_NS {
+                return (
+                    Finding {
+                        cause: Cause::IdleExit,
+                        confidence: if sh >= 0.7 {
+                            Confidence::High
+                        } else {
+                            Confidence::Medium
+                        },
+                        share: sh,
+                        summary: format!(
+                            "CPU {} was idle when the timer fired and took {} more to switch from idle to the timerlat thread",
+                            s.cpu,
+                            us(dur)
+                        ),
+                    },
+                    evidence,
+                );
+            }
+            return (
+                unknown(format!(
+                    "the idle task kept CPU {} for {} after the timer IRQ woke the timerlat thread: longer than an exit from idle (0.5 ms) and nothing recorded says what held it (a stopped vCPU leaves no event)",
+                    s.cpu,
+                    us(dur)
+                )),
+                evidence,
+            );
+        }
+        if comm.starts_with("migration/") {
+            return (
+                Finding {
+                    cause: Cause::Migration,
+                    confidence: Confidence::High,
+                    share: sh,
+                    summary: format!(
+                        "the stopper thread {comm} held CPU {} for {}",
+                        s.cpu,
+                        us(dur)
+                    ),
+                },
+                evidence,
+            );
+        }
+        let victim_prio = self
+            .comm
+            .iter()
+            .find(|(_, c)| c.to_string() == format!("timerlat/{}", s.cpu))
+            .and_then(|(p, _)| self.prio.get(p));
+        let other_prio = self.prio.get(&pid);
+        match (victim_prio, other_prio) {
+            (Some(v), Some(o)) if o <= v => (
+                Finding {
+                    cause: Cause::Preemption,
+                    confidence: if sh >= 0.7 {
+                        Confidence::High
+                    } else if sh >= 0.4 {
+                        Confidence::Medium
+                    } else {
+                        Confidence::Low
+                    },
+                    share: sh,
+                    summary: format!(
+                        "{comm}:{pid} ({}) ran {} on CPU {} while timerlat/{} ({}) waited: it outranks or equals the measuring thread",
+                        prio_name(*o),
+                        us(dur),
+                        s.cpu,
+                        s.cpu,
+                        prio_name(*v)
+                    ),
+                },
+                evidence,
+            ),
+            (Some(v), Some(o)) if self.saw_ktimers => (
+                unknown(format!(
+                    "{comm}:{pid} ({}) kept CPU {} for {} although timerlat/{} ({}) outranks it, on a PREEMPT_RT kernel (ktimers threads) that preempts it at once: not kernel_nonpreemptible; the events do not say what held it",
+                    prio_name(*o),
+                    s.cpu,
+                    us(dur),
+                    s.cpu,
+                    prio_name(*v)
+                )),
+                evidence,
+            ),
+            (Some(v), Some(o)) => (
+                Finding {
+                    cause: Cause::KernelNonpreemptible,
+                    confidence: Confidence::Medium.min(if sh >= 0.4 {
+                        Confidence::Medium
+                    } else {
+                        Confidence::Low
+                    }),
+                    share: sh,
+                    summary: format!(
+                        "{comm}:{pid} ({}) kept CPU {} for {} after the timer woke timerlat/{} ({}), which outranks it; the preemption model was not recorded",
+                        prio_name(*o),
+                        s.cpu,
+                        us(dur),
+                        s.cpu,
+                        prio_name(*v)
+                    ),
+                },
+                evidence,
+            ),
+            _ => (
+                unknown(format!(
+                    "{comm}:{pid} ran {} ({:.0} %) on CPU {} between the timer IRQ and the timerlat thread; the priorities were not recorded (sched:sched_switch), so preemption cannot be told from a non-preemptible section",
+                    us(dur),
+                    sh * 100.0,
+                    s.cpu
+                )),
+                evidence,
+            ),
+        }
+    }
+
+    fn isolated(&self, cpu: u32) -> bool {
+        self.isolated.as_ref().is_some_and(|l| l.contains(cpu))
+    }
+}
+
+fn unknown(summary: String) -> Finding {
+    Finding {
+        cause: Cause::Unknown,
+        confidence: Confidence::Low,
+        share: 0.0,
+        summary,
+    }
+}
+
+fn is_device_irq(desc: &str) -> bool {
+    desc != "nmi" && !SYSTEM_VECTORS.contains(&desc)
+}
+
+fn prio_name(prio: i32) -> String {
+    match rtwhy_model::rt_priority_from_kernel_prio(prio) {
+        Some(rt) => format!("FIFO/RR {rt}"),
+        None => format!("prio {prio}"),
+    }
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.2} us", ns as f64 / 1000.0)
+}
+
+/// The breakdown in words, for verdicts that name no cause.
+fn describe(s: &TimerlatSpike) -> String {
+    let mut parts = Vec::new();
+    if let Some(d) = s.irq_handler_delay_ns {
+        parts.push(format!("IRQ handler delay {}", us(d)));
+    }
+    if s.blocking_thread.duration_ns > 0 {
+        parts.push(format!(
+            "blocking thread {}:{} {}",
+            s.blocking_thread.comm.as_deref().unwrap_or("?"),
+            s.blocking_thread.pid,
+            us(s.blocking_thread.duration_ns)
+        ));
+    }
+    for (what, list) in [
+        ("NMI", &s.nmi),
+        ("IRQ", &s.irq),
+        ("softirq", &s.softirq),
+        ("thread", &s.thread),
+    ] {
+        let sum = TimerlatSpike::sum(list);
+        if sum > 0 {
+            parts.push(format!("{what} interference {}", us(sum)));
+        }
+    }
+    if parts.is_empty() {
+        "no osnoise event recorded in the period (record with `-e osnoise`)".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// A record as a trace line for evidence.
+fn record_line(r: &OsnoiseRecord) -> String {
+    let head = format!("[{:03}] {:.6}: ", r.cpu, r.ts.as_secs_f64());
+    let body = match &r.kind {
+        OsnoiseKind::TimerlatSample {
+            seqnum,
+            context,
+            latency_ns,
+        } => format!(
+            "#{seqnum} context {} timer_latency {latency_ns} ns",
+            context.as_str()
+        ),
+        OsnoiseKind::Noise {
+            source,
+            start,
+            duration_ns,
+        } => {
+            let when = format!(
+                "start {}.{:09} duration {duration_ns} ns",
+                start.0 / 1_000_000_000,
+                start.0 % 1_000_000_000
+            );
+            match source {
+                NoiseSource::Nmi => format!("nmi_noise: {when}"),
+                NoiseSource::Irq { desc, vector } => format!("irq_noise: {desc}:{vector} {when}"),
+                NoiseSource::Softirq { vector } => {
+                    format!("softirq_noise: {}:{vector} {when}", softirq_name(*vector))
+                }
+                NoiseSource::Thread { comm, pid } => {
+                    format!("thread_noise: {}:{pid} {when}", comm)
+                }
+            }
+        }
+        OsnoiseKind::SampleThreshold {
+            start,
+            duration_ns,
+            interference,
+        } => format!(
+            "sample_threshold: start {}.{:09} duration {duration_ns} ns interference {interference}",
+            start.0 / 1_000_000_000,
+            start.0 % 1_000_000_000
+        ),
+    };
+    format!("pid {} {head}{body}", r.pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(ts: u64, pid: i32, kind: OsnoiseKind) -> OsnoiseRecord {
+        OsnoiseRecord {
+            ts: Nanos(ts),
+            cpu: 1,
+            pid,
+            kind,
+        }
+    }
+
+    fn sample(ts: u64, pid: i32, seqnum: u64, context: TimerlatContext, lat: u64) -> OsnoiseRecord {
+        rec(
+            ts,
+            pid,
+            OsnoiseKind::TimerlatSample {
+                seqnum,
+                context,
+                latency_ns: lat,
+            },
+        )
+    }
+
+    fn irq(ts: u64, desc: &str, vector: i64, start: u64, dur: u64) -> OsnoiseRecord {
+        rec(
+            ts,
+            0,
+            OsnoiseKind::Noise {
+                source: NoiseSource::Irq {
+                    desc: desc.into(),
+                    vector,
+                },
+                start: Nanos(start),
+                duration_ns: dur,
+            },
+        )
+    }
+
+    // Regression: trace-cmd's default `global` clock put the osnoise `start` stamps
+    // 3.14 s away from the samples (guest run E), which gave delays of seconds.
+    #[test]
+    fn another_clock_gives_no_handler_delay() {
+        let mut a = TimerlatAnalyzer::new(Nanos(100_000), None);
+        a.push_record(&sample(10_000_000, 0, 1, TimerlatContext::Irq, 500_000));
+        a.push_record(&irq(10_001_000, "local_timer", 236, 13_150_000_000, 20_000));
+        a.push_record(&sample(10_100_000, 9, 1, TimerlatContext::Thread, 600_000));
+        assert_eq!(a.clock_mismatches(), (1, 1));
+        let s = a.finish();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].irq_handler_delay_ns, None);
+        assert!(!s[0].exit_from_idle);
+    }
+
+    #[test]
+    fn device_irq_across_the_expiry_on_an_isolated_cpu() {
+        let mut a = TimerlatAnalyzer::new(Nanos(100_000), CpuList::parse("1"));
+        // virtio0-requests ran 9.99-10.30 ms; the timer was due at 10.00 ms, its
+        // handler began at 10.30 ms.
+        a.push_record(&irq(10_300_000, "virtio0-requests", 25, 9_990_000, 310_000));
+        a.push_record(&sample(10_305_000, 0, 4, TimerlatContext::Irq, 305_000));
+        a.push_record(&irq(10_310_000, "local_timer", 236, 10_300_000, 8_000));
+        a.push_record(&sample(10_320_000, 9, 4, TimerlatContext::Thread, 320_000));
+        let s = a.finish();
+        assert_eq!(s[0].irq_handler_delay_ns, Some(300_000));
+        assert!(!s[0].exit_from_idle);
+        assert_eq!(
+            s[0].previous_irq.as_ref().map(|p| p.duration_ns),
+            Some(310_000)
+        );
+        assert_eq!(s[0].primary.cause, Cause::IrqOnIsolatedCpu);
+    }
+
+    #[test]
+    fn the_local_timer_is_not_a_device_irq() {
+        let mut a = TimerlatAnalyzer::new(Nanos(100_000), CpuList::parse("1"));
+        a.push_record(&sample(10_005_000, 0, 4, TimerlatContext::Irq, 5_000));
+        a.push_record(&irq(10_010_000, "local_timer", 236, 10_001_000, 4_000));
+        a.push_record(&irq(10_300_000, "local_timer", 236, 10_010_000, 280_000));
+        a.push_record(&sample(10_320_000, 9, 4, TimerlatContext::Thread, 320_000));
+        let s = a.finish();
+        assert_eq!(s[0].irq.len(), 1);
+        assert_eq!(s[0].primary.cause, Cause::Unknown);
+    }
+}
