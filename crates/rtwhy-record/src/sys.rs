@@ -52,6 +52,11 @@ fn set_policy(policy: i32, priority: i32) -> io::Result<()> {
 /// it: a thread pinned first to a CPU monopolised by real-time work may never run again
 /// to raise it.
 pub fn set_affinity(cpus: &[u32]) -> io::Result<()> {
+    set_affinity_mask(&cpu_set(cpus)?)
+}
+
+/// `cpus` as a `cpu_set_t`.
+fn cpu_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is a plain bit array, valid when zeroed.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {
@@ -64,24 +69,13 @@ pub fn set_affinity(cpus: &[u32]) -> io::Result<()> {
         // SAFETY: `c` is below CPU_SETSIZE, checked above.
         unsafe { libc::CPU_SET(c as usize, &mut set) };
     }
-    set_affinity_mask(&set)
+    Ok(set)
 }
 
 /// Restricts task `pid` (any thread, a kernel thread too) to `cpus`. Kernel threads
 /// bound to one CPU refuse (EINVAL).
 pub fn set_task_affinity(pid: i32, cpus: &[u32]) -> io::Result<()> {
-    // SAFETY: cpu_set_t is a plain bit array, valid when zeroed.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        if c as usize >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("CPU {c} is beyond CPU_SETSIZE"),
-            ));
-        }
-        // SAFETY: `c` is below CPU_SETSIZE, checked above.
-        unsafe { libc::CPU_SET(c as usize, &mut set) };
-    }
+    let set = cpu_set(cpus)?;
     // SAFETY: `set` is a valid cpu_set_t of the size passed; a bad pid is an error.
     if unsafe { libc::sched_setaffinity(pid, std::mem::size_of_val(&set), &set) } != 0 {
         return Err(io::Error::last_os_error());
