@@ -168,17 +168,7 @@ impl Printer {
         }
         let handler = st.handler;
         let meta: &TraceMeta = &self.meta;
-        let ctx = Ctx {
-            data: rec.data,
-            following: rec.following,
-            endian: rec.endian,
-            long_size,
-            funcs: Funcs {
-                map: &self.funcs,
-                kallsyms: &meta.kallsyms,
-            },
-            printk: &meta.printk,
-        };
+        let ctx = eval_ctx(meta, &self.funcs, rec);
         plugins::learn(handler, &ctx, &mut self.plugins, event, seq);
     }
 
@@ -288,17 +278,7 @@ impl Printer {
 
     fn raw_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
         let meta: &TraceMeta = &self.meta;
-        let ctx = Ctx {
-            data: rec.data,
-            following: rec.following,
-            endian: rec.endian,
-            long_size: meta.kernel_long_size,
-            funcs: Funcs {
-                map: &self.funcs,
-                kallsyms: &meta.kallsyms,
-            },
-            printk: &meta.printk,
-        };
+        let ctx = eval_ctx(meta, &self.funcs, rec);
         let st = self.events.get(event, meta.kernel_long_size);
         let pieces: &[fmt_parse::Piece] = if st.failed || st.bprint {
             &[]
@@ -316,17 +296,7 @@ impl Printer {
     fn report_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
         let meta: &TraceMeta = &self.meta;
         let long_size = meta.kernel_long_size;
-        let ctx = Ctx {
-            data: rec.data,
-            following: rec.following,
-            endian: rec.endian,
-            long_size,
-            funcs: Funcs {
-                map: &self.funcs,
-                kallsyms: &meta.kallsyms,
-            },
-            printk: &meta.printk,
-        };
+        let ctx = eval_ctx(meta, &self.funcs, rec);
         let st = self.events.get(event, long_size);
         if !plugins::run(st.handler, &ctx, info, &mut self.plugins, event, rec.cpu) {
             return;
@@ -446,4 +416,18 @@ fn format_comm_pid(out: &mut String, comm: &str, pid: i32) {
     num::signed(out, i64::from(pid));
     let len = out.len() - start;
     num::pad(out, 5usize.saturating_sub(len), ' ');
+}
+/// What evaluating a print format needs for one record of the trace `meta`.
+fn eval_ctx<'a>(meta: &'a TraceMeta, funcs: &'a FuncMap, rec: &Record<'a>) -> Ctx<'a> {
+    Ctx {
+        data: rec.data,
+        following: rec.following,
+        endian: rec.endian,
+        long_size: meta.kernel_long_size,
+        funcs: Funcs {
+            map: funcs,
+            kallsyms: &meta.kallsyms,
+        },
+        printk: &meta.printk,
+    }
 }
