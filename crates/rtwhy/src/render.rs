@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::Result;
 use rtwhy_analyze::Analysis;
-use rtwhy_model::{human_duration, Cause, Confidence, Spike, SpikeSource, TimerlatSpike};
+use rtwhy_model::{human_duration, Cause, Confidence, Finding, Spike, SpikeSource, TimerlatSpike};
 use serde_json::{json, Value};
 
 use rtwhy_report::markdown::{self, Links};
@@ -110,6 +110,19 @@ fn summary_line(a: &Analysis) -> String {
 }
 
 /// Text for people: the verdict first, then the breakdown, evidence and fix.
+/// `  cause: preemption (high confidence, 93%): ...`: a spike's primary finding.
+fn cause_line(out: &mut dyn Write, f: &Finding) -> Result<()> {
+    writeln!(
+        out,
+        "  cause: {} ({} confidence, {:.0}%): {}",
+        f.cause,
+        f.confidence.as_str(),
+        f.share * 100.0,
+        f.summary
+    )?;
+    Ok(())
+}
+
 pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
     writeln!(
         out,
@@ -129,14 +142,7 @@ pub fn text(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
             s.kind.describe(),
             source_note(s)
         )?;
-        writeln!(
-            out,
-            "  cause: {} ({} confidence, {:.0}%): {}",
-            s.primary.cause,
-            s.primary.confidence.as_str(),
-            s.primary.share * 100.0,
-            s.primary.summary
-        )?;
+        cause_line(out, &s.primary)?;
         for c in &s.contributors {
             writeln!(
                 out,
@@ -398,14 +404,7 @@ pub fn timerlat_text(out: &mut dyn Write, t: &Timerlat, threshold: u64) -> Resul
             },
             rtla_us(total)
         )?;
-        writeln!(
-            out,
-            "  cause: {} ({} confidence, {:.0}%): {}",
-            s.primary.cause,
-            s.primary.confidence.as_str(),
-            s.primary.share * 100.0,
-            s.primary.summary
-        )?;
+        cause_line(out, &s.primary)?;
         if !s.evidence.is_empty() {
             writeln!(out, "  evidence:")?;
             for e in &s.evidence {
