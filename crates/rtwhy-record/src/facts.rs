@@ -21,8 +21,8 @@ use rtwhy_model::{CpuList, FACT_PREFIX, MAX_MARKER_LEN};
 /// `uname(2)`.
 pub fn snapshot() -> Vec<(String, String)> {
     let root = Path::new("/");
-    let (release, version) = match uname() {
-        Some((r, v)) => (Some(r), Some(v)),
+    let (release, version) = match rtwhy_sys::host::uname() {
+        Some(u) => (Some(u.release), Some(u.version)),
         None => (
             read_value(root, "proc/sys/kernel/osrelease"),
             read_value(root, "proc/sys/kernel/version"),
@@ -409,26 +409,6 @@ fn idle_states(root: &Path, cpuidle: &str) -> Option<String> {
         })
         .collect();
     (!states.is_empty()).then(|| states.join(","))
-}
-
-/// The running kernel's release and version.
-fn uname() -> Option<(String, String)> {
-    // SAFETY: utsname is plain bytes, valid when zeroed; uname fills it and returns 0
-    // on success, so the fields are NUL-terminated strings afterwards.
-    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `uts` is a valid, writable utsname.
-    if unsafe { libc::uname(&mut uts) } != 0 {
-        return None;
-    }
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).trim().to_string()
-    };
-    Some((field(&uts.release), field(&uts.version)))
 }
 
 #[cfg(test)]
