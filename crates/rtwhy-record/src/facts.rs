@@ -77,7 +77,7 @@ fn collect(root: &Path, release: Option<String>, version: Option<String>) -> Vec
         config.as_deref().and_then(|c| config_value(c, "CONFIG_HZ")),
     );
 
-    let online = read_value(root, "sys/devices/system/cpu/online").and_then(|s| CpuList::parse(&s));
+    let online = cpu_list(root, "online");
     facts.put("cpu.count", online.as_ref().map(|l| l.0.len().to_string()));
     // An empty list is a fact too (no CPU isolated), unlike a missing file.
     for (key, file) in [("cpu.isolated", "isolated"), ("cpu.nohz_full", "nohz_full")] {
@@ -161,6 +161,12 @@ impl Facts {
 }
 
 /// A file's content as one trimmed line; `None` when it cannot be read or is empty.
+/// A CPU list of `sys/devices/system/cpu` under `root` (`online`, `isolated`,
+/// `nohz_full`); `None` when the file is missing or is not a CPU list.
+pub fn cpu_list(root: &Path, name: &str) -> Option<CpuList> {
+    read_value(root, &format!("sys/devices/system/cpu/{name}")).and_then(|s| CpuList::parse(&s))
+}
+
 fn read_value(root: &Path, rel: &str) -> Option<String> {
     let bytes = std::fs::read(root.join(rel)).ok()?;
     let text = String::from_utf8_lossy(&bytes);

@@ -1039,8 +1039,7 @@ pub fn default_dir_name() -> String {
 
 /// A CPU list of `/sys/devices/system/cpu` (`online`, `isolated`).
 fn sys_cpus(name: &str) -> Option<rtwhy_model::CpuList> {
-    let text = std::fs::read_to_string(format!("/sys/devices/system/cpu/{name}")).ok()?;
-    rtwhy_model::CpuList::parse(text.trim())
+    crate::facts::cpu_list(Path::new("/"), name)
 }
 
 /// Where the built-in probe runs by default: the isolated CPUs, else every online CPU.
