@@ -52,9 +52,6 @@ const IDLE_EXIT_MAX_NS: u64 = 500_000;
 /// The kernel `trace` file prints microseconds: a sample's time may be up to this late.
 const TEXT_SLACK_NS: u64 = 1_000;
 
-/// rtla flags an IRQ handler delay from idle as "exit from idle" above this.
-pub const RTLA_EXIT_FROM_IDLE_NS: u64 = 10_000;
-
 /// Handler names of x86 system vectors as the osnoise tracer prints them: not devices.
 const SYSTEM_VECTORS: [&str; 14] = [
     "local_timer",
