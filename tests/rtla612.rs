@@ -448,3 +448,74 @@ fn on_an_irq_stop_rtlas_handler_delay_is_the_previous_periods() {
         check_delay(&lines, aa.cpu, prev, aa.handler_delay_us, name);
     }
 }
+
+/// rtwhy's verdict on the period rtla stopped on, with what the trace lines say.
+fn stopped_verdict(name: &str, threshold: &str) -> Value {
+    let dir = fixture(name);
+    let aa = parse_aa(&std::fs::read_to_string(dir.join("rtla.out")).expect("rtla.out"));
+    let v = analyze_json(&dir.join("timerlat_trace.txt"), threshold);
+    v["timerlat"]["spikes"]
+        .as_array()
+        .expect("spikes")
+        .iter()
+        .filter(|s| s["cpu"] == aa.cpu)
+        .max_by_key(|s| s["expected_ns"].as_u64())
+        .cloned()
+        .expect("the stopped period")
+}
+
+#[test]
+fn verdicts_on_rtlas_stops() {
+    let summary = |s: &Value| s["primary"]["summary"].as_str().unwrap_or("").to_owned();
+
+    // #937: CPU 1 went idle at 15.859201 (switch to swapper/1), the timer was due at
+    // 15.863940 and its handler began at 15.865731347, nothing in between; the stack
+    // shows the vCPU halted in native_safe_halt with interrupts on.
+    let s = stopped_verdict("rtla612-idle-stall", "2000us");
+    assert_eq!(s["primary"]["cause"], "hwlat", "{s:#}");
+    assert_eq!(s["primary"]["confidence"], "medium");
+    assert!(summary(&s).contains("native_safe_halt"), "{s:#}");
+
+    // #842: spin (prio 89 = FIFO 10 in its sched_switch) outranks timerlat/1 (prio 98 =
+    // FIFO 1) and blocked it 13363.33 us of 14561.51.
+    let s = stopped_verdict("rtla612-spinner-above", "10000us");
+    assert_eq!(s["primary"]["cause"], "preemption", "{s:#}");
+    assert!(summary(&s).contains("spin:166"), "{s:#}");
+
+    // #2991: irq/25-virtio0- (prio 49 = FIFO 50) blocked timerlat/1 (FIFO 1) 7325.25 us.
+    let s = stopped_verdict("rtla612-irq-thread", "1500us");
+    assert_eq!(s["primary"]["cause"], "preemption", "{s:#}");
+    assert!(summary(&s).contains("irq/25-virtio0-:119"), "{s:#}");
+
+    // #3487: due at 85.141829, handler at 85.143438662. CPU 1's last event before the
+    // handler is irq_work/1's wake-up of kworker/u5:1 at 85.137603; the rcuc/1 wake-up
+    // at 85.143482 is the tick inside the same interrupt. The stack shows the IRQ taken
+    // in queue_work_on, which turns interrupts off and on itself: low confidence.
+    let s = stopped_verdict("rtla612-irq-work", "1000us");
+    assert_eq!(s["primary"]["cause"], "hwlat", "{s:#}");
+    assert_eq!(s["primary"]["confidence"], "low");
+    assert!(summary(&s).contains("queue_work_on"), "{s:#}");
+    assert!(summary(&s).contains("from 85.141829"), "{s:#}");
+
+    // #7806: the trace's first event of CPU 1 is this period's IRQ sample: the silence
+    // before the handler is not recorded.
+    let s = stopped_verdict("rtla612-idle-short", "1500us");
+    assert_eq!(s["primary"]["cause"], "unknown", "{s:#}");
+    assert!(
+        summary(&s).contains("no event of CPU 1 before the handler"),
+        "{s:#}"
+    );
+
+    // IRQ stops: the trace ends at the IRQ sample and its stack.
+    for (name, threshold) in [
+        ("rtla612-spinner-below", "1500us"),
+        ("rtla612-irq-idle", "1000us"),
+    ] {
+        let s = stopped_verdict(name, threshold);
+        assert_eq!(s["primary"]["cause"], "unknown", "{s:#}");
+        assert!(
+            summary(&s).contains("no osnoise:irq_noise of this timer IRQ"),
+            "{s:#}"
+        );
+    }
+}

@@ -35,8 +35,9 @@
 //! assert_eq!(spikes[0].primary.cause.as_str(), "unknown");
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
+use crate::rules::kernel_nonpreemptible::{function_of, IDLE, IRQ_ENABLE};
 use rtwhy_model::{
     softirq_name, BlockingThread, Cause, Comm, Confidence, CpuList, Event, EventKind, Evidence,
     Finding, Interference, Nanos, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
@@ -147,14 +148,16 @@ struct CpuState {
     state: State,
     period: Option<Period>,
     prev_irq: Option<(Interference, String)>,
-    /// The last event of any kind on the CPU before the current one, for event-free gaps.
-    last_event: Option<Nanos>,
-    /// The event before the timer IRQ sample's period began (its time and line).
-    last_before_irq: Option<Nanos>,
+    /// The times of the CPU's last events of any kind (oldest first), for event-free gaps.
+    recent: VecDeque<Nanos>,
+    /// `recent` when the timer IRQ sample came: the timer's handler may have recorded
+    /// events before its sample (the tick's wake-ups), so the CPU's silence before the
+    /// handler ends at the last of these that came before the handler began.
+    before_irq: Vec<Nanos>,
     current: Option<(i32, Comm)>,
     /// The spike of the CPU's last period, until the next period begins: the stack
     /// `-s` saves at the IRQ is printed after the thread sample.
-    last_spike: Option<usize>,
+    last_spike: Option<Judged>,
     /// Noise since the last thread sample, for a thread sample whose IRQ sample the
     /// trace does not hold (rtla saves only the end of its buffer).
     loose: Vec<(Tag, Interference, String)>,
@@ -162,8 +165,19 @@ struct CpuState {
     sampled: bool,
 }
 
+/// A reported period with what its verdict was made of: rtla's `-s` stack comes after
+/// the thread sample, and the verdict is made again with it.
+#[derive(Debug)]
+struct Judged {
+    index: usize,
+    period: Period,
+    thread: Option<(Nanos, String)>,
+    prev_irq: Option<(Interference, String)>,
+    before_irq: Vec<Nanos>,
+}
+
 /// A CPU's period still open at the end, with what judging it needs.
-type OpenPeriod = (u32, Period, Option<(Interference, String)>, Option<Nanos>);
+type OpenPeriod = (u32, Period, Option<(Interference, String)>, Vec<Nanos>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tag {
@@ -176,14 +190,24 @@ enum Tag {
 /// Most loose noise events kept per CPU between two samples.
 const MAX_LOOSE: usize = 4096;
 
+/// Event times kept per CPU for the silence before a timer IRQ.
+const RECENT: usize = 16;
+
 impl CpuState {
+    fn saw(&mut self, ts: Nanos) {
+        if self.recent.len() >= RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(ts);
+    }
+
     fn new() -> CpuState {
         CpuState {
             state: State::WaitingIrq,
             period: None,
             prev_irq: None,
-            last_event: None,
-            last_before_irq: None,
+            recent: VecDeque::new(),
+            before_irq: Vec::new(),
             current: None,
             last_spike: None,
             loose: Vec::new(),
@@ -283,7 +307,7 @@ impl TimerlatAnalyzer {
         self.cpus
             .entry(ev.cpu)
             .or_insert_with(CpuState::new)
-            .last_event = Some(ev.ts);
+            .saw(ev.ts);
     }
 
     fn learn(&mut self, pid: i32, comm: Comm, prio: i32) {
@@ -305,8 +329,30 @@ impl TimerlatAnalyzer {
         };
         if let Some(p) = c.period.as_mut() {
             p.stack = frames;
-        } else if let Some(s) = c.last_spike.and_then(|i| self.spikes.get_mut(i)) {
-            s.stack = frames;
+            return;
+        }
+        let Some(j) = c.last_spike.take() else {
+            return;
+        };
+        let Some(mut spike) = self.spikes.get(j.index).cloned() else {
+            return;
+        };
+        spike.stack = frames;
+        let (primary, mut evidence) = self.verdict(
+            &spike,
+            &j.period,
+            j.thread.as_ref().map(|(ts, l)| (*ts, l.as_str())),
+            j.prev_irq.as_ref(),
+            &j.before_irq,
+        );
+        evidence.sort_by_key(|e| e.ts);
+        spike.primary = primary;
+        spike.evidence = evidence;
+        if let Some(slot) = self.spikes.get_mut(j.index) {
+            *slot = spike;
+        }
+        if let Some(c) = self.cpus.get_mut(&cpu) {
+            c.last_spike = Some(j);
         }
     }
 
@@ -321,8 +367,8 @@ impl TimerlatAnalyzer {
         let line = text.map_or_else(|| record_line(rec), |t| t.trim().to_owned());
         let threshold = self.threshold;
         let cpu = self.cpus.entry(rec.cpu).or_insert_with(CpuState::new);
-        let before = cpu.last_event;
-        cpu.last_event = Some(rec.ts);
+        let before: Vec<Nanos> = cpu.recent.iter().copied().collect();
+        cpu.saw(rec.ts);
         match &rec.kind {
             OsnoiseKind::TimerlatSample {
                 seqnum,
@@ -335,7 +381,7 @@ impl TimerlatAnalyzer {
                 if let Some(p) = cpu.period.take() {
                     if cpu.state == State::WaitingThread && p.irq_latency >= threshold.0 {
                         let prev = cpu.prev_irq.clone();
-                        let last = cpu.last_before_irq;
+                        let last = cpu.before_irq.clone();
                         self.finish_period(rec.cpu, p, None, prev, last);
                     }
                 }
@@ -347,7 +393,7 @@ impl TimerlatAnalyzer {
                 }
                 cpu.sampled = true;
                 cpu.loose.clear();
-                cpu.last_before_irq = before;
+                cpu.before_irq = before;
                 cpu.period = Some(Period {
                     seqnum: *seqnum,
                     irq_ts: rec.ts,
@@ -378,14 +424,14 @@ impl TimerlatAnalyzer {
                     _ => {
                         if *latency_ns >= threshold.0 {
                             let p = Period::without_irq(rec, *seqnum, *latency_ns, line, loose);
-                            self.finish_period(rec.cpu, p, None, None, None);
+                            self.finish_period(rec.cpu, p, None, None, Vec::new());
                         }
                         return;
                     }
                 };
                 if *latency_ns >= threshold.0 || p.irq_latency >= threshold.0 {
                     let prev = cpu.prev_irq.clone();
-                    let last = cpu.last_before_irq;
+                    let last = cpu.before_irq.clone();
                     self.finish_period(rec.cpu, p, Some((*latency_ns, rec.ts, line)), prev, last);
                 }
             }
@@ -480,7 +526,7 @@ impl TimerlatAnalyzer {
             .filter_map(|(cpu, c)| {
                 c.period
                     .take()
-                    .map(|p| (*cpu, p, c.prev_irq.clone(), c.last_before_irq))
+                    .map(|p| (*cpu, p, c.prev_irq.clone(), c.before_irq.clone()))
             })
             .filter(|(_, p, _, _)| p.irq_latency >= self.threshold.0)
             .collect();
@@ -497,7 +543,7 @@ impl TimerlatAnalyzer {
         p: Period,
         thread: Option<(u64, Nanos, String)>,
         prev_irq: Option<(Interference, String)>,
-        last_before_irq: Option<Nanos>,
+        before_irq: Vec<Nanos>,
     ) {
         let expected = Nanos(p.irq_ts.0.saturating_sub(p.irq_latency));
         // The IRQ sample is taken inside the timer's handler, so its time lies within
@@ -587,13 +633,19 @@ impl TimerlatAnalyzer {
             &p,
             thread.as_ref().map(|(_, ts, l)| (*ts, l.as_str())),
             prev_irq.as_ref().filter(|_| prev_overlaps),
-            last_before_irq,
+            &before_irq,
         );
         spike.primary = primary;
         spike.evidence = evidence;
         spike.evidence.sort_by_key(|e| e.ts);
         if let Some(c) = self.cpus.get_mut(&cpu) {
-            c.last_spike = Some(self.spikes.len());
+            c.last_spike = Some(Judged {
+                index: self.spikes.len(),
+                period: p,
+                thread: thread.map(|(_, ts, l)| (ts, l)),
+                prev_irq: prev_irq.filter(|_| prev_overlaps),
+                before_irq,
+            });
         }
         self.spikes.push(spike);
     }
@@ -605,7 +657,7 @@ impl TimerlatAnalyzer {
         p: &Period,
         thread_line: Option<(Nanos, &str)>,
         prev_irq: Option<&(Interference, String)>,
-        last_before_irq: Option<Nanos>,
+        before_irq: &[Nanos],
     ) -> (Finding, Vec<Evidence>) {
         let total = s.latency_ns.max(1);
         let share = |ns: u64| ns as f64 / total as f64;
@@ -717,6 +769,27 @@ impl TimerlatAnalyzer {
             return (unknown(String::new()), evidence);
         };
         let breakdown = describe(s);
+        if s.context == TimerlatContext::Irq && p.timer_irq.is_none() && self.noise > 0 {
+            let last = before_irq.last().filter(|t| t.0 < p.irq_ts.0);
+            let silence = match last {
+                Some(t) => {
+                    let from = Nanos(t.0.max(s.expected.0));
+                    format!(
+                        "; CPU {} recorded no event for {} (from {:.6}) until the IRQ sample, but when in that span the handler began is not recorded",
+                        s.cpu,
+                        us(p.irq_ts.0.saturating_sub(from.0)),
+                        from.as_secs_f64()
+                    )
+                }
+                None => String::new(),
+            };
+            return (
+                unknown(format!(
+                    "the trace holds no osnoise:irq_noise of this timer IRQ: the osnoise tracer writes it when the handler returns, and a stop on the IRQ latency (rtla -a/-i) turns tracing off inside the handler, so the handler delay is not recorded{silence}"
+                )),
+                evidence,
+            );
+        }
         if ns == 0 || share(ns) < PRIMARY_SHARE {
             return (
                 unknown(format!(
@@ -786,9 +859,38 @@ impl TimerlatAnalyzer {
                 }
                 // The CPU's silence before the handler: from its last recorded event
                 // (or the expiry, when that came later) to the handler's start.
-                let silent_since = last_before_irq.map(|t| Nanos(t.0.max(s.expected.0)));
+                let last_before = before_irq.iter().rev().find(|t| t.0 < start.0);
+                let silent_since = last_before.map(|t| Nanos(t.0.max(s.expected.0)));
                 let gap = silent_since.map_or(0, |t| start.0.saturating_sub(t.0));
                 let event_free = prev_irq.is_none() && share(gap) >= PRIMARY_SHARE;
+                // The stack rtla saves at the timer IRQ (-s): the innermost interrupted
+                // frame is where the pending interrupt was finally taken.
+                let inner = interrupted(&s.stack);
+                let idle_frame = inner.iter().find(|f| IDLE.contains(&function_of(f)));
+                if let (Some(first), None) = (inner.first(), idle_frame) {
+                    if IRQ_ENABLE.contains(&function_of(first)) {
+                        let holder = inner
+                            .iter()
+                            .find(|f| {
+                                let f = function_of(f);
+                                !IRQ_ENABLE.contains(&f) || f == "multi_cpu_stop"
+                            })
+                            .unwrap_or(first);
+                        return (
+                            finding(
+                                Cause::KernelNonpreemptible,
+                                share(ns),
+                                Confidence::Medium,
+                                format!(
+                                    "the timer's IRQ handler began {} after the expiry on CPU {}, taken in {first}, which turns interrupts back on: {holder} had them off until then (the stack at the IRQ)",
+                                    us(ns),
+                                    s.cpu
+                                ),
+                            ),
+                            evidence,
+                        );
+                    }
+                }
                 if s.exit_from_idle && ns <= IDLE_EXIT_MAX_NS {
                     return (
                         finding(
@@ -811,30 +913,59 @@ impl TimerlatAnalyzer {
                     } else {
                         "running a task"
                     };
+                    // A stack that does not show the idle loop leaves open that the
+                    // interrupted code itself had interrupts off (an inlined
+                    // local_irq_restore leaves no frame of its own).
+                    let (cap, stack_note) = match (idle_frame, inner.first()) {
+                        (Some(f), _) => (
+                            Confidence::Medium,
+                            format!("; the stack at the IRQ shows the CPU halted in {f}, interrupts on"),
+                        ),
+                        (None, Some(f)) => (
+                            Confidence::Low,
+                            format!("; the stack at the IRQ shows it taken in {f}, which may itself have kept interrupts off (the stack cannot tell)"),
+                        ),
+                        (None, None) => (Confidence::Medium, String::new()),
+                    };
                     return (
                         finding(
                             Cause::Hwlat,
                             share(gap),
-                            Confidence::Medium,
+                            cap,
                             format!(
-                                "CPU {} was {what} and recorded no event for {} (from {:.6}) until its timer's handler, {} after the expiry: the CPU was stopped (SMI or hypervisor){}",
+                                "CPU {} was {what} and recorded no event for {} (from {:.6}) until its timer's handler, {} after the expiry: the CPU was stopped (SMI or hypervisor){stack_note}",
                                 s.cpu,
                                 us(gap),
                                 since.as_secs_f64(),
                                 us(ns),
-                                if s.stack.is_empty() { "" } else { "; the stack at the IRQ is in the report" }
                             ),
                         ),
                         evidence,
                     );
                 }
+                let why = if last_before.is_none() {
+                    format!("the trace holds no event of CPU {} before the handler, so how long it was silent is not known", s.cpu)
+                } else if prev_irq.is_some() {
+                    "an IRQ ran across the expiry, but not for 30 % of the latency".to_owned()
+                } else {
+                    format!(
+                        "CPU {} recorded an event {} before the handler",
+                        s.cpu,
+                        us(start.0.saturating_sub(last_before.map_or(0, |t| t.0)))
+                    )
+                };
+                let open = match (idle_frame, inner.first()) {
+                    (Some(f), _) => format!("the stack at the IRQ shows the CPU halted in {f}, interrupts on, but nothing recorded rules out an interrupt handler or another stop before it"),
+                    (None, Some(f)) => format!("the stack at the IRQ shows it taken in {f}; nothing recorded says whether interrupts were off in the kernel or the CPU was stopped"),
+                    (None, None) => "nothing recorded says whether interrupts were off in the kernel or the CPU was stopped (`rtla timerlat -s` saves the stack at the IRQ)".to_owned(),
+                };
                 (
                     unknown(format!(
-                        "the timer's IRQ handler began {} late ({:.0} %) with {} on CPU {}; nothing recorded says whether interrupts were off in the kernel or the CPU was stopped: record with sched and irq events, or `rtla timerlat -s` for the stack",
+                        "the timer's IRQ handler began {} late ({:.0} %) with {} on CPU {}; {why}; {open}",
                         us(ns),
                         share(ns) * 100.0,
                         s.blocking_thread.comm.as_deref().unwrap_or("a task"),
-                        s.cpu
+                        s.cpu,
                     )),
                     evidence,
                 )
@@ -1077,6 +1208,16 @@ impl TimerlatAnalyzer {
     }
 }
 
+/// The frames the timer interrupt interrupted: those after the interrupt entry
+/// (`asm_sysvec_apic_timer_interrupt`, ...), innermost first.
+fn interrupted(stack: &[String]) -> &[String] {
+    stack
+        .iter()
+        .position(|f| function_of(f).starts_with("asm_"))
+        .and_then(|i| stack.get(i + 1..))
+        .unwrap_or(&[])
+}
+
 fn unknown(summary: String) -> Finding {
     Finding {
         cause: Cause::Unknown,
@@ -1263,5 +1404,82 @@ mod tests {
         let s = a.finish();
         assert_eq!(s[0].irq.len(), 1);
         assert_eq!(s[0].primary.cause, Cause::Unknown);
+    }
+    fn stack(inner: &[&str]) -> Vec<String> {
+        [
+            "timerlat_irq",
+            "hrtimer_interrupt",
+            "asm_sysvec_apic_timer_interrupt",
+        ]
+        .iter()
+        .chain(inner)
+        .map(|f| (*f).to_owned())
+        .collect()
+    }
+
+    /// A period whose timer handler began 2 ms late on a CPU silent since 7 ms, with
+    /// rtla's `-s` stack (printed after the thread sample) of `inner`.
+    fn late_timer(inner: &[&str]) -> TimerlatSpike {
+        let mut a = TimerlatAnalyzer::new(Nanos(1_000_000), None);
+        a.push_record(&irq(7_000_000, "local_timer", 236, 6_990_000, 10_000));
+        // Due at 10 ms; the handler began at 12 ms and woke a task (the tick's
+        // rcuc/1) before its sample.
+        a.push_event(&Event {
+            ts: Nanos(12_020_000),
+            cpu: 1,
+            pid: 300,
+            kind: EventKind::Generic(rtwhy_model::GenericEvent {
+                system: "sched".into(),
+                name: "sched_waking".into(),
+                fields: Vec::new(),
+            }),
+        });
+        a.push_record(&sample(12_030_000, 300, 4, TimerlatContext::Irq, 2_030_000));
+        a.push_record(&irq(12_060_000, "local_timer", 236, 12_000_000, 60_000));
+        a.push_record(&sample(
+            12_100_000,
+            9,
+            4,
+            TimerlatContext::Thread,
+            2_100_000,
+        ));
+        a.push_stack(1, stack(inner));
+        let mut s = a.finish();
+        assert_eq!(s.len(), 1);
+        s.remove(0)
+    }
+
+    #[test]
+    fn the_silence_before_a_late_timer_ends_where_its_handler_begins() {
+        // The event at 12.02 ms is the handler's own: the CPU was silent 10-12 ms.
+        let s = late_timer(&["native_safe_halt", "default_idle", "do_idle"]);
+        assert_eq!(s.irq_handler_delay_ns, Some(2_000_000));
+        assert_eq!(s.primary.cause, Cause::Hwlat);
+        assert_eq!(s.primary.confidence, Confidence::Medium);
+        assert!(
+            s.primary.summary.contains("native_safe_halt"),
+            "{}",
+            s.primary.summary
+        );
+    }
+
+    #[test]
+    fn a_late_timer_taken_where_interrupts_come_back_on_is_that_code() {
+        let s = late_timer(&[
+            "_raw_spin_unlock_irqrestore",
+            "e1000_watchdog",
+            "process_one_work",
+        ]);
+        assert_eq!(s.primary.cause, Cause::KernelNonpreemptible);
+        assert!(
+            s.primary.summary.contains("e1000_watchdog had them off"),
+            "{}",
+            s.primary.summary
+        );
+        // Other kernel code at the IRQ: still a silent CPU, but the stack cannot rule
+        // out that code keeping interrupts off.
+        let s = late_timer(&["queue_work_on", "irq_work_single"]);
+        assert_eq!(s.primary.cause, Cause::Hwlat);
+        assert_eq!(s.primary.confidence, Confidence::Low);
     }
 }
