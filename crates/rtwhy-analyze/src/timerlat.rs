@@ -93,7 +93,8 @@ struct Period {
     /// are the thread sample's.
     irq_missing: bool,
     timer_irq: Option<(Nanos, u64, String)>,
-    blocking: Option<(Comm, u64, String)>,
+    /// The blocking thread's comm, time, line and the start of its noise.
+    blocking: Option<(Comm, u64, String, Nanos)>,
     nmi: Vec<(Interference, String)>,
     irq: Vec<(Interference, String)>,
     softirq: Vec<(Interference, String)>,
@@ -497,7 +498,7 @@ impl TimerlatAnalyzer {
                     NoiseSource::Thread { comm, pid } => {
                         if let (true, Some(p)) = (waiting_thread, cpu.period.as_mut()) {
                             if *pid == p.irq_pid && p.blocking.is_none() {
-                                p.blocking = Some((*comm, *duration_ns, line));
+                                p.blocking = Some((*comm, *duration_ns, line, *start));
                             } else {
                                 p.thread
                                     .push((item(comm.to_string(), i64::from(*pid)), line));
@@ -582,10 +583,10 @@ impl TimerlatAnalyzer {
             comm: p
                 .blocking
                 .as_ref()
-                .map(|(c, _, _)| c.to_string())
+                .map(|(c, _, _, _)| c.to_string())
                 .or_else(|| comm_of(p.irq_pid)),
             pid: p.irq_pid,
-            duration_ns: p.blocking.as_ref().map_or(0, |(_, d, _)| *d),
+            duration_ns: p.blocking.as_ref().map_or(0, |(_, d, _, _)| *d),
         };
         let (context, latency_ns) = match &thread {
             Some((lat, _, _)) => (TimerlatContext::Thread, *lat),
@@ -1048,12 +1049,12 @@ impl TimerlatAnalyzer {
                 evidence,
             ),
             Part::Blocking | Part::Thread => {
-                let (comm, pid, dur, line) = match part {
+                let (comm, pid, dur, line, start) = match part {
                     Part::Blocking => {
-                        let Some((c, d, l)) = &p.blocking else {
+                        let Some((c, d, l, start)) = &p.blocking else {
                             return (unknown(breakdown), evidence);
                         };
-                        (c.to_string(), p.irq_pid, *d, l.clone())
+                        (c.to_string(), p.irq_pid, *d, l.clone(), *start)
                     }
                     _ => {
                         let Some((i, l)) = top(&p.thread) else {
@@ -1064,11 +1065,12 @@ impl TimerlatAnalyzer {
                             i32::try_from(i.id).unwrap_or(-1),
                             i.duration_ns,
                             l,
+                            i.start,
                         )
                     }
                 };
                 evidence.push(ev(
-                    p.irq_ts,
+                    start,
                     &line,
                     format!("{comm}:{pid} ran {} before the thread", us(dur)),
                 ));
