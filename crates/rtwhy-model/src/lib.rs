@@ -47,7 +47,7 @@ pub use prio::{
     rt_priority_from_kernel_prio,
 };
 pub use session::SessionDir;
-pub use time::{human_duration, Nanos};
+pub use time::{human_duration, human_duration_compact, Nanos};
 pub use timerlat::{
     BlockingThread, Interference, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
     TimerlatSpike,
