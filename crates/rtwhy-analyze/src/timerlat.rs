@@ -149,12 +149,13 @@ struct CpuState {
     state: State,
     period: Option<Period>,
     prev_irq: Option<(Interference, String)>,
-    /// The times of the CPU's last events of any kind (oldest first), for event-free gaps.
-    recent: VecDeque<Nanos>,
-    /// `recent` when the timer IRQ sample came: the timer's handler may have recorded
-    /// events before its sample (the tick's wake-ups), so the CPU's silence before the
-    /// handler ends at the last of these that came before the handler began.
-    before_irq: Vec<Nanos>,
+    /// The times of the CPU's last events of any kind (oldest first), for event-free gaps,
+    /// with whether the CPU ran a task after each (known once a switch is recorded).
+    recent: VecDeque<(Nanos, Option<bool>)>,
+    /// The CPU runs a task (not idle), from its last recorded `sched_switch`.
+    busy: Option<bool>,
+    /// What the CPUs had recorded when the timer IRQ sample came.
+    before_irq: Before,
     current: Option<(i32, Comm)>,
     /// The spike of the CPU's last period, until the next period begins: the stack
     /// `-s` saves at the IRQ is printed after the thread sample.
@@ -174,11 +175,41 @@ struct Judged {
     period: Period,
     thread: Option<(Nanos, String)>,
     prev_irq: Option<(Interference, String)>,
-    before_irq: Vec<Nanos>,
+    before_irq: Before,
+}
+
+/// The event times kept when a timer IRQ sample came, of its CPU and of the others.
+#[derive(Debug, Clone, Default)]
+struct Before {
+    /// The CPU's own: the timer's handler may have recorded events before its sample
+    /// (the tick's wake-ups), so the CPU's silence before the handler ends at the last
+    /// of these that came before the handler began.
+    own: Vec<Nanos>,
+    /// Every other CPU's, with whether it ran a task after each.
+    others: Vec<Vec<(Nanos, Option<bool>)>>,
+}
+
+impl Before {
+    fn last_before(&self, t: Nanos) -> Option<Nanos> {
+        self.own.iter().rev().find(|x| x.0 < t.0).copied()
+    }
+
+    /// Another CPU, running a task (an idle CPU records nothing anyway), is known to
+    /// have recorded nothing from `from` to `to`: its last kept event before `to` came
+    /// before `from`. Then the machine was stopped from outside, and a stopped CPU takes
+    /// its pending interrupt wherever it resumes.
+    fn other_cpu_silent(&self, from: Nanos, to: Nanos) -> bool {
+        self.others.iter().any(|ts| {
+            ts.iter()
+                .rev()
+                .find(|(t, _)| t.0 < to.0)
+                .is_some_and(|(last, busy)| last.0 < from.0 && *busy == Some(true))
+        })
+    }
 }
 
 /// A CPU's period still open at the end, with what judging it needs.
-type OpenPeriod = (u32, Period, Option<(Interference, String)>, Vec<Nanos>);
+type OpenPeriod = (u32, Period, Option<(Interference, String)>, Before);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tag {
@@ -199,7 +230,7 @@ impl CpuState {
         if self.recent.len() >= RECENT {
             self.recent.pop_front();
         }
-        self.recent.push_back(ts);
+        self.recent.push_back((ts, self.busy));
     }
 
     fn new() -> CpuState {
@@ -208,7 +239,8 @@ impl CpuState {
             period: None,
             prev_irq: None,
             recent: VecDeque::new(),
-            before_irq: Vec::new(),
+            busy: None,
+            before_irq: Before::default(),
             current: None,
             last_spike: None,
             loose: Vec::new(),
@@ -296,6 +328,7 @@ impl TimerlatAnalyzer {
                 self.learn(*next_pid, *next_comm, *next_prio);
                 let cpu = self.cpus.entry(ev.cpu).or_insert_with(CpuState::new);
                 cpu.current = Some((*next_pid, *next_comm));
+                cpu.busy = Some(*next_pid != 0);
             }
             EventKind::SchedWaking {
                 comm, pid, prio, ..
@@ -367,8 +400,31 @@ impl TimerlatAnalyzer {
     pub fn push_record_line(&mut self, rec: &OsnoiseRecord, text: Option<&str>) {
         let line = text.map_or_else(|| record_line(rec), |t| t.trim().to_owned());
         let threshold = self.threshold;
+        let irq_sample = matches!(
+            rec.kind,
+            OsnoiseKind::TimerlatSample {
+                context: TimerlatContext::Irq,
+                ..
+            }
+        );
+        let others: Vec<Vec<(Nanos, Option<bool>)>> = if irq_sample {
+            self.cpus
+                .iter()
+                .filter(|(c, _)| **c != rec.cpu)
+                .map(|(_, st)| st.recent.iter().copied().collect())
+                .collect()
+        } else {
+            Vec::new()
+        };
         let cpu = self.cpus.entry(rec.cpu).or_insert_with(CpuState::new);
-        let before: Vec<Nanos> = cpu.recent.iter().copied().collect();
+        let before = Before {
+            own: if irq_sample {
+                cpu.recent.iter().map(|(t, _)| *t).collect()
+            } else {
+                Vec::new()
+            },
+            others,
+        };
         cpu.saw(rec.ts);
         match &rec.kind {
             OsnoiseKind::TimerlatSample {
@@ -425,7 +481,7 @@ impl TimerlatAnalyzer {
                     _ => {
                         if *latency_ns >= threshold.0 {
                             let p = Period::without_irq(rec, *seqnum, *latency_ns, line, loose);
-                            self.finish_period(rec.cpu, p, None, None, Vec::new());
+                            self.finish_period(rec.cpu, p, None, None, Before::default());
                         }
                         return;
                     }
@@ -544,7 +600,7 @@ impl TimerlatAnalyzer {
         p: Period,
         thread: Option<(u64, Nanos, String)>,
         prev_irq: Option<(Interference, String)>,
-        before_irq: Vec<Nanos>,
+        before_irq: Before,
     ) {
         let expected = Nanos(p.irq_ts.0.saturating_sub(p.irq_latency));
         // The IRQ sample is taken inside the timer's handler, so its time lies within
@@ -658,7 +714,7 @@ impl TimerlatAnalyzer {
         p: &Period,
         thread_line: Option<(Nanos, &str)>,
         prev_irq: Option<&(Interference, String)>,
-        before_irq: &[Nanos],
+        before_irq: &Before,
     ) -> (Finding, Vec<Evidence>) {
         let total = s.latency_ns.max(1);
         let share = |ns: u64| ns as f64 / total as f64;
@@ -771,7 +827,7 @@ impl TimerlatAnalyzer {
         };
         let breakdown = describe(s);
         if s.context == TimerlatContext::Irq && p.timer_irq.is_none() && self.noise > 0 {
-            let last = before_irq.last().filter(|t| t.0 < p.irq_ts.0);
+            let last = before_irq.last_before(p.irq_ts);
             let silence = match last {
                 Some(t) => {
                     let from = Nanos(t.0.max(s.expected.0));
@@ -860,7 +916,7 @@ impl TimerlatAnalyzer {
                 }
                 // The CPU's silence before the handler: from its last recorded event
                 // (or the expiry, when that came later) to the handler's start.
-                let last_before = before_irq.iter().rev().find(|t| t.0 < start.0);
+                let last_before = before_irq.last_before(*start);
                 let silent_since = last_before.map(|t| Nanos(t.0.max(s.expected.0)));
                 let gap = silent_since.map_or(0, |t| start.0.saturating_sub(t.0));
                 let event_free = prev_irq.is_none() && share(gap) >= PRIMARY_SHARE;
@@ -869,7 +925,9 @@ impl TimerlatAnalyzer {
                 let inner = interrupted(&s.stack);
                 let idle_frame = inner.iter().find(|f| IDLE.contains(&function_of(f)));
                 if let (Some(first), None) = (inner.first(), idle_frame) {
-                    if IRQ_ENABLE.contains(&function_of(first)) {
+                    if IRQ_ENABLE.contains(&function_of(first))
+                        && !before_irq.other_cpu_silent(s.expected, *start)
+                    {
                         let holder = inner
                             .iter()
                             .find(|f| {
@@ -917,7 +975,12 @@ impl TimerlatAnalyzer {
                     // A stack that does not show the idle loop leaves open that the
                     // interrupted code itself had interrupts off (an inlined
                     // local_irq_restore leaves no frame of its own).
+                    let others_silent = before_irq.other_cpu_silent(since, *start);
                     let (cap, stack_note) = match (idle_frame, inner.first()) {
+                        (None, Some(f)) if others_silent => (
+                            Confidence::Medium,
+                            format!("; another CPU recorded nothing over the same stretch, so the machine was stopped and the timer was taken where CPU {} resumed ({f})", s.cpu),
+                        ),
                         (Some(f), _) => (
                             Confidence::Medium,
                             format!("; the stack at the IRQ shows the CPU halted in {f}, interrupts on"),
@@ -1419,23 +1482,43 @@ mod tests {
         .collect()
     }
 
-    /// A period whose timer handler began 2 ms late on a CPU silent since 7 ms, with
-    /// rtla's `-s` stack (printed after the thread sample) of `inner`.
-    fn late_timer(inner: &[&str]) -> TimerlatSpike {
-        let mut a = TimerlatAnalyzer::new(Nanos(1_000_000), None);
-        a.push_record(&irq(7_000_000, "local_timer", 236, 6_990_000, 10_000));
-        // Due at 10 ms; the handler began at 12 ms and woke a task (the tick's
-        // rcuc/1) before its sample.
-        a.push_event(&Event {
-            ts: Nanos(12_020_000),
-            cpu: 1,
+    fn waking(ts: u64, cpu: u32) -> Event {
+        Event {
+            ts: Nanos(ts),
+            cpu,
             pid: 300,
             kind: EventKind::Generic(rtwhy_model::GenericEvent {
                 system: "sched".into(),
                 name: "sched_waking".into(),
                 fields: Vec::new(),
             }),
+        }
+    }
+
+    /// A period whose timer handler began 2 ms late on a CPU silent since 7 ms, with
+    /// rtla's `-s` stack (printed after the thread sample) of `inner`; CPU 0's last
+    /// event came at `cpu0` ns.
+    fn late_timer(inner: &[&str], cpu0: u64) -> TimerlatSpike {
+        let mut a = TimerlatAnalyzer::new(Nanos(1_000_000), None);
+        // CPU 0 switches to a task then.
+        a.push_event(&Event {
+            ts: Nanos(cpu0),
+            cpu: 0,
+            pid: 0,
+            kind: EventKind::SchedSwitch {
+                prev_comm: Comm::new("swapper/0"),
+                prev_pid: 0,
+                prev_prio: 120,
+                prev_state: rtwhy_model::TaskState(0),
+                next_comm: Comm::new("load"),
+                next_pid: 400,
+                next_prio: 120,
+            },
         });
+        a.push_record(&irq(7_000_000, "local_timer", 236, 6_990_000, 10_000));
+        // Due at 10 ms; the handler began at 12 ms and woke a task (the tick's
+        // rcuc/1) before its sample.
+        a.push_event(&waking(12_020_000, 1));
         a.push_record(&sample(12_030_000, 300, 4, TimerlatContext::Irq, 2_030_000));
         a.push_record(&irq(12_060_000, "local_timer", 236, 12_000_000, 60_000));
         a.push_record(&sample(
@@ -1454,7 +1537,7 @@ mod tests {
     #[test]
     fn the_silence_before_a_late_timer_ends_where_its_handler_begins() {
         // The event at 12.02 ms is the handler's own: the CPU was silent 10-12 ms.
-        let s = late_timer(&["native_safe_halt", "default_idle", "do_idle"]);
+        let s = late_timer(&["native_safe_halt", "default_idle", "do_idle"], 11_000_000);
         assert_eq!(s.irq_handler_delay_ns, Some(2_000_000));
         assert_eq!(s.primary.cause, Cause::Hwlat);
         assert_eq!(s.primary.confidence, Confidence::Medium);
@@ -1467,11 +1550,12 @@ mod tests {
 
     #[test]
     fn a_late_timer_taken_where_interrupts_come_back_on_is_that_code() {
-        let s = late_timer(&[
+        let holder = [
             "_raw_spin_unlock_irqrestore",
             "e1000_watchdog",
             "process_one_work",
-        ]);
+        ];
+        let s = late_timer(&holder, 11_000_000);
         assert_eq!(s.primary.cause, Cause::KernelNonpreemptible);
         assert!(
             s.primary.summary.contains("e1000_watchdog had them off"),
@@ -1480,8 +1564,18 @@ mod tests {
         );
         // Other kernel code at the IRQ: still a silent CPU, but the stack cannot rule
         // out that code keeping interrupts off.
-        let s = late_timer(&["queue_work_on", "irq_work_single"]);
+        let s = late_timer(&["queue_work_on", "irq_work_single"], 11_000_000);
         assert_eq!(s.primary.cause, Cause::Hwlat);
         assert_eq!(s.primary.confidence, Confidence::Low);
+        // CPU 0 silent from 6 ms over the whole delay too: the VM was stopped, and the
+        // timer was taken wherever CPU 1 resumed.
+        let s = late_timer(&holder, 6_000_000);
+        assert_eq!(s.primary.cause, Cause::Hwlat);
+        assert_eq!(s.primary.confidence, Confidence::Medium);
+        assert!(
+            s.primary.summary.contains("another CPU recorded nothing"),
+            "{}",
+            s.primary.summary
+        );
     }
 }
