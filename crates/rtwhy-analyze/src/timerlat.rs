@@ -400,12 +400,15 @@ impl TimerlatAnalyzer {
     pub fn push_record_line(&mut self, rec: &OsnoiseRecord, text: Option<&str>) {
         let line = text.map_or_else(|| record_line(rec), |t| t.trim().to_owned());
         let threshold = self.threshold;
+        // The CPUs' recent events matter only where the IRQ handler delay (at most the
+        // IRQ latency) can be 30 % of a reported latency: most samples skip the copies.
         let irq_sample = matches!(
             rec.kind,
             OsnoiseKind::TimerlatSample {
                 context: TimerlatContext::Irq,
+                latency_ns,
                 ..
-            }
+            } if latency_ns as f64 >= threshold.0 as f64 * PRIMARY_SHARE
         );
         let others: Vec<Vec<(Nanos, Option<bool>)>> = if irq_sample {
             self.cpus
