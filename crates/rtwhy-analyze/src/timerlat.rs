@@ -187,9 +187,47 @@ struct Before {
     own: Vec<Nanos>,
     /// Every other CPU's, with whether it ran a task after each.
     others: Vec<Vec<(Nanos, Option<bool>)>>,
+    /// The spans of the NMIs, IRQs and softirqs the CPU ran since its last thread
+    /// sample: their noise events are written only at their end, so the time inside
+    /// them is not silence.
+    busy: Vec<(u64, u64)>,
 }
 
 impl Before {
+    /// The longest stretch from the expiry to the handler's start in which the CPU
+    /// recorded nothing and ran no interrupt handler: (length, from, to). It begins at
+    /// the expiry when an event before it is kept, else at the first kept event (the
+    /// trace, or what is kept of it, may begin later); none without a kept event
+    /// before `start`.
+    fn longest_silence(&self, expected: Nanos, start: Nanos) -> Option<(u64, Nanos, Nanos)> {
+        let before: Vec<u64> = self
+            .own
+            .iter()
+            .map(|t| t.0)
+            .filter(|t| *t < start.0)
+            .collect();
+        let first = if before.iter().any(|t| *t <= expected.0) {
+            expected.0
+        } else {
+            *before.first()?
+        };
+        let mut pts: Vec<u64> = before.into_iter().filter(|t| *t > first).collect();
+        pts.extend([first, start.0]);
+        for (a, b) in &self.busy {
+            pts.extend([*a, *b].into_iter().filter(|t| *t > first && *t < start.0));
+        }
+        pts.sort_unstable();
+        pts.dedup();
+        pts.windows(2)
+            .filter_map(|w| match w {
+                [a, b] if !self.busy.iter().any(|(x, y)| a >= x && b <= y) => {
+                    Some((b - a, Nanos(*a), Nanos(*b)))
+                }
+                _ => None,
+            })
+            .max_by_key(|g| g.0)
+    }
+
     fn last_before(&self, t: Nanos) -> Option<Nanos> {
         self.own.iter().rev().find(|x| x.0 < t.0).copied()
     }
@@ -420,13 +458,19 @@ impl TimerlatAnalyzer {
             Vec::new()
         };
         let cpu = self.cpus.entry(rec.cpu).or_insert_with(CpuState::new);
-        let before = Before {
-            own: if irq_sample {
-                cpu.recent.iter().map(|(t, _)| *t).collect()
-            } else {
-                Vec::new()
-            },
-            others,
+        let before = if irq_sample {
+            Before {
+                own: cpu.recent.iter().map(|(t, _)| *t).collect(),
+                others,
+                busy: cpu
+                    .loose
+                    .iter()
+                    .filter(|(tag, _, _)| matches!(tag, Tag::Nmi | Tag::Irq | Tag::Softirq))
+                    .map(|(_, i, _)| (i.start.0, i.start.0.saturating_add(i.duration_ns)))
+                    .collect(),
+            }
+        } else {
+            Before::default()
         };
         cpu.saw(rec.ts);
         match &rec.kind {
@@ -919,10 +963,9 @@ impl TimerlatAnalyzer {
                 }
                 // The CPU's silence before the handler: from its last recorded event
                 // (or the expiry, when that came later) to the handler's start.
-                let last_before = before_irq.last_before(*start);
-                let silent_since = last_before.map(|t| Nanos(t.0.max(s.expected.0)));
-                let gap = silent_since.map_or(0, |t| start.0.saturating_sub(t.0));
-                let event_free = prev_irq.is_none() && share(gap) >= PRIMARY_SHARE;
+                let silence = before_irq.longest_silence(s.expected, *start);
+                let gap = silence.map_or(0, |(g, _, _)| g);
+                let event_free = share(gap) >= PRIMARY_SHARE;
                 // The stack rtla saves at the timer IRQ (-s): the innermost interrupted
                 // frame is where the pending interrupt was finally taken.
                 let inner = interrupted(&s.stack);
@@ -968,9 +1011,8 @@ impl TimerlatAnalyzer {
                         evidence,
                     );
                 }
-                if event_free {
-                    let since = silent_since.unwrap_or(s.expected);
-                    let what = if s.exit_from_idle {
+                if let (true, Some((_, since, until))) = (event_free, silence) {
+                    let what = if s.blocking_thread.pid == 0 {
                         "idle (halted)"
                     } else {
                         "running a task"
@@ -978,7 +1020,7 @@ impl TimerlatAnalyzer {
                     // A stack that does not show the idle loop leaves open that the
                     // interrupted code itself had interrupts off (an inlined
                     // local_irq_restore leaves no frame of its own).
-                    let others_silent = before_irq.other_cpu_silent(since, *start);
+                    let others_silent = before_irq.other_cpu_silent(since, until);
                     let (cap, stack_note) = match (idle_frame, inner.first()) {
                         (None, Some(f)) if others_silent => (
                             Confidence::Medium,
@@ -1000,25 +1042,25 @@ impl TimerlatAnalyzer {
                             share(gap),
                             cap,
                             format!(
-                                "CPU {} was {what} and recorded no event for {} (from {:.6}) until its timer's handler, {} after the expiry: the CPU was stopped (SMI or hypervisor){stack_note}",
+                                "CPU {} was {what} and recorded no event for {} (from {:.6} to {:.6}) between its timer's expiry and the handler, which began {} after the expiry: the CPU was stopped (SMI or hypervisor){stack_note}",
                                 s.cpu,
                                 us(gap),
                                 since.as_secs_f64(),
+                                until.as_secs_f64(),
                                 us(ns),
                             ),
                         ),
                         evidence,
                     );
                 }
-                let why = if last_before.is_none() {
-                    format!("the trace holds no event of CPU {} before the handler, so how long it was silent is not known", s.cpu)
-                } else if prev_irq.is_some() {
-                    "an IRQ ran across the expiry, but not for 30 % of the latency".to_owned()
-                } else {
-                    format!(
-                        "CPU {} recorded an event {} before the handler",
+                let why = match silence {
+                    None => format!("the trace holds no event of CPU {} before the handler, so how long it was silent is not known", s.cpu),
+                    Some((g, from, to)) => format!(
+                        "CPU {}'s longest event-free stretch between the expiry and the handler was {} (from {:.6} to {:.6})",
                         s.cpu,
-                        us(start.0.saturating_sub(last_before.map_or(0, |t| t.0)))
+                        us(g),
+                        from.as_secs_f64(),
+                        to.as_secs_f64()
                     )
                 };
                 let open = match (idle_frame, inner.first()) {
