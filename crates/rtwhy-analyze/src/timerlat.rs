@@ -1623,4 +1623,19 @@ mod tests {
             s.primary.summary
         );
     }
+    #[test]
+    fn time_inside_an_interrupt_handler_is_not_silence() {
+        // A local_timer handler (not a device) ran 9.99-10.30 ms, across the expiry at
+        // 10 ms; its irq_noise is written at its end, so nothing else is recorded in
+        // it. The timer's handler began at 10.305 ms.
+        let mut a = TimerlatAnalyzer::new(Nanos(100_000), None);
+        a.push_event(&waking(9_000_000, 1));
+        a.push_record(&irq(10_300_000, "local_timer", 236, 9_990_000, 310_000));
+        a.push_record(&sample(10_310_000, 300, 4, TimerlatContext::Irq, 310_000));
+        a.push_record(&irq(10_320_000, "local_timer", 236, 10_305_000, 10_000));
+        a.push_record(&sample(10_330_000, 9, 4, TimerlatContext::Thread, 330_000));
+        let s = a.finish();
+        assert_eq!(s[0].irq_handler_delay_ns, Some(305_000));
+        assert_ne!(s[0].primary.cause, Cause::Hwlat, "{:?}", s[0].primary);
+    }
 }
