@@ -400,6 +400,167 @@ fn throttled(t: &Trace, sp: &SpikeView<'_>, facts: &Value) -> Result<(), String>
     }
 }
 
+/// The holders of the locks a victim waited for: `h` over `[from, to]`, and while a
+/// holder slept in a futex lock call (FUTEX_WAIT, FUTEX_LOCK_PI, FUTEX_LOCK_PI2 entered,
+/// not exited) and was woken inside its stretch by another task that was itself in a
+/// futex call (the release), that task over the time the holder slept in it. At most 4
+/// holders after `h`; a repeat or a longer chain cuts it, with the reason.
+fn lock_chain(
+    t: &Trace,
+    victim: i32,
+    h: i32,
+    from: u64,
+    to: u64,
+) -> (Vec<(i32, u64, u64)>, Option<String>) {
+    let mut chain = vec![(h, from, to)];
+    while let Some(&(cur, from, to)) = chain.last() {
+        let mut in_futex: HashMap<i32, u64> = HashMap::new();
+        let mut asleep: Option<u64> = None;
+        let mut best: Option<(i32, u64, u64)> = None;
+        for e in t.events.iter().take_while(|e| e.ts.0 <= to) {
+            match &e.kind {
+                EventKind::SyscallEnter {
+                    call: rtwhy_model::SyscallKind::Futex,
+                    args,
+                } => {
+                    in_futex.insert(e.pid, args.get(1).copied().unwrap_or(u64::MAX));
+                }
+                EventKind::SyscallExit {
+                    call: rtwhy_model::SyscallKind::Futex,
+                    ..
+                } => {
+                    in_futex.remove(&e.pid);
+                }
+                EventKind::SchedSwitch {
+                    prev_pid,
+                    prev_state,
+                    next_pid,
+                    ..
+                } => {
+                    let locking = in_futex
+                        .get(&cur)
+                        .is_some_and(|op| matches!(op & 0x7f, 0 | 6 | 13));
+                    if *prev_pid == cur && !prev_state.is_runnable() && locking {
+                        asleep = Some(e.ts.0);
+                    }
+                    if *next_pid == cur {
+                        asleep = None;
+                    }
+                }
+                EventKind::SchedWaking { pid, .. } | EventKind::SchedWakeup { pid, .. }
+                    if *pid == cur && e.ts.0 >= from =>
+                {
+                    if let Some(since) = asleep.take() {
+                        if e.pid > 0 && e.pid != cur && in_futex.contains_key(&e.pid) {
+                            let link = (e.pid, since.max(from), e.ts.0);
+                            if best.is_none_or(|b| link.2 - link.1 > b.2 - b.1) {
+                                best = Some(link);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(next) = best else { break };
+        if next.0 == victim || chain.iter().any(|c| c.0 == next.0) {
+            return (
+                chain,
+                Some(format!("{} woken by {}, already in the chain", cur, next.0)),
+            );
+        }
+        if chain.len() > 4 {
+            return (
+                chain,
+                Some(format!(
+                    "longer than 5 holders ({} waits for {})",
+                    cur, next.0
+                )),
+            );
+        }
+        chain.push(next);
+    }
+    (chain, None)
+}
+
+/// Whether, while `h` was runnable at some time in `(from, until)`, a real-time task
+/// with a priority strictly between `h`'s unboosted one and the victim's ran on the CPU
+/// where `h` waited: the run state and who ran where, replayed over the whole trace.
+/// `h`'s unboosted priority is the one its events last gave before `from` (a PI boost's
+/// `oldprio`), raised by any it shows in the stretch; not the whole trace's highest
+/// number, which is its SCHED_OTHER 120 when it raised itself to real time after it
+/// started.
+fn medium_ran(t: &Trace, vprio: i32, h: i32, from: u64, until: u64) -> bool {
+    let mut base = 0;
+    let mut holder_on: Option<u32> = None;
+    let mut cur: HashMap<u32, (i32, i32)> = HashMap::new();
+    let mut medium = false;
+    // Whether, in the state before the next event, a medium task runs on the CPU where
+    // the holder is runnable.
+    let medium_now = |cur: &HashMap<u32, (i32, i32)>, holder_on: Option<u32>, base: i32| {
+        holder_on
+            .and_then(|c| cur.get(&c))
+            .is_some_and(|(pid, p)| *pid != h && *p < 100 && *p > vprio && *p < base)
+    };
+    for e in t.events.iter().take_while(|e| e.ts.0 < until) {
+        if e.ts.0 > from {
+            medium |= medium_now(&cur, holder_on, base);
+        }
+        // Before the stretch the last priority seen counts; in it the lowest.
+        let mut saw = |p: i32| base = if e.ts.0 <= from { p } else { base.max(p) };
+        match &e.kind {
+            EventKind::SchedSwitch {
+                prev_pid,
+                prev_prio,
+                prev_state,
+                next_pid,
+                next_prio,
+                ..
+            } => {
+                if *prev_pid == h {
+                    saw(*prev_prio);
+                    holder_on = prev_state.is_runnable().then_some(e.cpu);
+                }
+                if *next_pid == h {
+                    if e.ts.0 <= from {
+                        saw(*next_prio);
+                    }
+                    holder_on = None;
+                }
+                cur.insert(e.cpu, (*next_pid, *next_prio));
+            }
+            EventKind::SchedWaking {
+                pid,
+                prio,
+                target_cpu,
+                ..
+            }
+            | EventKind::SchedWakeup {
+                pid,
+                prio,
+                target_cpu,
+                ..
+            } if *pid == h && *target_cpu >= 0 => {
+                saw(*prio);
+                if holder_on.is_none() {
+                    holder_on = Some(*target_cpu as u32);
+                }
+            }
+            EventKind::SchedPiSetprio {
+                pid,
+                oldprio,
+                newprio,
+                ..
+            } if *pid == h => {
+                // A boost's oldprio, an unboost's newprio: the unboosted one.
+                saw((*oldprio).max(*newprio));
+            }
+            _ => {}
+        }
+    }
+    medium | medium_now(&cur, holder_on, base)
+}
+
 fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Result<(), String> {
     let cause = sp.s["primary"]["cause"].as_str().unwrap_or("");
     let (cpu, start, end) = (sp.cpu, sp.start, sp.end);
@@ -615,26 +776,6 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
             let Some(h) = holder else {
                 return Err("no holder (waker)".into());
             };
-            if cause == "lock_contention" {
-                let ran = t.events.iter().filter(|e| e.ts.0 >= start && e.ts.0 <= end).any(|e| {
-                    e.pid == h
-                        || matches!(&e.kind, EventKind::SchedSwitch { next_pid, .. } if *next_pid == h)
-                });
-                return ran.then_some(()).ok_or_else(|| "holder never ran".into());
-            }
-            // The holder's base priority, its run state, and who ran where, replayed
-            // over the whole trace up to the victim's switch-in.
-            let mut base = sp.s["waker"]["prio"].as_i64().unwrap_or(0) as i32;
-            let mut holder_on: Option<u32> = None;
-            let mut cur: HashMap<u32, (i32, i32)> = HashMap::new();
-            let mut medium = false;
-            // Whether, in the state before the next event, a medium task runs on the CPU
-            // where the holder is runnable.
-            let medium_now = |cur: &HashMap<u32, (i32, i32)>, holder_on: Option<u32>, base: i32| {
-                holder_on
-                    .and_then(|c| cur.get(&c))
-                    .is_some_and(|(pid, p)| *pid != h && *p < 100 && *p > sp.vprio && *p < base)
-            };
             // The wait ends when the holder wakes the victim.
             let until = t
                 .events
@@ -645,55 +786,31 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
                 .map(|e| e.ts.0)
                 .last()
                 .unwrap_or(end);
-            for e in t.events.iter().take_while(|e| e.ts.0 < until) {
-                if e.ts.0 > start {
-                    medium |= medium_now(&cur, holder_on, base);
+            let (chain, cut) = lock_chain(t, sp.victim, h, start, until);
+            if cause == "lock_contention" {
+                if let Some(why) = cut {
+                    return Err(format!("chain of holders not followed to its end: {why}"));
                 }
-                match &e.kind {
-                    EventKind::SchedSwitch {
-                        prev_pid,
-                        prev_prio,
-                        prev_state,
-                        next_pid,
-                        next_prio,
-                        ..
-                    } => {
-                        if *prev_pid == h {
-                            base = base.max(*prev_prio);
-                            holder_on = prev_state.is_runnable().then_some(e.cpu);
-                        }
-                        if *next_pid == h {
-                            holder_on = None;
-                        }
-                        cur.insert(e.cpu, (*next_pid, *next_prio));
-                    }
-                    EventKind::SchedWaking {
-                        pid,
-                        prio,
-                        target_cpu,
-                        ..
-                    }
-                    | EventKind::SchedWakeup {
-                        pid,
-                        prio,
-                        target_cpu,
-                        ..
-                    } if *pid == h && *target_cpu >= 0 => {
-                        base = base.max(*prio);
-                        if holder_on.is_none() {
-                            holder_on = Some(*target_cpu as u32);
-                        }
-                    }
-                    EventKind::SchedPiSetprio { pid, oldprio, .. } if *pid == h => {
-                        base = base.max(*oldprio);
-                    }
-                    _ => {}
-                }
+                let Some(&(last, from, to)) = chain.last() else {
+                    return Err("no holder".into());
+                };
+                let ran = t.events.iter().filter(|e| e.ts.0 >= from && e.ts.0 <= to).any(|e| {
+                    e.pid == last
+                        || matches!(&e.kind, EventKind::SchedSwitch { next_pid, .. } if *next_pid == last)
+                });
+                return ran
+                    .then_some(())
+                    .ok_or_else(|| format!("holder {last} at the end of the chain never ran"));
             }
-            medium |= medium_now(&cur, holder_on, base);
-            medium.then_some(()).ok_or_else(|| {
-                "no medium task ran on the holder's CPU while it was runnable".into()
-            })
+            chain
+                .iter()
+                .any(|&(holder, from, to)| medium_ran(t, sp.vprio, holder, from, to))
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "no medium task ran on the CPU of a holder (chain {chain:?}) while it was runnable"
+                    )
+                })
         }
         other => Err(format!("no check written for cause {other}")),
     }

@@ -53,6 +53,8 @@ pub(crate) struct ChainLink {
     pub asked: Event,
     /// This holder's wake-up of the earlier one: the lock released.
     pub released: Event,
+    /// This holder's futex call that released it (FUTEX_WAKE, FUTEX_UNLOCK_PI).
+    pub unlock: Event,
 }
 
 impl LockStory {
@@ -1069,9 +1071,10 @@ impl Ctx<'_> {
                     ),
                 );
                 push(
-                    &c.released,
-                    format!("{} releases that lock and wakes {w}", c.holder.comm),
+                    &c.unlock,
+                    format!("{} releases the lock {w} waits for", c.holder.comm),
                 );
+                push(&c.released, format!("{} wakes {w}", c.holder.comm));
                 waiter = Some(c.holder.comm.to_string());
             }
             if let Some(e) = &l.waking {
@@ -1126,7 +1129,10 @@ struct Runnable {
 enum HolderState {
     Runnable(Runnable),
     /// Asleep since `since`; `futex` is the lock call it blocked in, if it was one.
-    Blocked { since: Nanos, futex: Option<Event> },
+    Blocked {
+        since: Nanos,
+        futex: Option<Event>,
+    },
 }
 
 /// The futex call `tid` was in at index `idx` of `cpu`'s history: its `sys_enter_futex`
@@ -1231,6 +1237,8 @@ struct Next {
     asked: Event,
     /// The wake-up of the holder by the next holder.
     released: Event,
+    /// The next holder's futex call that woke it.
+    unlock: Event,
 }
 
 fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
@@ -1247,7 +1255,7 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
     // that lock's holder over the stretch the first waited for it, and so on: the
     // medium-priority work that counts is whatever delayed any of them.
     let mut link = (first, ep.start, until);
-    let mut pending: Option<(Event, Event)> = None;
+    let mut pending: Option<(Event, Event, Event)> = None;
     let mut visited = vec![ep.victim.tid];
     loop {
         let (tid, from, to) = link;
@@ -1256,10 +1264,11 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
         story.holder_ran = ran;
         match pending.take() {
             None => story.holder = Some(holder),
-            Some((asked, released)) => story.chain.push(ChainLink {
+            Some((asked, released, unlock)) => story.chain.push(ChainLink {
                 holder,
                 asked,
                 released,
+                unlock,
             }),
         }
         let Some(n) = next else { break };
@@ -1282,7 +1291,7 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
             break;
         }
         link = (n.tid, n.since.max(from), n.released.ts.min(to));
-        pending = Some((n.asked, n.released));
+        pending = Some((n.asked, n.released, n.unlock));
     }
     story.top_medium = by_task.into_values().max_by_key(|(_, ns)| *ns);
     story
@@ -1319,7 +1328,7 @@ fn holder_part(
     // a futex call (at, by, event): CPUs are read one after the other, so they are
     // paired once all are known.
     let mut sleeps: Vec<(Nanos, Option<Event>)> = Vec::new();
-    let mut wakes: Vec<(Nanos, i32, Event)> = Vec::new();
+    let mut wakes: Vec<(Nanos, i32, Event, Event)> = Vec::new();
     match holder_state_at(tr, holder_tid, from) {
         Some(HolderState::Runnable(r)) => {
             holder.prio = holder.prio.max(r.prio);
@@ -1352,7 +1361,8 @@ fn holder_part(
                             holder.prio = holder.prio.max(*prev_prio);
                             runnable.push((cpu, e.ts, e.clone()));
                         } else {
-                            sleeps.push((e.ts, futex_call_before(tr, cpu, i + k, holder_tid, true)));
+                            sleeps
+                                .push((e.ts, futex_call_before(tr, cpu, i + k, holder_tid, true)));
                         }
                     }
                     if *next_pid == holder_tid {
@@ -1371,11 +1381,10 @@ fn holder_part(
                 | EventKind::SchedWakeup {
                     pid, target_cpu, ..
                 } if *pid == holder_tid && *target_cpu >= 0 => {
-                    if e.pid > 0
-                        && e.pid != holder_tid
-                        && futex_call_before(tr, cpu, i + k, e.pid, false).is_some()
-                    {
-                        wakes.push((e.ts, e.pid, e.clone()));
+                    if e.pid > 0 && e.pid != holder_tid {
+                        if let Some(call) = futex_call_before(tr, cpu, i + k, e.pid, false) {
+                            wakes.push((e.ts, e.pid, e.clone(), call));
+                        }
                     }
                     if !runnable.iter().any(|r| r.0 == *target_cpu as u32) {
                         runnable.push((*target_cpu as u32, e.ts, e.clone()));
@@ -1440,17 +1449,25 @@ fn holder_part(
     }
     // The lock it waited for longest within the stretch: a sleep in a lock call ended
     // by another task's futex call (the release).
+    // Only the first wake-up after a sleep ends it (sched_waking, then sched_wakeup).
     sleeps.sort_by_key(|s| s.0);
+    wakes.sort_by_key(|w| w.0);
+    let mut ended: Vec<Nanos> = Vec::new();
     let next = wakes
         .into_iter()
-        .filter_map(|(at, by, released)| {
+        .filter_map(|(at, by, released, unlock)| {
             let (since, asked) = sleeps.iter().rev().find(|s| s.0 < at)?;
+            if ended.contains(since) {
+                return None;
+            }
+            ended.push(*since);
             let asked = asked.clone()?;
             Some(Next {
                 tid: by,
                 since: *since,
                 asked,
                 released,
+                unlock,
             })
         })
         .max_by_key(|n| n.released.ts.0.saturating_sub(n.since.max(from).0));

@@ -493,18 +493,24 @@ fn nested_locks_the_last_holder_preempted_by_medium_work_is_inversion() {
         "{}",
         why(s)
     );
-    assert!(text.contains(": t2:202 (FIFO/RR 10) kept high:100"), "{}", why(s));
+    assert!(
+        text.contains(": t2:202 (FIFO/RR 10) kept high:100"),
+        "{}",
+        why(s)
+    );
     assert!(text.contains("med:400"), "{}", why(s));
     // The evidence shows t1's own lock call and t2's release of it.
     assert!(
-        s.evidence.iter().any(|e| e.why.contains("asks for another")),
+        s.evidence
+            .iter()
+            .any(|e| e.why.contains("asks for another")),
         "{:#?}",
         s.evidence
     );
     assert!(
         s.evidence
             .iter()
-            .any(|e| e.why.contains("t2 releases that lock and wakes t1")),
+            .any(|e| e.why.contains("t2 releases the lock t1 waits for")),
         "{:#?}",
         s.evidence
     );
@@ -516,7 +522,9 @@ fn nested_locks_the_last_holder_running_its_section_is_contention() {
     let s = lock_wait_of_h(&a);
     assert_eq!(s.primary.cause, Cause::LockContention, "{}", why(s));
     assert!(
-        s.primary.summary.contains(": t2:202 (FIFO/RR 10) kept high:100"),
+        s.primary
+            .summary
+            .contains(": t2:202 (FIFO/RR 10) kept high:100"),
         "{}",
         why(s)
     );
@@ -528,7 +536,11 @@ fn a_chain_of_five_holders_is_followed_to_its_end() {
     let a = chain(5, true).analyze();
     let s = lock_wait_of_h(&a);
     assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
-    assert!(s.primary.summary.contains(": t5:205 (FIFO/RR 10) kept"), "{}", why(s));
+    assert!(
+        s.primary.summary.contains(": t5:205 (FIFO/RR 10) kept"),
+        "{}",
+        why(s)
+    );
 }
 
 #[test]
@@ -538,7 +550,11 @@ fn a_chain_longer_than_the_bound_is_cut_and_not_named() {
     let a = chain(6, true).analyze();
     let s = lock_wait_of_h(&a);
     assert_eq!(s.primary.cause, Cause::Unknown, "{}", why(s));
-    assert!(s.primary.summary.contains("not followed further"), "{}", why(s));
+    assert!(
+        s.primary.summary.contains("not followed further"),
+        "{}",
+        why(s)
+    );
     let a = chain(6, false).analyze();
     let s = lock_wait_of_h(&a);
     assert_eq!(s.primary.cause, Cause::Unknown, "{}", why(s));
@@ -574,7 +590,9 @@ fn a_cycle_of_lock_wake_ups_ends_the_chain() {
     let sp = lock_wait_of_h(&a);
     assert_eq!(sp.primary.cause, Cause::Unknown, "{}", why(sp));
     assert!(
-        sp.primary.summary.contains("already in the chain of holders"),
+        sp.primary
+            .summary
+            .contains("already in the chain of holders"),
         "{}",
         why(sp)
     );
