@@ -781,30 +781,46 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
             }
         }
         "migration" => {
-            let moved = t
+            // Moved while it waited: switched out runnable on another CPU, or a
+            // sched_migrate_task that is not the wake-up's own placement (which follows
+            // the victim's sched_waking on the same CPU within 50 us).
+            let in_window = || t.events.iter().filter(|e| e.ts.0 >= start && e.ts.0 <= end);
+            let wakings: Vec<(u32, u64)> = t
                 .events
                 .iter()
-                .filter(|e| e.ts.0 >= start && e.ts.0 <= end)
-                .any(|e| match &e.kind {
-                    EventKind::SchedMigrateTask { pid, .. } => *pid == sp.victim,
-                    EventKind::SchedWaking {
-                        pid, target_cpu, ..
-                    }
-                    | EventKind::SchedWakeup {
-                        pid, target_cpu, ..
-                    } => *pid == sp.victim && *target_cpu != cpu as i32,
-                    EventKind::SchedSwitch { prev_pid, .. } => {
-                        *prev_pid == sp.victim && e.cpu != cpu
-                    }
-                    _ => false,
-                });
+                .filter(|e| e.ts.0 + 50_000 >= start && e.ts.0 <= end)
+                .filter(
+                    |e| matches!(&e.kind, EventKind::SchedWaking { pid, .. } if *pid == sp.victim),
+                )
+                .map(|e| (e.cpu, e.ts.0))
+                .collect();
+            let moved = in_window().any(|e| match &e.kind {
+                EventKind::SchedMigrateTask {
+                    pid,
+                    orig_cpu,
+                    dest_cpu,
+                    ..
+                } => {
+                    *pid == sp.victim
+                        && orig_cpu != dest_cpu
+                        && !wakings
+                            .iter()
+                            .any(|&(c, w)| c == e.cpu && e.ts.0 >= w && e.ts.0 - w <= 50_000)
+                }
+                EventKind::SchedSwitch {
+                    prev_pid,
+                    prev_state,
+                    ..
+                } => *prev_pid == sp.victim && prev_state.is_runnable() && e.cpu != cpu,
+                _ => false,
+            });
             let stopper = t
                 .ran_on(cpu, start, end)
                 .iter()
                 .any(|(_, _, c)| is_stopper(c));
             (moved || stopper)
                 .then_some(())
-                .ok_or_else(|| "not moved, no stopper".into())
+                .ok_or_else(|| "not moved while waiting, no stopper".into())
         }
         "preemption" => t
             .ran_on(cpu, start, end)

@@ -261,12 +261,38 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             },
             Bucket::Victim => &[],
         };
+        let mut ns = item.ns;
+        let mut candidates = candidates;
+        // Idle or lower work on the new CPU is the move's only once the victim left its
+        // old CPU; before that it waited there, not here.
+        if let (Some(mv), Some((Cause::Migration, _))) = (&ctx.moved, candidates.split_first()) {
+            if !matches!(&item.bucket, Bucket::Task { comm, .. } if rules::migration::is_stopper(comm.as_bytes()))
+            {
+                let after = replay
+                    .segments
+                    .iter()
+                    .filter(|s| s.bucket == item.bucket && s.to > mv.at)
+                    .map(|s| s.to.0 - s.from.max(mv.at).0)
+                    .sum::<u64>()
+                    .min(ns);
+                if after > 0 && checked.holds(Cause::Migration, &ctx) {
+                    *groups.entry(Cause::Migration).or_default() += after;
+                    ns -= after;
+                }
+                // What kept it on the old CPU happened there, which the breakdown does
+                // not replay: this CPU's work before it arrived names nothing.
+                candidates = &[];
+            }
+        }
+        if ns == 0 {
+            continue;
+        }
         let cause = candidates
             .iter()
             .copied()
             .find(|c| checked.holds(*c, &ctx))
             .unwrap_or(Cause::Unknown);
-        *groups.entry(cause).or_default() += item.ns;
+        *groups.entry(cause).or_default() += ns;
     }
     // A low clock slows everything the CPU did in the window.
     if let Some((low, _)) = &freq {
@@ -401,8 +427,8 @@ pub(crate) struct Ctx<'a> {
     /// The search for a refused RT class, made when the victim is real-time and idle or
     /// lower work took part of its window.
     pub throttle: Option<Result<rules::rt_throttling::Throttle, String>>,
-    /// The event showing the victim changed CPUs in its window.
-    pub moved: Option<Event>,
+    /// The victim's move between CPUs, when it waited for one.
+    pub moved: Option<rules::migration::Move>,
 }
 
 /// One interrupt's share of a spike: its hard handler and its thread, together.
@@ -733,7 +759,7 @@ impl Ctx<'_> {
                     Bucket::Task { comm, .. } => rules::migration::is_stopper(comm.as_bytes()),
                     _ => false,
                 });
-                let moved = self.moved.as_ref().map(|e| match &e.kind {
+                let moved = self.moved.as_ref().map(|m| &m.event).map(|e| match &e.kind {
                     EventKind::SchedMigrateTask {
                         orig_cpu, dest_cpu, ..
                     } => format!("{victim} was moved from CPU {orig_cpu} to CPU {dest_cpu} while it waited"),
@@ -1016,8 +1042,8 @@ impl Ctx<'_> {
             }
         }
         if primary == Cause::Migration {
-            if let Some(e) = &self.moved {
-                push(e, format!("{} changes CPUs", victim.comm));
+            if let Some(m) = &self.moved {
+                push(&m.event, format!("{} changes CPUs", victim.comm));
             }
         }
         if primary == Cause::IdleExit {

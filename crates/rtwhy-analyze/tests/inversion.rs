@@ -597,3 +597,87 @@ fn a_cycle_of_lock_wake_ups_ends_the_chain() {
         why(sp)
     );
 }
+
+impl Seq {
+    fn migrate(
+        &mut self,
+        us: u64,
+        cpu: u32,
+        by: i32,
+        who: (i32, i32),
+        from: u32,
+        to: u32,
+    ) -> &mut Seq {
+        self.ev(
+            us,
+            cpu,
+            by,
+            EventKind::SchedMigrateTask {
+                comm: name(who.0),
+                pid: who.0,
+                prio: who.1,
+                orig_cpu: from as i32,
+                dest_cpu: to as i32,
+            },
+        )
+    }
+}
+
+#[test]
+fn a_wake_up_placed_on_another_cpu_is_not_a_migration() {
+    // As try_to_wake_up traces it: sched_waking names the CPU the task last ran on (0),
+    // the wake-up's own choice of CPU 1 follows at once on the waker's CPU
+    // (sched_migrate_task), and the task then waits on CPU 1, idle, like any woken task.
+    // The move took no time: the 400 us are CPU 1's, not a migration's.
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 0, IDLE, R, H);
+    t.switch(10, 0, H, S, (500, 120));
+    t.switch(20, 1, (600, 120), S, IDLE);
+    t.waking(1000, 0, 500, H, 0);
+    t.migrate(1001, 0, 500, H, 0, 1);
+    t.switch(1400, 1, IDLE, R, H);
+    let a = t.analyze();
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    assert_ne!(s.primary.cause, Cause::Migration, "{}", why(s));
+    assert!(
+        s.contributors.iter().all(|c| c.cause != Cause::Migration),
+        "{:?}",
+        s.contributors
+    );
+}
+
+#[test]
+fn only_the_wait_after_leaving_the_old_cpu_is_the_migration() {
+    // H (FIFO 90) is preempted on CPU 0 by a FIFO 99 task and waits there 3 ms; CPU 1
+    // then pulls it (sched_migrate_task on CPU 1) and runs it 2 ms later, once the
+    // normal task there is switched out. CPU 1's normal task before the pull did not
+    // delay H (H was not there): only the 2 ms after the move are the migration's, and
+    // nothing names the 3 ms on CPU 0, which the breakdown does not replay.
+    let hp = (700, 0);
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 1, IDLE, R, (500, 120));
+    t.switch(0, 0, IDLE, R, H);
+    t.waking(10, 0, H.0, hp, 0);
+    t.switch(11, 0, H, R, hp);
+    t.migrate(3011, 1, 500, H, 0, 1);
+    t.switch(5011, 1, (500, 120), R, H);
+    let mut none = SystemFacts::default();
+    none.set("kernel.preempt", "none");
+    let a = t.analyze_with(none);
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    let migration = std::iter::once(&s.primary)
+        .chain(s.contributors.iter())
+        .find(|f| f.cause == Cause::Migration)
+        .unwrap_or_else(|| panic!("no migration: {}", why(s)));
+    assert!(
+        (migration.share - 0.4).abs() < 0.01,
+        "migration {:.3} of 5 ms: {}",
+        migration.share,
+        why(s)
+    );
+    // CPU 1's normal task before the pull is not a non-preemptible kernel section that
+    // kept H waiting.
+    assert_ne!(s.primary.cause, Cause::KernelNonpreemptible, "{}", why(s));
+}
