@@ -1,16 +1,7 @@
-//! Safe wrappers around the few scheduling system calls rtwhy needs and the standard
-//! library lacks: scheduling policy, CPU affinity, thread ids, absolute sleeps on
-//! `CLOCK_MONOTONIC`, and futex-based mutexes with and without priority inheritance
-//! (the lab's priority-inversion scenarios need both kinds, with the exact futex
-//! operations C programs use).
-//!
-//! ```
-//! use rtwhy_record::sys::{monotonic_ns, LabMutex, LockKind};
-//! let m = LabMutex::new(LockKind::PriorityInheritance);
-//! m.lock();
-//! m.unlock();
-//! assert!(monotonic_ns() > 0);
-//! ```
+//! Scheduling system calls the standard library lacks: scheduling policy, CPU
+//! affinity, thread ids, absolute sleeps on `CLOCK_MONOTONIC`, and futex-based mutexes
+//! with and without priority inheritance (the lab's priority-inversion scenarios need
+//! both kinds, with the exact futex operations C programs use).
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -373,8 +364,9 @@ mod tests {
         let saved = affinity_mask().unwrap();
         set_affinity(&[0]).unwrap();
         let now = affinity_mask().unwrap();
-        // SAFETY (test): reading a bit of a valid cpu_set_t.
-        assert!(unsafe { libc::CPU_ISSET(0, &now) });
+        // SAFETY: reads bit 0 (below CPU_SETSIZE) of a valid cpu_set_t.
+        let cpu0 = unsafe { libc::CPU_ISSET(0, &now) };
+        assert!(cpu0);
         set_affinity_mask(&saved).unwrap();
         assert!(set_affinity(&[u32::MAX]).is_err());
     }
