@@ -843,13 +843,13 @@ impl Ctx<'_> {
                     let pi = if medium_ns > 0 {
                         // Never "undisturbed" when the trace shows medium-priority work
                         // on the holder's CPU: that part is the inversion contributor.
-                        let (whose, own) = if culprit.is_empty() {
-                            ("the holder's", "the holder's")
+                        let whose = if culprit.is_empty() {
+                            "the holder's"
                         } else {
-                            ("its", "its")
+                            "its"
                         };
                         format!(
-                            "; medium-priority work held {whose} CPU for {} of the wait while {who} was runnable (priority inversion), and {own} own run took the rest",
+                            "; medium-priority work held {whose} CPU for {} of the wait while {who} was runnable (priority inversion), and {whose} own run took the rest",
                             human_duration(medium_ns)
                         )
                     } else if l.is_some_and(|l| l.pi_boost.is_some()) || pi_futex {
