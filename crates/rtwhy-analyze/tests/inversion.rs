@@ -681,3 +681,21 @@ fn only_the_wait_after_leaving_the_old_cpu_is_the_migration() {
     // kept H waiting.
     assert_ne!(s.primary.cause, Cause::KernelNonpreemptible, "{}", why(s));
 }
+
+#[test]
+fn a_cpu_first_seen_inside_the_window_ran_the_task_its_first_switch_puts_off() {
+    // CPU 1 has no event before H's wake-up (the capture starts there): its first
+    // switch shows who held it, a normal task, and no task of unknown name and priority
+    // is counted as lower-priority work.
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.waking(100, 0, 0, H, 1);
+    t.switch(900, 1, (500, 120), R, H);
+    let mut none = SystemFacts::default();
+    none.set("kernel.preempt", "none");
+    let a = t.analyze_with(none);
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    assert_eq!(s.primary.cause, Cause::KernelNonpreemptible, "{}", why(s));
+    assert!(s.primary.summary.contains("other:500"), "{}", why(s));
+    assert!(!s.primary.summary.contains("<unknown>"), "{}", why(s));
+}
