@@ -353,10 +353,10 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             (primary, contributors)
         }
         _ => {
+            // A fold from +0.0: an empty f64 `sum()` is -0.0, which printed "-0%".
             let explained: f64 = ranked
                 .iter()
-                .map(|(_, ns)| share(*ns))
-                .sum::<f64>()
+                .fold(0.0, |acc, (_, ns)| acc + share(*ns))
                 .clamp(0.0, 1.0);
             let idle = items
                 .iter()
