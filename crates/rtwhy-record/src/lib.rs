@@ -19,6 +19,7 @@ pub mod probe;
 pub mod session;
 pub mod symbols;
 pub mod sys;
+pub mod timerlat;
 pub mod tracefs;
 pub mod watch;
 

@@ -165,7 +165,10 @@ impl Tracefs {
         let read = |p: PathBuf| -> Result<String> { read_text(&p) };
         let events_dir = self.root.join("events");
         let mut ftrace_formats = Vec::new();
-        for name in ["print", "function", "bprint", "bputs", "raw_data"] {
+        // timerlat and osnoise: the samples of the tracers of those names.
+        for name in [
+            "print", "function", "bprint", "bputs", "raw_data", "timerlat", "osnoise",
+        ] {
             let p = events_dir.join("ftrace").join(name).join("format");
             if p.is_file() {
                 ftrace_formats.push(read(p)?);
@@ -245,6 +248,11 @@ fn remove_instance_dir(dir: &Path) -> Result<()> {
         return Ok(());
     }
     let _ = write_file(&dir.join("tracing_on"), "0");
+    // A tracer (timerlat) keeps its kthreads and global hooks until it is unset.
+    let tracer = dir.join("current_tracer");
+    if fs::read_to_string(&tracer).is_ok_and(|t| t.trim() != "nop") {
+        let _ = write_file(&tracer, "nop");
+    }
     let _ = write_file(&dir.join("events").join("enable"), "0");
     match fs::remove_dir(dir) {
         Ok(()) => Ok(()),
@@ -370,6 +378,11 @@ impl Instance {
     /// Traces only these CPUs.
     pub fn set_cpus(&self, cpus: &[u32]) -> Result<()> {
         self.write("tracing_cpumask", &cpu_mask_hex(cpus))
+    }
+
+    /// Sets the instance's tracer (`timerlat`); `nop` unsets it.
+    pub fn set_tracer(&self, name: &str) -> Result<()> {
+        self.write("current_tracer", name)
     }
 
     /// Enables `system:event`; `Ok(false)` when the kernel lacks it.
