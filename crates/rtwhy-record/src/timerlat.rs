@@ -105,7 +105,11 @@ impl OsnoiseSettings {
         let mut first = Ok(());
         for (path, old) in self.saved.drain(..).rev() {
             // An empty osnoise/cpus reads back as nothing: "all CPUs" is written as such.
-            let value = if old.is_empty() { "\n".to_string() } else { old };
+            let value = if old.is_empty() {
+                "\n".to_string()
+            } else {
+                old
+            };
             if let Err(e) = write(&path, &value) {
                 if first.is_ok() {
                     first = Err(e);
@@ -317,7 +321,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let os = dir.path().join("osnoise");
         std::fs::create_dir(&os).unwrap();
-        std::fs::write(dir.path().join("available_tracers"), "timerlat osnoise nop\n").unwrap();
+        std::fs::write(
+            dir.path().join("available_tracers"),
+            "timerlat osnoise nop\n",
+        )
+        .unwrap();
         for (f, v) in [
             ("cpus", "0-1\n"),
             ("timerlat_period_us", "1000\n"),
