@@ -84,8 +84,7 @@ impl OsnoiseSettings {
             if !path.is_file() {
                 continue; // print_stack is newer than the tracer
             }
-            let old = std::fs::read_to_string(&path).map_err(|e| io_err(&path, e))?;
-            let old = old.trim().to_string();
+            let old = crate::tracefs::read_text(&path)?.trim().to_string();
             if old == value {
                 continue;
             }
@@ -126,12 +125,10 @@ impl Drop for OsnoiseSettings {
     }
 }
 
-fn io_err(path: &Path, e: std::io::Error) -> RecordError {
-    RecordError::Other(format!("{}: {e}", path.display()))
-}
-
 fn write(path: &Path, value: &str) -> Result<()> {
-    std::fs::write(path, value).map_err(|e| io_err(path, e))
+    std::fs::write(path, value).map_err(|e| {
+        RecordError::Other(format!("writing {value:?} to {}: {e}", path.display()))
+    })
 }
 
 /// Gives the running `timerlat/N` kthreads of `cpus` SCHED_FIFO `priority`; returns how

@@ -216,7 +216,7 @@ fn is_rtwhy_process(proc: &Path, pid: u32) -> bool {
 /// Reads a whole tracefs file. Some tracefs files (`events/header_page`) answer a small
 /// first read with a fragment and then end-of-file, so reads go in large chunks rather
 /// than `read_to_string`'s small probe.
-fn read_text(path: &Path) -> Result<String> {
+pub(crate) fn read_text(path: &Path) -> Result<String> {
     let mut f = fs::File::open(path).map_err(|e| io_err(path, e))?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
