@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench-record: needs root (tracefs, BPF, SCHED_FIFO)" >&2; exit 2; }
-[ "$(nproc)" -ge 2 ] || { echo "bench-record: needs at least 2 CPUs" >&2; exit 2; }
+[ "$(nproc --all)" -ge 2 ] || { echo "bench-record: needs at least 2 CPUs" >&2; exit 2; }
 for t in perf cyclictest gcc python3 taskset timeout; do
     command -v "$t" >/dev/null || { echo "bench-record: $t not found" >&2; exit 2; }
 done

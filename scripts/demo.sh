@@ -19,7 +19,7 @@ show() {
 
 live_reason() {
     [ "$(id -u)" -eq 0 ] || { echo "not root"; return; }
-    [ "$(nproc)" -ge 2 ] || { echo "one CPU only (the demo needs a CPU to disturb besides CPU 0)"; return; }
+    [ "$(nproc --all)" -ge 2 ] || { echo "one CPU only (the demo needs a CPU to disturb besides CPU 0)"; return; }
     if ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
         mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || { echo "tracefs cannot be mounted"; return; }
     fi
@@ -30,7 +30,7 @@ why_not=$(live_reason)
 live_status=0
 if [ -z "$why_not" ]; then
     keep=$(mktemp -d /tmp/rtwhy-demo.XXXXXX)
-    cpu=$(($(nproc) - 1))
+    cpu=$(($(nproc --all) - 1))
     show "sudo rtwhy selftest --scenarios preemption --victim probe --cpu $cpu --keep $keep"
     "$rtwhy" selftest --scenarios preemption --victim probe --cpu "$cpu" --keep "$keep" || live_status=$?
     # Show a capture of the induced cause (this machine's own noise makes others too).

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 minutes="${1:-10}"
 budget="${2:-24M}"
 [ "$(id -u)" -eq 0 ] || { echo "soak-record: needs root (tracefs, BPF, SCHED_FIFO)" >&2; exit 1; }
-[ "$(nproc)" -ge 2 ] || { echo "soak-record: needs 2 CPUs (the storm runs on CPU 1)" >&2; exit 1; }
+[ "$(nproc --all)" -ge 2 ] || { echo "soak-record: needs 2 CPUs (the storm runs on CPU 1)" >&2; exit 1; }
 command -v cyclictest >/dev/null || { echo "soak-record: cyclictest is missing: scripts/setup.sh test" >&2; exit 1; }
 cargo build --release --locked -q -p rtwhy
 rtwhy=$PWD/target/release/rtwhy

@@ -405,8 +405,15 @@ fn without_timerlat_auto_takes_rtwhys_probe_and_a_forced_timerlat_is_one_line() 
     assert_eq!(o.status.code(), Some(2), "{all}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{all}");
-    assert!(err.contains("--probe timerlat") && err.contains("no timerlat tracer"), "{all}");
-    assert_eq!(tracefs_state(), before, "after the refused --probe timerlat");
+    assert!(
+        err.contains("--probe timerlat") && err.contains("no timerlat tracer"),
+        "{all}"
+    );
+    assert_eq!(
+        tracefs_state(),
+        before,
+        "after the refused --probe timerlat"
+    );
 
     let auto = tmp.path().join("auto");
     let o = run(&[

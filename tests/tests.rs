@@ -12,5 +12,6 @@ mod perfetto;
 mod preconditions;
 mod report;
 mod roundtrip;
+mod rtla612;
 mod timerlat;
 mod tui;

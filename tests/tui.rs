@@ -109,16 +109,16 @@ fn opens_a_capture_jumps_zooms_shows_help_and_quits() {
     let t = Tmux::start(100, 30, &["tui", &file]);
     // It opens on the worst spike: the 50.38 ms RT-throttling one.
     let s = t.wait_for("Spikes 6, by time");
-    assert!(s.contains("50.38ms") && s.contains("rt_throttling"), "{s}");
+    assert!(s.contains("50.4ms") && s.contains("rt_throttling"), "{s}");
     t.keys(&["0"]);
     t.wait_for("cursor 4284.250351");
     let whole = t.screen();
-    assert!(!whole.contains("75.57ms wide"), "{whole}");
+    assert!(!whole.contains("75.6ms wide"), "{whole}");
     // Enter shows the selected spike's window: 50.38 ms and a quarter on each side.
     t.keys(&["Enter"]);
-    t.wait_for("75.57ms wide");
+    t.wait_for("75.6ms wide");
     t.keys(&["+"]);
-    let s = t.wait_for("37.79ms wide");
+    let s = t.wait_for("37.8ms wide");
     assert!(s.contains("P---"), "the spike's window is marked:\n{s}");
     // n selects the next spike in the list and shows it.
     t.keys(&["s", "n"]);

@@ -48,14 +48,11 @@ mod tracker;
 
 pub use audit::{audit, CHECKS};
 pub use config::{parse_duration, Config, TaskFilter};
-pub use tracker::{Seen, VictimStats};
+pub use rtwhy_model::{Analysis, Seen, VictimStats, MAX_SPIKES};
 
-use rtwhy_model::{Event, Nanos, Spike, SystemFacts};
+use rtwhy_model::{Event, Spike, SystemFacts};
 
 use tracker::{Outcome, Tracker};
-
-/// Most spikes diagnosed in one analysis; later ones are counted, not kept.
-pub const MAX_SPIKES: usize = 10_000;
 
 /// Feeds events, collects diagnosed spikes.
 pub struct Analyzer {
@@ -64,27 +61,6 @@ pub struct Analyzer {
     spikes_dropped: u64,
     /// Indexes of spikes diagnosed again since [`Analyzer::take_rediagnosed`].
     rediagnosed: Vec<usize>,
-}
-
-/// The result of an analysis.
-#[derive(Debug, Clone)]
-pub struct Analysis {
-    /// Every spike, in the order it ended.
-    pub spikes: Vec<Spike>,
-    /// Spikes beyond [`MAX_SPIKES`], not kept.
-    pub spikes_dropped: u64,
-    /// The system facts the diagnosis used.
-    pub facts: SystemFacts,
-    /// The latency threshold.
-    pub threshold: Nanos,
-    /// Events analyzed.
-    pub events: u64,
-    /// First and last event time.
-    pub span: Option<(Nanos, Nanos)>,
-    /// Which event types were present.
-    pub seen: Seen,
-    /// Every victim thread measured, worst first.
-    pub victims: Vec<VictimStats>,
 }
 
 impl Analyzer {

@@ -35,8 +35,9 @@
 //! assert_eq!(spikes[0].primary.cause.as_str(), "unknown");
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
+use crate::rules::kernel_nonpreemptible::{function_of, IDLE, IRQ_ENABLE};
 use rtwhy_model::{
     softirq_name, BlockingThread, Cause, Comm, Confidence, CpuList, Event, EventKind, Evidence,
     Finding, Interference, Nanos, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
@@ -51,9 +52,6 @@ const IDLE_EXIT_MAX_NS: u64 = 500_000;
 
 /// The kernel `trace` file prints microseconds: a sample's time may be up to this late.
 const TEXT_SLACK_NS: u64 = 1_000;
-
-/// rtla flags an IRQ handler delay from idle as "exit from idle" above this.
-pub const RTLA_EXIT_FROM_IDLE_NS: u64 = 10_000;
 
 /// Handler names of x86 system vectors as the osnoise tracer prints them: not devices.
 const SYSTEM_VECTORS: [&str; 14] = [
@@ -92,7 +90,8 @@ struct Period {
     /// are the thread sample's.
     irq_missing: bool,
     timer_irq: Option<(Nanos, u64, String)>,
-    blocking: Option<(Comm, u64, String)>,
+    /// The blocking thread's comm, time, line and the start of its noise.
+    blocking: Option<(Comm, u64, String, Nanos)>,
     nmi: Vec<(Interference, String)>,
     irq: Vec<(Interference, String)>,
     softirq: Vec<(Interference, String)>,
@@ -147,14 +146,17 @@ struct CpuState {
     state: State,
     period: Option<Period>,
     prev_irq: Option<(Interference, String)>,
-    /// The last event of any kind on the CPU before the current one, for event-free gaps.
-    last_event: Option<Nanos>,
-    /// The event before the timer IRQ sample's period began (its time and line).
-    last_before_irq: Option<Nanos>,
+    /// The times of the CPU's last events of any kind (oldest first), for event-free gaps,
+    /// with whether the CPU ran a task after each (known once a switch is recorded).
+    recent: VecDeque<(Nanos, Option<bool>)>,
+    /// The CPU runs a task (not idle), from its last recorded `sched_switch`.
+    busy: Option<bool>,
+    /// What the CPUs had recorded when the timer IRQ sample came.
+    before_irq: Before,
     current: Option<(i32, Comm)>,
     /// The spike of the CPU's last period, until the next period begins: the stack
     /// `-s` saves at the IRQ is printed after the thread sample.
-    last_spike: Option<usize>,
+    last_spike: Option<Judged>,
     /// Noise since the last thread sample, for a thread sample whose IRQ sample the
     /// trace does not hold (rtla saves only the end of its buffer).
     loose: Vec<(Tag, Interference, String)>,
@@ -162,8 +164,87 @@ struct CpuState {
     sampled: bool,
 }
 
+/// A reported period with what its verdict was made of: rtla's `-s` stack comes after
+/// the thread sample, and the verdict is made again with it.
+#[derive(Debug)]
+struct Judged {
+    index: usize,
+    period: Period,
+    thread: Option<(Nanos, String)>,
+    prev_irq: Option<(Interference, String)>,
+    before_irq: Before,
+}
+
+/// The event times kept when a timer IRQ sample came, of its CPU and of the others.
+#[derive(Debug, Clone, Default)]
+struct Before {
+    /// The CPU's own: the timer's handler may have recorded events before its sample
+    /// (the tick's wake-ups), so the CPU's silence before the handler ends at the last
+    /// of these that came before the handler began.
+    own: Vec<Nanos>,
+    /// Every other CPU's, with whether it ran a task after each.
+    others: Vec<Vec<(Nanos, Option<bool>)>>,
+    /// The spans of the NMIs, IRQs and softirqs the CPU ran since its last thread
+    /// sample: their noise events are written only at their end, so the time inside
+    /// them is not silence.
+    busy: Vec<(u64, u64)>,
+}
+
+impl Before {
+    /// The longest stretch from the expiry to the handler's start in which the CPU
+    /// recorded nothing and ran no interrupt handler: (length, from, to). It begins at
+    /// the expiry when an event before it is kept, else at the first kept event (the
+    /// trace, or what is kept of it, may begin later); none without a kept event
+    /// before `start`.
+    fn longest_silence(&self, expected: Nanos, start: Nanos) -> Option<(u64, Nanos, Nanos)> {
+        let before: Vec<u64> = self
+            .own
+            .iter()
+            .map(|t| t.0)
+            .filter(|t| *t < start.0)
+            .collect();
+        let first = if before.iter().any(|t| *t <= expected.0) {
+            expected.0
+        } else {
+            *before.first()?
+        };
+        let mut pts: Vec<u64> = before.into_iter().filter(|t| *t > first).collect();
+        pts.extend([first, start.0]);
+        for (a, b) in &self.busy {
+            pts.extend([*a, *b].into_iter().filter(|t| *t > first && *t < start.0));
+        }
+        pts.sort_unstable();
+        pts.dedup();
+        pts.windows(2)
+            .filter_map(|w| match w {
+                [a, b] if !self.busy.iter().any(|(x, y)| a >= x && b <= y) => {
+                    Some((b - a, Nanos(*a), Nanos(*b)))
+                }
+                _ => None,
+            })
+            .max_by_key(|g| g.0)
+    }
+
+    fn last_before(&self, t: Nanos) -> Option<Nanos> {
+        self.own.iter().rev().find(|x| x.0 < t.0).copied()
+    }
+
+    /// Another CPU, running a task (an idle CPU records nothing anyway), is known to
+    /// have recorded nothing from `from` to `to`: its last kept event before `to` came
+    /// before `from`. Then the machine was stopped from outside, and a stopped CPU takes
+    /// its pending interrupt wherever it resumes.
+    fn other_cpu_silent(&self, from: Nanos, to: Nanos) -> bool {
+        self.others.iter().any(|ts| {
+            ts.iter()
+                .rev()
+                .find(|(t, _)| t.0 < to.0)
+                .is_some_and(|(last, busy)| last.0 < from.0 && *busy == Some(true))
+        })
+    }
+}
+
 /// A CPU's period still open at the end, with what judging it needs.
-type OpenPeriod = (u32, Period, Option<(Interference, String)>, Option<Nanos>);
+type OpenPeriod = (u32, Period, Option<(Interference, String)>, Before);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tag {
@@ -176,14 +257,25 @@ enum Tag {
 /// Most loose noise events kept per CPU between two samples.
 const MAX_LOOSE: usize = 4096;
 
+/// Event times kept per CPU for the silence before a timer IRQ.
+const RECENT: usize = 16;
+
 impl CpuState {
+    fn saw(&mut self, ts: Nanos) {
+        if self.recent.len() >= RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((ts, self.busy));
+    }
+
     fn new() -> CpuState {
         CpuState {
             state: State::WaitingIrq,
             period: None,
             prev_irq: None,
-            last_event: None,
-            last_before_irq: None,
+            recent: VecDeque::new(),
+            busy: None,
+            before_irq: Before::default(),
             current: None,
             last_spike: None,
             loose: Vec::new(),
@@ -271,6 +363,7 @@ impl TimerlatAnalyzer {
                 self.learn(*next_pid, *next_comm, *next_prio);
                 let cpu = self.cpus.entry(ev.cpu).or_insert_with(CpuState::new);
                 cpu.current = Some((*next_pid, *next_comm));
+                cpu.busy = Some(*next_pid != 0);
             }
             EventKind::SchedWaking {
                 comm, pid, prio, ..
@@ -283,7 +376,7 @@ impl TimerlatAnalyzer {
         self.cpus
             .entry(ev.cpu)
             .or_insert_with(CpuState::new)
-            .last_event = Some(ev.ts);
+            .saw(ev.ts);
     }
 
     fn learn(&mut self, pid: i32, comm: Comm, prio: i32) {
@@ -305,8 +398,30 @@ impl TimerlatAnalyzer {
         };
         if let Some(p) = c.period.as_mut() {
             p.stack = frames;
-        } else if let Some(s) = c.last_spike.and_then(|i| self.spikes.get_mut(i)) {
-            s.stack = frames;
+            return;
+        }
+        let Some(j) = c.last_spike.take() else {
+            return;
+        };
+        let Some(mut spike) = self.spikes.get(j.index).cloned() else {
+            return;
+        };
+        spike.stack = frames;
+        let (primary, mut evidence) = self.verdict(
+            &spike,
+            &j.period,
+            j.thread.as_ref().map(|(ts, l)| (*ts, l.as_str())),
+            j.prev_irq.as_ref(),
+            &j.before_irq,
+        );
+        evidence.sort_by_key(|e| e.ts);
+        spike.primary = primary;
+        spike.evidence = evidence;
+        if let Some(slot) = self.spikes.get_mut(j.index) {
+            *slot = spike;
+        }
+        if let Some(c) = self.cpus.get_mut(&cpu) {
+            c.last_spike = Some(j);
         }
     }
 
@@ -320,9 +435,41 @@ impl TimerlatAnalyzer {
     pub fn push_record_line(&mut self, rec: &OsnoiseRecord, text: Option<&str>) {
         let line = text.map_or_else(|| record_line(rec), |t| t.trim().to_owned());
         let threshold = self.threshold;
+        // The CPUs' recent events matter only where the IRQ handler delay (at most the
+        // IRQ latency) can be 30 % of a reported latency: most samples skip the copies.
+        let irq_sample = matches!(
+            rec.kind,
+            OsnoiseKind::TimerlatSample {
+                context: TimerlatContext::Irq,
+                latency_ns,
+                ..
+            } if latency_ns as f64 >= threshold.0 as f64 * PRIMARY_SHARE
+        );
+        let others: Vec<Vec<(Nanos, Option<bool>)>> = if irq_sample {
+            self.cpus
+                .iter()
+                .filter(|(c, _)| **c != rec.cpu)
+                .map(|(_, st)| st.recent.iter().copied().collect())
+                .collect()
+        } else {
+            Vec::new()
+        };
         let cpu = self.cpus.entry(rec.cpu).or_insert_with(CpuState::new);
-        let before = cpu.last_event;
-        cpu.last_event = Some(rec.ts);
+        let before = if irq_sample {
+            Before {
+                own: cpu.recent.iter().map(|(t, _)| *t).collect(),
+                others,
+                busy: cpu
+                    .loose
+                    .iter()
+                    .filter(|(tag, _, _)| matches!(tag, Tag::Nmi | Tag::Irq | Tag::Softirq))
+                    .map(|(_, i, _)| (i.start.0, i.start.0.saturating_add(i.duration_ns)))
+                    .collect(),
+            }
+        } else {
+            Before::default()
+        };
+        cpu.saw(rec.ts);
         match &rec.kind {
             OsnoiseKind::TimerlatSample {
                 seqnum,
@@ -335,7 +482,7 @@ impl TimerlatAnalyzer {
                 if let Some(p) = cpu.period.take() {
                     if cpu.state == State::WaitingThread && p.irq_latency >= threshold.0 {
                         let prev = cpu.prev_irq.clone();
-                        let last = cpu.last_before_irq;
+                        let last = cpu.before_irq.clone();
                         self.finish_period(rec.cpu, p, None, prev, last);
                     }
                 }
@@ -347,7 +494,7 @@ impl TimerlatAnalyzer {
                 }
                 cpu.sampled = true;
                 cpu.loose.clear();
-                cpu.last_before_irq = before;
+                cpu.before_irq = before;
                 cpu.period = Some(Period {
                     seqnum: *seqnum,
                     irq_ts: rec.ts,
@@ -378,14 +525,14 @@ impl TimerlatAnalyzer {
                     _ => {
                         if *latency_ns >= threshold.0 {
                             let p = Period::without_irq(rec, *seqnum, *latency_ns, line, loose);
-                            self.finish_period(rec.cpu, p, None, None, None);
+                            self.finish_period(rec.cpu, p, None, None, Before::default());
                         }
                         return;
                     }
                 };
                 if *latency_ns >= threshold.0 || p.irq_latency >= threshold.0 {
                     let prev = cpu.prev_irq.clone();
-                    let last = cpu.last_before_irq;
+                    let last = cpu.before_irq.clone();
                     self.finish_period(rec.cpu, p, Some((*latency_ns, rec.ts, line)), prev, last);
                 }
             }
@@ -451,7 +598,7 @@ impl TimerlatAnalyzer {
                     NoiseSource::Thread { comm, pid } => {
                         if let (true, Some(p)) = (waiting_thread, cpu.period.as_mut()) {
                             if *pid == p.irq_pid && p.blocking.is_none() {
-                                p.blocking = Some((*comm, *duration_ns, line));
+                                p.blocking = Some((*comm, *duration_ns, line, *start));
                             } else {
                                 p.thread
                                     .push((item(comm.to_string(), i64::from(*pid)), line));
@@ -480,7 +627,7 @@ impl TimerlatAnalyzer {
             .filter_map(|(cpu, c)| {
                 c.period
                     .take()
-                    .map(|p| (*cpu, p, c.prev_irq.clone(), c.last_before_irq))
+                    .map(|p| (*cpu, p, c.prev_irq.clone(), c.before_irq.clone()))
             })
             .filter(|(_, p, _, _)| p.irq_latency >= self.threshold.0)
             .collect();
@@ -497,7 +644,7 @@ impl TimerlatAnalyzer {
         p: Period,
         thread: Option<(u64, Nanos, String)>,
         prev_irq: Option<(Interference, String)>,
-        last_before_irq: Option<Nanos>,
+        before_irq: Before,
     ) {
         let expected = Nanos(p.irq_ts.0.saturating_sub(p.irq_latency));
         // The IRQ sample is taken inside the timer's handler, so its time lies within
@@ -536,10 +683,10 @@ impl TimerlatAnalyzer {
             comm: p
                 .blocking
                 .as_ref()
-                .map(|(c, _, _)| c.to_string())
+                .map(|(c, _, _, _)| c.to_string())
                 .or_else(|| comm_of(p.irq_pid)),
             pid: p.irq_pid,
-            duration_ns: p.blocking.as_ref().map_or(0, |(_, d, _)| *d),
+            duration_ns: p.blocking.as_ref().map_or(0, |(_, d, _, _)| *d),
         };
         let (context, latency_ns) = match &thread {
             Some((lat, _, _)) => (TimerlatContext::Thread, *lat),
@@ -587,13 +734,19 @@ impl TimerlatAnalyzer {
             &p,
             thread.as_ref().map(|(_, ts, l)| (*ts, l.as_str())),
             prev_irq.as_ref().filter(|_| prev_overlaps),
-            last_before_irq,
+            &before_irq,
         );
         spike.primary = primary;
         spike.evidence = evidence;
         spike.evidence.sort_by_key(|e| e.ts);
         if let Some(c) = self.cpus.get_mut(&cpu) {
-            c.last_spike = Some(self.spikes.len());
+            c.last_spike = Some(Judged {
+                index: self.spikes.len(),
+                period: p,
+                thread: thread.map(|(_, ts, l)| (ts, l)),
+                prev_irq: prev_irq.filter(|_| prev_overlaps),
+                before_irq,
+            });
         }
         self.spikes.push(spike);
     }
@@ -605,7 +758,7 @@ impl TimerlatAnalyzer {
         p: &Period,
         thread_line: Option<(Nanos, &str)>,
         prev_irq: Option<&(Interference, String)>,
-        last_before_irq: Option<Nanos>,
+        before_irq: &Before,
     ) -> (Finding, Vec<Evidence>) {
         let total = s.latency_ns.max(1);
         let share = |ns: u64| ns as f64 / total as f64;
@@ -717,6 +870,27 @@ impl TimerlatAnalyzer {
             return (unknown(String::new()), evidence);
         };
         let breakdown = describe(s);
+        if s.context == TimerlatContext::Irq && p.timer_irq.is_none() && self.noise > 0 {
+            let last = before_irq.last_before(p.irq_ts);
+            let silence = match last {
+                Some(t) => {
+                    let from = Nanos(t.0.max(s.expected.0));
+                    format!(
+                        "; CPU {} recorded no event for {} (from {:.6}) until the IRQ sample, but when in that span the handler began is not recorded",
+                        s.cpu,
+                        us(p.irq_ts.0.saturating_sub(from.0)),
+                        from.as_secs_f64()
+                    )
+                }
+                None => String::new(),
+            };
+            return (
+                unknown(format!(
+                    "the trace holds no osnoise:irq_noise of this timer IRQ: the osnoise tracer writes it when the handler returns, and a stop on the IRQ latency (rtla -a/-i) turns tracing off inside the handler, so the handler delay is not recorded{silence}"
+                )),
+                evidence,
+            );
+        }
         if ns == 0 || share(ns) < PRIMARY_SHARE {
             return (
                 unknown(format!(
@@ -786,9 +960,39 @@ impl TimerlatAnalyzer {
                 }
                 // The CPU's silence before the handler: from its last recorded event
                 // (or the expiry, when that came later) to the handler's start.
-                let silent_since = last_before_irq.map(|t| Nanos(t.0.max(s.expected.0)));
-                let gap = silent_since.map_or(0, |t| start.0.saturating_sub(t.0));
-                let event_free = prev_irq.is_none() && share(gap) >= PRIMARY_SHARE;
+                let silence = before_irq.longest_silence(s.expected, *start);
+                let gap = silence.map_or(0, |(g, _, _)| g);
+                let event_free = share(gap) >= PRIMARY_SHARE;
+                // The stack rtla saves at the timer IRQ (-s): the innermost interrupted
+                // frame is where the pending interrupt was finally taken.
+                let inner = interrupted(&s.stack);
+                let idle_frame = inner.iter().find(|f| IDLE.contains(&function_of(f)));
+                if let (Some(first), None) = (inner.first(), idle_frame) {
+                    if IRQ_ENABLE.contains(&function_of(first))
+                        && !before_irq.other_cpu_silent(s.expected, *start)
+                    {
+                        let holder = inner
+                            .iter()
+                            .find(|f| {
+                                let f = function_of(f);
+                                !IRQ_ENABLE.contains(&f) || f == "multi_cpu_stop"
+                            })
+                            .unwrap_or(first);
+                        return (
+                            finding(
+                                Cause::KernelNonpreemptible,
+                                share(ns),
+                                Confidence::Medium,
+                                format!(
+                                    "the timer's IRQ handler began {} after the expiry on CPU {}, taken in {first}, which turns interrupts back on: {holder} had them off until then (the stack at the IRQ)",
+                                    us(ns),
+                                    s.cpu
+                                ),
+                            ),
+                            evidence,
+                        );
+                    }
+                }
                 if s.exit_from_idle && ns <= IDLE_EXIT_MAX_NS {
                     return (
                         finding(
@@ -804,37 +1008,70 @@ impl TimerlatAnalyzer {
                         evidence,
                     );
                 }
-                if event_free {
-                    let since = silent_since.unwrap_or(s.expected);
-                    let what = if s.exit_from_idle {
+                if let (true, Some((_, since, until))) = (event_free, silence) {
+                    let what = if s.blocking_thread.pid == 0 {
                         "idle (halted)"
                     } else {
                         "running a task"
+                    };
+                    // A stack that does not show the idle loop leaves open that the
+                    // interrupted code itself had interrupts off (an inlined
+                    // local_irq_restore leaves no frame of its own).
+                    let others_silent = before_irq.other_cpu_silent(since, until);
+                    let (cap, stack_note) = match (idle_frame, inner.first()) {
+                        (None, Some(f)) if others_silent => (
+                            Confidence::Medium,
+                            format!("; another CPU recorded nothing over the same stretch, so the machine was stopped and the timer was taken where CPU {} resumed ({f})", s.cpu),
+                        ),
+                        (Some(f), _) => (
+                            Confidence::Medium,
+                            format!("; the stack at the IRQ shows the CPU halted in {f}, interrupts on"),
+                        ),
+                        (None, Some(f)) => (
+                            Confidence::Low,
+                            format!("; the stack at the IRQ shows it taken in {f}, which may itself have kept interrupts off (the stack cannot tell)"),
+                        ),
+                        (None, None) => (Confidence::Medium, String::new()),
                     };
                     return (
                         finding(
                             Cause::Hwlat,
                             share(gap),
-                            Confidence::Medium,
+                            cap,
                             format!(
-                                "CPU {} was {what} and recorded no event for {} (from {:.6}) until its timer's handler, {} after the expiry: the CPU was stopped (SMI or hypervisor){}",
+                                "CPU {} was {what} and recorded no event for {} (from {:.6} to {:.6}) between its timer's expiry and the handler, which began {} after the expiry: the CPU was stopped (SMI or hypervisor){stack_note}",
                                 s.cpu,
                                 us(gap),
                                 since.as_secs_f64(),
+                                until.as_secs_f64(),
                                 us(ns),
-                                if s.stack.is_empty() { "" } else { "; the stack at the IRQ is in the report" }
                             ),
                         ),
                         evidence,
                     );
                 }
+                let why = match silence {
+                    None => format!("the trace holds no event of CPU {} before the handler, so how long it was silent is not known", s.cpu),
+                    Some((g, from, to)) => format!(
+                        "CPU {}'s longest event-free stretch between the expiry and the handler was {} (from {:.6} to {:.6})",
+                        s.cpu,
+                        us(g),
+                        from.as_secs_f64(),
+                        to.as_secs_f64()
+                    )
+                };
+                let open = match (idle_frame, inner.first()) {
+                    (Some(f), _) => format!("the stack at the IRQ shows the CPU halted in {f}, interrupts on, but nothing recorded rules out an interrupt handler or another stop before it"),
+                    (None, Some(f)) => format!("the stack at the IRQ shows it taken in {f}; nothing recorded says whether interrupts were off in the kernel or the CPU was stopped"),
+                    (None, None) => "nothing recorded says whether interrupts were off in the kernel or the CPU was stopped (`rtla timerlat -s` saves the stack at the IRQ)".to_owned(),
+                };
                 (
                     unknown(format!(
-                        "the timer's IRQ handler began {} late ({:.0} %) with {} on CPU {}; nothing recorded says whether interrupts were off in the kernel or the CPU was stopped: record with sched and irq events, or `rtla timerlat -s` for the stack",
+                        "the timer's IRQ handler began {} late ({:.0} %) with {} on CPU {}; {why}; {open}",
                         us(ns),
                         share(ns) * 100.0,
                         s.blocking_thread.comm.as_deref().unwrap_or("a task"),
-                        s.cpu
+                        s.cpu,
                     )),
                     evidence,
                 )
@@ -917,12 +1154,12 @@ impl TimerlatAnalyzer {
                 evidence,
             ),
             Part::Blocking | Part::Thread => {
-                let (comm, pid, dur, line) = match part {
+                let (comm, pid, dur, line, start) = match part {
                     Part::Blocking => {
-                        let Some((c, d, l)) = &p.blocking else {
+                        let Some((c, d, l, start)) = &p.blocking else {
                             return (unknown(breakdown), evidence);
                         };
-                        (c.to_string(), p.irq_pid, *d, l.clone())
+                        (c.to_string(), p.irq_pid, *d, l.clone(), *start)
                     }
                     _ => {
                         let Some((i, l)) = top(&p.thread) else {
@@ -933,11 +1170,12 @@ impl TimerlatAnalyzer {
                             i32::try_from(i.id).unwrap_or(-1),
                             i.duration_ns,
                             l,
+                            i.start,
                         )
                     }
                 };
                 evidence.push(ev(
-                    p.irq_ts,
+                    start,
                     &line,
                     format!("{comm}:{pid} ran {} before the thread", us(dur)),
                 ));
@@ -1075,6 +1313,16 @@ impl TimerlatAnalyzer {
     fn isolated(&self, cpu: u32) -> bool {
         self.isolated.as_ref().is_some_and(|l| l.contains(cpu))
     }
+}
+
+/// The frames the timer interrupt interrupted: those after the interrupt entry
+/// (`asm_sysvec_apic_timer_interrupt`, ...), innermost first.
+fn interrupted(stack: &[String]) -> &[String] {
+    stack
+        .iter()
+        .position(|f| function_of(f).starts_with("asm_"))
+        .and_then(|i| stack.get(i + 1..))
+        .unwrap_or(&[])
 }
 
 fn unknown(summary: String) -> Finding {
@@ -1263,5 +1511,128 @@ mod tests {
         let s = a.finish();
         assert_eq!(s[0].irq.len(), 1);
         assert_eq!(s[0].primary.cause, Cause::Unknown);
+    }
+    fn stack(inner: &[&str]) -> Vec<String> {
+        [
+            "timerlat_irq",
+            "hrtimer_interrupt",
+            "asm_sysvec_apic_timer_interrupt",
+        ]
+        .iter()
+        .chain(inner)
+        .map(|f| (*f).to_owned())
+        .collect()
+    }
+
+    fn waking(ts: u64, cpu: u32) -> Event {
+        Event {
+            ts: Nanos(ts),
+            cpu,
+            pid: 300,
+            kind: EventKind::Generic(rtwhy_model::GenericEvent {
+                system: "sched".into(),
+                name: "sched_waking".into(),
+                fields: Vec::new(),
+            }),
+        }
+    }
+
+    /// A period whose timer handler began 2 ms late on a CPU silent since 7 ms, with
+    /// rtla's `-s` stack (printed after the thread sample) of `inner`; CPU 0's last
+    /// event came at `cpu0` ns.
+    fn late_timer(inner: &[&str], cpu0: u64) -> TimerlatSpike {
+        let mut a = TimerlatAnalyzer::new(Nanos(1_000_000), None);
+        // CPU 0 switches to a task then.
+        a.push_event(&Event {
+            ts: Nanos(cpu0),
+            cpu: 0,
+            pid: 0,
+            kind: EventKind::SchedSwitch {
+                prev_comm: Comm::new("swapper/0"),
+                prev_pid: 0,
+                prev_prio: 120,
+                prev_state: rtwhy_model::TaskState(0),
+                next_comm: Comm::new("load"),
+                next_pid: 400,
+                next_prio: 120,
+            },
+        });
+        a.push_record(&irq(7_000_000, "local_timer", 236, 6_990_000, 10_000));
+        // Due at 10 ms; the handler began at 12 ms and woke a task (the tick's
+        // rcuc/1) before its sample.
+        a.push_event(&waking(12_020_000, 1));
+        a.push_record(&sample(12_030_000, 300, 4, TimerlatContext::Irq, 2_030_000));
+        a.push_record(&irq(12_060_000, "local_timer", 236, 12_000_000, 60_000));
+        a.push_record(&sample(
+            12_100_000,
+            9,
+            4,
+            TimerlatContext::Thread,
+            2_100_000,
+        ));
+        a.push_stack(1, stack(inner));
+        let mut s = a.finish();
+        assert_eq!(s.len(), 1);
+        s.remove(0)
+    }
+
+    #[test]
+    fn the_silence_before_a_late_timer_ends_where_its_handler_begins() {
+        // The event at 12.02 ms is the handler's own: the CPU was silent 10-12 ms.
+        let s = late_timer(&["native_safe_halt", "default_idle", "do_idle"], 11_000_000);
+        assert_eq!(s.irq_handler_delay_ns, Some(2_000_000));
+        assert_eq!(s.primary.cause, Cause::Hwlat);
+        assert_eq!(s.primary.confidence, Confidence::Medium);
+        assert!(
+            s.primary.summary.contains("native_safe_halt"),
+            "{}",
+            s.primary.summary
+        );
+    }
+
+    #[test]
+    fn a_late_timer_taken_where_interrupts_come_back_on_is_that_code() {
+        let holder = [
+            "_raw_spin_unlock_irqrestore",
+            "e1000_watchdog",
+            "process_one_work",
+        ];
+        let s = late_timer(&holder, 11_000_000);
+        assert_eq!(s.primary.cause, Cause::KernelNonpreemptible);
+        assert!(
+            s.primary.summary.contains("e1000_watchdog had them off"),
+            "{}",
+            s.primary.summary
+        );
+        // Other kernel code at the IRQ: still a silent CPU, but the stack cannot rule
+        // out that code keeping interrupts off.
+        let s = late_timer(&["queue_work_on", "irq_work_single"], 11_000_000);
+        assert_eq!(s.primary.cause, Cause::Hwlat);
+        assert_eq!(s.primary.confidence, Confidence::Low);
+        // CPU 0 silent from 6 ms over the whole delay too: the VM was stopped, and the
+        // timer was taken wherever CPU 1 resumed.
+        let s = late_timer(&holder, 6_000_000);
+        assert_eq!(s.primary.cause, Cause::Hwlat);
+        assert_eq!(s.primary.confidence, Confidence::Medium);
+        assert!(
+            s.primary.summary.contains("another CPU recorded nothing"),
+            "{}",
+            s.primary.summary
+        );
+    }
+    #[test]
+    fn time_inside_an_interrupt_handler_is_not_silence() {
+        // A local_timer handler (not a device) ran 9.99-10.30 ms, across the expiry at
+        // 10 ms; its irq_noise is written at its end, so nothing else is recorded in
+        // it. The timer's handler began at 10.305 ms.
+        let mut a = TimerlatAnalyzer::new(Nanos(100_000), None);
+        a.push_event(&waking(9_000_000, 1));
+        a.push_record(&irq(10_300_000, "local_timer", 236, 9_990_000, 310_000));
+        a.push_record(&sample(10_310_000, 300, 4, TimerlatContext::Irq, 310_000));
+        a.push_record(&irq(10_320_000, "local_timer", 236, 10_305_000, 10_000));
+        a.push_record(&sample(10_330_000, 9, 4, TimerlatContext::Thread, 330_000));
+        let s = a.finish();
+        assert_eq!(s[0].irq_handler_delay_ns, Some(305_000));
+        assert_ne!(s[0].primary.cause, Cause::Hwlat, "{:?}", s[0].primary);
     }
 }

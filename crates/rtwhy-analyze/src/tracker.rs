@@ -3,8 +3,8 @@
 use std::collections::{HashSet, VecDeque};
 
 use rtwhy_model::{
-    parse_fact_marker, BreachRecord, Comm, Event, EventKind, Nanos, SpikeKind, SpikeSource,
-    SyscallKind, SystemFacts, TaskRef,
+    parse_fact_marker, BreachRecord, Comm, Event, EventKind, Nanos, Seen, SpikeKind, SpikeSource,
+    SyscallKind, SystemFacts, TaskRef, VictimStats,
 };
 
 use crate::breakdown::{LateTimer, TaskNames, TimerFire};
@@ -128,44 +128,6 @@ pub(crate) enum Outcome {
     /// A marker brings what the events could not show (what the late timer interrupt
     /// interrupted) for an episode already diagnosed: diagnose it again with it.
     Rediagnose { spike: usize, episode: Box<Episode> },
-}
-
-/// Which event types a trace holds, to say what was missing.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Seen {
-    /// `sched_switch`.
-    pub switch: bool,
-    /// `sched_waking`.
-    pub waking: bool,
-    /// `sched_wakeup`.
-    pub wakeup: bool,
-    /// `irq_handler_entry`.
-    pub irq: bool,
-    /// `softirq_entry`.
-    pub softirq: bool,
-    /// `hrtimer_expire_entry`.
-    pub hrtimer: bool,
-    /// `hrtimer_start`.
-    pub hrtimer_start: bool,
-    /// `cpu_idle`.
-    pub cpu_idle: bool,
-    /// `cpu_frequency`.
-    pub cpu_frequency: bool,
-    /// `sys_enter_futex`.
-    pub futex: bool,
-    /// `sched_pi_setprio`.
-    pub pi_setprio: bool,
-}
-
-/// Per-thread measurement summary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VictimStats {
-    /// The thread.
-    pub task: TaskRef,
-    /// Wake-ups (and preemptions) measured.
-    pub episodes: u64,
-    /// Worst latency measured, in ns.
-    pub max_ns: u64,
 }
 
 pub(crate) struct Tracker {

@@ -10,7 +10,7 @@
 //! ```
 //! use rtwhy_lab::{Platform, Scenario};
 //! // A machine with nothing readable: a scenario that needs RPS says why it cannot run.
-//! let p = Platform::at(std::path::Path::new("/nonexistent"));
+//! let p = Platform::from_facts(std::path::Path::new("/nonexistent"), Vec::new());
 //! let why = Scenario::Softirq.check(&p, 1).unwrap_err();
 //! assert!(why.contains("CPU"), "{why}");
 //! assert_eq!(Scenario::parse("rt_throttling"), Some(Scenario::RtThrottling));
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rtwhy_model::Cause;
-use rtwhy_record::sys::LockKind;
+use rtwhy_sys::LockKind;
 
 pub use load::{Load, Stop};
 pub use platform::{BlockIrq, Platform};
@@ -510,7 +510,7 @@ mod tests {
     #[test]
     fn a_vm_without_cpufreq_or_smm_says_why() {
         let root = fake(VM);
-        let p = Platform::at(root.path());
+        let p = Platform::from_facts(root.path(), rtwhy_record::facts::snapshot_at(root.path()));
         let why = Scenario::FrequencyRamp.check(&p, 1).unwrap_err();
         assert!(why.contains("no cpufreq"), "{why}");
         assert!(Scenario::Hwlat.check(&p, 1).unwrap_err().contains("SMI"));
@@ -527,7 +527,7 @@ mod tests {
         let mut files = VM.to_vec();
         files.push(("proc/sys/kernel/sched_rt_runtime_us", "-1\n"));
         let root = fake(&files);
-        let p = Platform::at(root.path());
+        let p = Platform::from_facts(root.path(), rtwhy_record::facts::snapshot_at(root.path()));
         let why = Scenario::RtThrottling.check(&p, 1).unwrap_err();
         assert!(why.contains("-1"), "{why}");
     }
@@ -540,7 +540,7 @@ mod tests {
             "none voluntary (full) lazy\n",
         ));
         let root = fake(&files);
-        let p = Platform::at(root.path());
+        let p = Platform::from_facts(root.path(), rtwhy_record::facts::snapshot_at(root.path()));
         let why = Scenario::KernelNonpreemptible.check(&p, 1).unwrap_err();
         assert!(why.contains("preempt=full"), "{why}");
     }
@@ -554,7 +554,7 @@ mod tests {
             ("proc/irq/36/effective_affinity_list", "0\n"),
         ]);
         let root = fake(&files);
-        let p = Platform::at(root.path());
+        let p = Platform::from_facts(root.path(), rtwhy_record::facts::snapshot_at(root.path()));
         // Whether the fact reader saw the IRQ decides between the two reasons; both
         // must say it cannot be done rather than pass.
         assert!(Scenario::IrqOnIsolatedCpu.check(&p, 1).is_err() || !p.block_irqs().is_empty());

@@ -30,17 +30,11 @@ pub struct Platform {
 }
 
 impl Platform {
-    /// This machine.
-    pub fn read() -> Platform {
-        Platform::from_facts(Path::new("/"), rtwhy_record::facts::snapshot())
-    }
-
-    /// The system tree under `root` (a fake one in tests).
-    pub fn at(root: &Path) -> Platform {
-        Platform::from_facts(root, rtwhy_record::facts::snapshot_at(root))
-    }
-
-    fn from_facts(root: &Path, pairs: Vec<(String, String)>) -> Platform {
+    /// The system tree under `root` (`/` for this machine, a fake tree in tests) with
+    /// the recorder's facts snapshot of it (`rtwhy_record::facts::snapshot()` for this
+    /// machine, `snapshot_at(root)` for a tree): the lab does not read them itself, so
+    /// scenarios see exactly what a capture's facts say.
+    pub fn from_facts(root: &Path, pairs: Vec<(String, String)>) -> Platform {
         let mut facts = SystemFacts::default();
         for (k, v) in &pairs {
             facts.set(k, v);

@@ -45,7 +45,7 @@ fn put_back(key: &Path, old: &str) -> std::io::Result<()> {
             .ok_or_else(|| std::io::Error::other(format!("bad CPU list {old:?}")))?;
         // EINVAL: a task that cannot be moved (a per-CPU or workqueue kernel thread)
         // was not moved either.
-        return match rtwhy_record::sys::set_task_affinity(pid, &cpus.0) {
+        return match rtwhy_sys::set_task_affinity(pid, &cpus.0) {
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
             r => r,
         };
@@ -120,7 +120,7 @@ impl Tweaks {
         };
         let key = PathBuf::from(format!("{AFFINITY}{pid}:{}", comm.trim_end()));
         self.journal_line(&key, &old)?;
-        if rtwhy_record::sys::set_task_affinity(pid, cpus).is_err() {
+        if rtwhy_sys::set_task_affinity(pid, cpus).is_err() {
             return Ok(false);
         }
         self.changed.push((key, old));

@@ -23,6 +23,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod analysis;
 mod audit;
 mod diagnosis;
 mod event;
@@ -32,6 +33,7 @@ mod session;
 mod time;
 mod timerlat;
 
+pub use analysis::{Analysis, Seen, VictimStats, MAX_SPIKES};
 pub use audit::{AuditFinding, Severity};
 pub use diagnosis::{
     softirq_name, BreakdownItem, Bucket, Cause, Confidence, Evidence, Finding, LateTimer,
@@ -47,8 +49,8 @@ pub use prio::{
     rt_priority_from_kernel_prio,
 };
 pub use session::SessionDir;
-pub use time::{human_duration, Nanos};
+pub use time::{human_duration, human_duration_compact, Nanos};
 pub use timerlat::{
     BlockingThread, Interference, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
-    TimerlatSpike,
+    TimerlatSpike, RTLA_EXIT_FROM_IDLE_NS,
 };

@@ -42,19 +42,38 @@ impl fmt::Display for Nanos {
 }
 
 /// A duration for people: `12.3 us` below a millisecond, `1.234 ms` below ten,
-/// `12.3 ms` above. The one formatter every rtwhy text, Markdown and report uses.
+/// `12.3 ms` below a second, `1.015 s` above. The one duration formatter of rtwhy: text, Markdown, reports, SVG
+/// and Perfetto labels use it, and the TUI its [`human_duration_compact`] form, so a
+/// spike reads the same number everywhere.
 ///
 /// ```
 /// assert_eq!(rtwhy_model::human_duration(153_210), "153.2 us");
 /// assert_eq!(rtwhy_model::human_duration(2_500_000), "2.500 ms");
 /// assert_eq!(rtwhy_model::human_duration(50_000_000), "50.0 ms");
+/// assert_eq!(rtwhy_model::human_duration(1_014_600_000), "1.015 s");
 /// ```
 pub fn human_duration(ns: u64) -> String {
-    if ns >= 10_000_000 {
-        format!("{:.1} ms", ns as f64 / 1e6)
+    duration_with(ns, " ")
+}
+
+/// [`human_duration`] without the space before the unit, for narrow columns:
+/// `153.2us`, `2.500ms`, `50.0ms`.
+///
+/// ```
+/// assert_eq!(rtwhy_model::human_duration_compact(263_442), "263.4us");
+/// ```
+pub fn human_duration_compact(ns: u64) -> String {
+    duration_with(ns, "")
+}
+
+fn duration_with(ns: u64, sep: &str) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.3}{sep}s", ns as f64 / 1e9)
+    } else if ns >= 10_000_000 {
+        format!("{:.1}{sep}ms", ns as f64 / 1e6)
     } else if ns >= 1_000_000 {
-        format!("{:.3} ms", ns as f64 / 1e6)
+        format!("{:.3}{sep}ms", ns as f64 / 1e6)
     } else {
-        format!("{:.1} us", ns as f64 / 1e3)
+        format!("{:.1}{sep}us", ns as f64 / 1e3)
     }
 }

@@ -130,6 +130,9 @@ pub struct BlockingThread {
     pub duration_ns: u64,
 }
 
+/// rtla flags an IRQ handler delay from idle as "exit from idle" above this.
+pub const RTLA_EXIT_FROM_IDLE_NS: u64 = 10_000;
+
 /// A timerlat period over the threshold, broken down as rtla's auto-analysis does, with
 /// rtwhy's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

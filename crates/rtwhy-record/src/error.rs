@@ -45,3 +45,14 @@ pub enum RecordError {
 
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, RecordError>;
+
+impl From<rtwhy_sys::child::SpawnError> for RecordError {
+    fn from(e: rtwhy_sys::child::SpawnError) -> Self {
+        match e {
+            rtwhy_sys::child::SpawnError::Io { command, source } => {
+                RecordError::Spawn { command, source }
+            }
+            other => RecordError::Other(other.to_string()),
+        }
+    }
+}

@@ -21,8 +21,8 @@ use rtwhy_model::{CpuList, FACT_PREFIX, MAX_MARKER_LEN};
 /// `uname(2)`.
 pub fn snapshot() -> Vec<(String, String)> {
     let root = Path::new("/");
-    let (release, version) = match uname() {
-        Some((r, v)) => (Some(r), Some(v)),
+    let (release, version) = match rtwhy_sys::host::uname() {
+        Some(u) => (Some(u.release), Some(u.version)),
         None => (
             read_value(root, "proc/sys/kernel/osrelease"),
             read_value(root, "proc/sys/kernel/version"),
@@ -77,7 +77,7 @@ fn collect(root: &Path, release: Option<String>, version: Option<String>) -> Vec
         config.as_deref().and_then(|c| config_value(c, "CONFIG_HZ")),
     );
 
-    let online = read_value(root, "sys/devices/system/cpu/online").and_then(|s| CpuList::parse(&s));
+    let online = cpu_list(root, "online");
     facts.put("cpu.count", online.as_ref().map(|l| l.0.len().to_string()));
     // An empty list is a fact too (no CPU isolated), unlike a missing file.
     for (key, file) in [("cpu.isolated", "isolated"), ("cpu.nohz_full", "nohz_full")] {
@@ -161,6 +161,12 @@ impl Facts {
 }
 
 /// A file's content as one trimmed line; `None` when it cannot be read or is empty.
+/// A CPU list of `sys/devices/system/cpu` under `root` (`online`, `isolated`,
+/// `nohz_full`); `None` when the file is missing or is not a CPU list.
+pub fn cpu_list(root: &Path, name: &str) -> Option<CpuList> {
+    read_value(root, &format!("sys/devices/system/cpu/{name}")).and_then(|s| CpuList::parse(&s))
+}
+
 fn read_value(root: &Path, rel: &str) -> Option<String> {
     let bytes = std::fs::read(root.join(rel)).ok()?;
     let text = String::from_utf8_lossy(&bytes);
@@ -409,26 +415,6 @@ fn idle_states(root: &Path, cpuidle: &str) -> Option<String> {
         })
         .collect();
     (!states.is_empty()).then(|| states.join(","))
-}
-
-/// The running kernel's release and version.
-fn uname() -> Option<(String, String)> {
-    // SAFETY: utsname is plain bytes, valid when zeroed; uname fills it and returns 0
-    // on success, so the fields are NUL-terminated strings afterwards.
-    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `uts` is a valid, writable utsname.
-    if unsafe { libc::uname(&mut uts) } != 0 {
-        return None;
-    }
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).trim().to_string()
-    };
-    Some((field(&uts.release), field(&uts.version)))
 }
 
 #[cfg(test)]

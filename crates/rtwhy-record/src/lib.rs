@@ -3,14 +3,13 @@
 //! fallback) watches the recorded threads; on a breach the window around it is saved as
 //! a trace.dat with the machine's facts, and the instance is re-armed.
 //!
-//! This is the only crate of rtwhy allowed `unsafe`: system calls without a safe
-//! wrapper (scheduling policy, CPU affinity, absolute sleeps, signals) and BPF.
+//! System calls go through `rtwhy-sys`; the one `unsafe` left in this crate is
+//! libbpf-cargo's generated BPF skeleton.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod bpf;
 pub mod capture;
-pub mod child;
 pub mod error;
 pub mod events;
 pub mod facts;
@@ -18,9 +17,11 @@ pub mod fallback;
 pub mod probe;
 pub mod session;
 pub mod symbols;
-pub mod sys;
 pub mod timerlat;
 pub mod tracefs;
 pub mod watch;
 
 pub use error::{RecordError, Result};
+// System calls, reached as `crate::sys` and `crate::child` inside the recorder.
+use rtwhy_sys as sys;
+use rtwhy_sys::child;

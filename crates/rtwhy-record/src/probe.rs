@@ -24,7 +24,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -155,7 +155,7 @@ impl Probe {
     /// [`Probe::memory_locked`].
     pub fn start(cfg: &ProbeConfig) -> Result<Probe> {
         validate(cfg)?;
-        let memory_locked = lock_memory();
+        let memory_locked = rtwhy_sys::host::lock_memory();
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             breaches: Mutex::new(VecDeque::with_capacity(BREACH_QUEUE_LEN)),
@@ -307,13 +307,6 @@ fn validate(cfg: &ProbeConfig) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// `mlockall(MCL_CURRENT | MCL_FUTURE)`, tried once per process; true if it worked.
-fn lock_memory() -> bool {
-    static LOCKED: OnceLock<bool> = OnceLock::new();
-    // SAFETY: mlockall takes flags only and changes no memory contents.
-    *LOCKED.get_or_init(|| unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } == 0)
 }
 
 /// What one probe thread needs; `run` is its body.

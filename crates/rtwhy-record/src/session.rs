@@ -296,31 +296,6 @@ fn cpu_count(tracefs: &Tracefs) -> usize {
         .map_or(1, |m| m + 1)
 }
 
-fn uname() -> String {
-    // SAFETY: utsname is plain old data; uname fills it.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid out-pointer.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return String::new();
-    }
-    let f = |b: &[libc::c_char]| {
-        let bytes: Vec<u8> = b
-            .iter()
-            .take_while(|c| **c != 0)
-            .map(|c| *c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    format!(
-        "{} {} {} {} {}",
-        f(&u.sysname),
-        f(&u.nodename),
-        f(&u.release),
-        f(&u.version),
-        f(&u.machine)
-    )
-}
-
 /// `(system, event)`.
 type EventName = (String, String);
 
@@ -595,7 +570,9 @@ fn run_with(
         KernelSymbols::load(),
         page_size,
         "mono",
-        &uname(),
+        &rtwhy_sys::host::uname()
+            .map(|u| u.line())
+            .unwrap_or_default(),
         cpus,
     )?;
 
@@ -1162,30 +1139,18 @@ pub fn cleanup() -> Result<Vec<String>> {
 
 /// `rtwhy-YYYYmmdd-HHMMSS` in local time: the default output directory.
 pub fn default_dir_name() -> String {
-    // SAFETY: time with a null pointer only returns the time.
-    let now = unsafe { libc::time(std::ptr::null_mut()) };
-    // SAFETY: tm is plain old data; localtime_r fills it from `now`.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are valid for the call.
-    let ok = !unsafe { libc::localtime_r(&now, &mut tm) }.is_null();
-    if !ok {
-        return format!("rtwhy-{now}");
+    match rtwhy_sys::host::local_now() {
+        Ok(t) => format!(
+            "rtwhy-{:04}{:02}{:02}-{:02}{:02}{:02}",
+            t.year, t.month, t.day, t.hour, t.minute, t.second
+        ),
+        Err(epoch_secs) => format!("rtwhy-{epoch_secs}"),
     }
-    format!(
-        "rtwhy-{:04}{:02}{:02}-{:02}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
 }
 
 /// A CPU list of `/sys/devices/system/cpu` (`online`, `isolated`).
 fn sys_cpus(name: &str) -> Option<rtwhy_model::CpuList> {
-    let text = std::fs::read_to_string(format!("/sys/devices/system/cpu/{name}")).ok()?;
-    rtwhy_model::CpuList::parse(text.trim())
+    crate::facts::cpu_list(Path::new("/"), name)
 }
 
 /// Where the built-in probe runs by default: the isolated CPUs, else every online CPU.

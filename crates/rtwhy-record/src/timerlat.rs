@@ -126,9 +126,8 @@ impl Drop for OsnoiseSettings {
 }
 
 fn write(path: &Path, value: &str) -> Result<()> {
-    std::fs::write(path, value).map_err(|e| {
-        RecordError::Other(format!("writing {value:?} to {}: {e}", path.display()))
-    })
+    std::fs::write(path, value)
+        .map_err(|e| RecordError::Other(format!("writing {value:?} to {}: {e}", path.display())))
 }
 
 /// Gives the running `timerlat/N` kthreads of `cpus` SCHED_FIFO `priority`; returns how
@@ -137,11 +136,7 @@ fn write(path: &Path, value: &str) -> Result<()> {
 pub fn set_kthread_priority(proc: &Path, cpus: &[u32], priority: i32) -> usize {
     let mut done = 0;
     for pid in timerlat_kthreads(proc, cpus) {
-        let param = libc::sched_param {
-            sched_priority: priority,
-        };
-        // SAFETY: `param` is a valid sched_param; `pid` names a kernel thread.
-        if unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &param) } == 0 {
+        if rtwhy_sys::set_task_fifo(pid, priority).is_ok() {
             done += 1;
         }
     }

@@ -6,7 +6,6 @@
 //! `instances/rtwhy-<pid>` (and `rtwhy-<pid>-watch`), changes files inside them only,
 //! and removes them when done.
 
-use std::ffi::CString;
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -74,10 +73,8 @@ impl Tracefs {
     /// Unmounts tracefs if [`Tracefs::open`] mounted it.
     pub fn release(&mut self) {
         if self.mounted_here {
-            if let Ok(c) = CString::new(self.root.as_os_str().as_encoded_bytes()) {
-                // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
-                unsafe { libc::umount(c.as_ptr()) };
-            }
+            // Best effort: a busy tracefs stays mounted, as it was before rtwhy.
+            let _ = rtwhy_sys::fs::umount(&self.root);
             self.mounted_here = false;
         }
     }
@@ -265,35 +262,13 @@ fn remove_instance_dir(dir: &Path) -> Result<()> {
 }
 
 fn is_tracefs(path: &Path) -> bool {
-    const TRACEFS_MAGIC: i64 = 0x7472_6163;
-    let Ok(c) = CString::new(path.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: statfs is plain old data; zeroed is a valid value for it.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid C string and `st` a valid out-pointer for the call.
-    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
-    rc == 0 && st.f_type as i64 == TRACEFS_MAGIC
+    rtwhy_sys::fs::fs_type(path).is_ok_and(|t| t == rtwhy_sys::fs::TRACEFS_MAGIC)
 }
 
 fn mount_tracefs(at: &Path) -> Result<()> {
-    let target = CString::new(at.as_os_str().as_encoded_bytes())
-        .map_err(|_| RecordError::NoTracefs(format!("bad path {}", at.display())))?;
-    let (src, fstype) = (c"nodev", c"tracefs");
-    // SAFETY: all pointers are valid NUL-terminated strings; data is null.
-    let rc = unsafe {
-        libc::mount(
-            src.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc == 0 {
+    let Err(e) = rtwhy_sys::fs::mount_tracefs(at) else {
         return Ok(());
-    }
-    let e = std::io::Error::last_os_error();
+    };
     Err(if e.raw_os_error() == Some(libc::EPERM) {
         RecordError::Privilege(format!("cannot mount tracefs at {}: {e}", at.display()))
     } else {

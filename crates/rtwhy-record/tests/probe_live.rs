@@ -99,17 +99,9 @@ fn probe_threads_measure_every_interval_at_sched_fifo() {
 /// A SCHED_FIFO 95 thread on CPU 1 that spins 300 us every 5 ms for `run`.
 fn spinner(run: Duration) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        let param = libc::sched_param { sched_priority: 95 };
-        // SAFETY: pid 0 is this thread; `param` is valid.
-        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-        // SAFETY: cpu_set_t is valid zeroed; CPU 1 < CPU_SETSIZE; pid 0 is this thread.
-        let rc = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(1, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set)
-        };
-        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        // Priority first, then the CPU: see rtwhy_sys::set_affinity.
+        rtwhy_sys::set_fifo(95).unwrap();
+        rtwhy_sys::set_affinity(&[1]).unwrap();
         let end = Instant::now() + run;
         while Instant::now() < end {
             let spin = Instant::now();

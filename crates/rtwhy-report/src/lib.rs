@@ -1,7 +1,9 @@
-//! Bug-report output for rtwhy: a diagnosis turned into Markdown to paste into an issue,
-//! an SVG timeline of each spike's window, Chrome/Perfetto trace-event JSON, and one
-//! `.tar.gz` bundle holding them with the trace window, so whoever reads the bug can see
-//! and check the spike without installing anything.
+//! Every output format of a diagnosis: the text `rtwhy analyze` prints ([`text`]), the
+//! typed `rtwhy.analysis/2` JSON document ([`json`]), Markdown to paste into an issue,
+//! an SVG timeline of each spike's window, Chrome/Perfetto trace-event JSON, a whole
+//! trace as Perfetto protobuf, and one `.tar.gz` bundle holding them with the trace
+//! window, so whoever reads the bug can see and check the spike without installing
+//! anything.
 //!
 //! The crate is pure formatting over the model's types: the caller runs the analysis,
 //! cuts each spike's [`Window`] of events and its decisive trace lines, and hands over
@@ -32,19 +34,45 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod bundle;
+pub mod json;
 pub mod markdown;
 pub mod perfetto;
 pub mod perfetto_trace;
 mod protobuf;
 pub mod svg;
 pub mod system;
+pub mod text;
 pub mod timeline;
 
 use std::path::PathBuf;
 
-use rtwhy_model::{AuditFinding, Event, Nanos, Spike, SystemFacts};
+use rtwhy_model::{AuditFinding, Event, Nanos, Spike, SystemFacts, TimerlatSpike};
 
 pub use rtwhy_model::human_duration;
+
+/// Where an analysis came from, for the text and JSON headers.
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    /// The file, as given.
+    pub path: String,
+    /// What it was recognised as (`trace.dat v7`, `trace-cmd report text`...).
+    pub kind: &'static str,
+    /// What the reader warned about.
+    pub warnings: Vec<String>,
+    /// The timerlat periods over the threshold, when the trace holds timerlat samples.
+    pub timerlat: Option<Timerlat>,
+}
+
+/// What the timerlat analysis found (docs/rtla.md).
+#[derive(Debug, Clone, Default)]
+pub struct Timerlat {
+    /// Timerlat samples read.
+    pub samples: u64,
+    /// `osnoise:*` events read.
+    pub noise_events: u64,
+    /// The periods over the threshold.
+    pub spikes: Vec<TimerlatSpike>,
+}
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

@@ -105,7 +105,7 @@ fn no_spike_says_what_was_measured() {
     let a = app(&p);
     assert!(a.rows().is_empty());
     let s = screen(&a, 80, 24);
-    assert!(s.contains("No latency spike above 100us"), "{s}");
+    assert!(s.contains("No latency spike above 100.0us"), "{s}");
     insta::assert_snapshot!(s);
 }
 
@@ -188,9 +188,9 @@ fn zoom_pan_and_jump_move_the_window() {
 fn timeline_title_follows_zoom() {
     let p = fixture("preemption/preemption.dat");
     let mut a = app(&p);
-    assert!(screen(&a, 80, 24).contains("395us wide"));
+    assert!(screen(&a, 80, 24).contains("395.2us wide"));
     a.apply(Action::ZoomIn);
-    assert!(screen(&a, 80, 24).contains("198us wide"));
+    assert!(screen(&a, 80, 24).contains("197.6us wide"));
 }
 
 #[test]

@@ -42,7 +42,9 @@ impl Sink for FactsSink {
 }
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
-use crate::render::{self, Source, Timerlat};
+use rtwhy_report::{json, text, Source, Timerlat};
+
+use crate::render;
 
 /// Feeds every event to the timerlat analysis as well, counting the records it could
 /// not read.
@@ -134,12 +136,15 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match args.format {
-        AnalyzeFormat::Text => render::text(&mut out, &analysis, &source)?,
+        AnalyzeFormat::Text => text::render(&mut out, &analysis, &source)?,
         AnalyzeFormat::Markdown => {
             out.write_all(render::markdown_of(&analysis, &source, &args.opts).as_bytes())?
         }
         AnalyzeFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &render::json(&analysis, &source))?;
+            serde_json::to_writer_pretty(
+                &mut out,
+                &json::to_value(&json::document(&analysis, &source))?,
+            )?;
             writeln!(out)?;
         }
     }

@@ -31,7 +31,7 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
         facts.set(k, v);
     }
     let findings = rtwhy_analyze::audit(&facts);
-    let root_note = if args.root.is_none() && !rtwhy_record::sys::is_root() {
+    let root_note = if args.root.is_none() && !rtwhy_sys::is_root() {
         Some("not run as root: facts behind debugfs (the preemption model on PREEMPT_DYNAMIC kernels, managed IRQs) may be missing")
     } else {
         None

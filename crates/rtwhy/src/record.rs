@@ -26,7 +26,6 @@ use crate::analyze::analyze_file;
 use crate::cli::{DetectorArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs};
 use crate::journal::{self, Level};
 use crate::ledger::{self, Diagnosed, Entry, Ledger};
-use crate::render;
 
 /// The schema of `session.json`.
 pub const SESSION_SCHEMA: &str = "rtwhy.session/2";
@@ -152,8 +151,9 @@ impl Diagnoser {
         };
         let (analysis, source) = analyze_file(&c.path, config)?;
         let mut text = Vec::new();
-        render::text(&mut text, &analysis, &source)?;
-        let mut doc = render::json(&analysis, &source);
+        rtwhy_report::text::render(&mut text, &analysis, &source)?;
+        let mut doc =
+            rtwhy_report::json::to_value(&rtwhy_report::json::document(&analysis, &source))?;
         doc["capture"] = serde_json::to_value(c)?;
         write_atomic(&c.path.with_extension("txt"), |w| w.write_all(&text))?;
         write_atomic(&c.path.with_extension("json"), |w| {

@@ -15,7 +15,9 @@ use rtwhy_report::{SpikeReport, Window};
 
 use crate::analyze::analyze_file;
 use crate::cli::{ReportArgs, ReportFormat};
-use crate::render::{self, build, without_window, worst_shown, Source};
+use rtwhy_report::{json, text, Source};
+
+use crate::render::{self, build, without_window, worst_shown};
 
 /// History kept before the first spike in a bundle's trace window: enough for the
 /// analyzer to see the victim's previous sleep and timer, as a capture has.
@@ -138,7 +140,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         ReportFormat::Json => json_bytes(&filtered, &source)?,
         ReportFormat::Text => {
             let mut v = Vec::new();
-            render::text(&mut v, &filtered, &source)?;
+            text::render(&mut v, &filtered, &source)?;
             v
         }
         ReportFormat::Svg => report
@@ -167,7 +169,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
 }
 
 fn json_bytes(a: &Analysis, src: &Source) -> Result<Vec<u8>> {
-    let mut v = serde_json::to_vec_pretty(&render::json(a, src))?;
+    let mut v = serde_json::to_vec_pretty(&json::to_value(&json::document(a, src))?)?;
     v.push(b'\n');
     Ok(v)
 }

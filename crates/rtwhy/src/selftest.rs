@@ -157,13 +157,13 @@ struct Bench {
 
 pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
     let interrupted = catch_signals();
-    if !rtwhy_record::sys::is_root() {
+    if !rtwhy_sys::is_root() {
         bail!("rtwhy selftest needs root: it records with tracefs and BPF and runs SCHED_FIFO loads (run it with sudo)");
     }
     for line in restore_stale(Path::new(JOURNAL_DIR))? {
         eprintln!("rtwhy: {line}");
     }
-    let platform = Platform::read();
+    let platform = Platform::from_facts(Path::new("/"), rtwhy_record::facts::snapshot());
     let cpu = match args.cpu {
         Some(c) => c,
         None => platform.online.iter().copied().max().unwrap_or(0),
@@ -847,7 +847,7 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         )
     })?;
     let interrupted = catch_signals();
-    let platform = Platform::read();
+    let platform = Platform::from_facts(Path::new("/"), rtwhy_record::facts::snapshot());
     let housekeeping = platform.housekeeping_for(args.cpu);
     for line in restore_stale(Path::new(JOURNAL_DIR))? {
         eprintln!("rtwhy: {line}");

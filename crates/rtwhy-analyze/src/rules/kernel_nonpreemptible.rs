@@ -11,7 +11,7 @@ use crate::tracker::Episode;
 /// delivered right there, so its stack's innermost interrupted frame is one of these,
 /// and the code that had interrupts off is its caller. `multi_cpu_stop` is
 /// stop_machine, which runs with interrupts off on every CPU.
-const IRQ_ENABLE: [&str; 9] = [
+pub(crate) const IRQ_ENABLE: [&str; 9] = [
     "_raw_spin_unlock_irqrestore",
     "_raw_spin_unlock_irq",
     "_raw_read_unlock_irqrestore",
@@ -25,7 +25,7 @@ const IRQ_ENABLE: [&str; 9] = [
 
 /// The idle loop: a late timer interrupt that found the CPU there says nothing about
 /// kernel code.
-const IDLE: [&str; 11] = [
+pub(crate) const IDLE: [&str; 11] = [
     "default_idle",
     "pv_native_safe_halt",
     "native_safe_halt",

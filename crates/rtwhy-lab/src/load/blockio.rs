@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rtwhy_record::sys;
+use rtwhy_sys as sys;
 
 use super::{mark, pin, Load, Stop, MAX_LOAD};
 use crate::{LabError, Result};

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use rtwhy_record::sys;
+use rtwhy_sys as sys;
 
 use super::{mark, pin, Load, Stop, MAX_LOAD};
 use crate::{LabError, Result};

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rtwhy_record::sys::{self, LabMutex, LockKind};
+use rtwhy_sys::{self as sys, LabMutex, LockKind};
 
 use super::{fifo_on, mark, spin_until, Load, Stop};
 use crate::{LabError, Result};

@@ -12,7 +12,7 @@ use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use rtwhy_record::sys;
+use rtwhy_sys as sys;
 
 use super::{mark, pin, Load, Stop, MAX_LOAD};
 use crate::{LabError, Result};

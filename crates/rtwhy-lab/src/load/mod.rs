@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rtwhy_record::sys;
+use rtwhy_sys as sys;
 
 use crate::{LabError, Result};
 

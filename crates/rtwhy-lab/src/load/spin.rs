@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rtwhy_record::sys;
+use rtwhy_sys as sys;
 
 use super::{fifo_on, mark, spin_until, Load, Stop, MAX_LOAD};
 use crate::{LabError, Result};

@@ -1,16 +1,7 @@
-//! Safe wrappers around the few scheduling system calls rtwhy needs and the standard
-//! library lacks: scheduling policy, CPU affinity, thread ids, absolute sleeps on
-//! `CLOCK_MONOTONIC`, and futex-based mutexes with and without priority inheritance
-//! (the lab's priority-inversion scenarios need both kinds, with the exact futex
-//! operations C programs use).
-//!
-//! ```
-//! use rtwhy_record::sys::{monotonic_ns, LabMutex, LockKind};
-//! let m = LabMutex::new(LockKind::PriorityInheritance);
-//! m.lock();
-//! m.unlock();
-//! assert!(monotonic_ns() > 0);
-//! ```
+//! Scheduling system calls the standard library lacks: scheduling policy, CPU
+//! affinity, thread ids, absolute sleeps on `CLOCK_MONOTONIC`, and futex-based mutexes
+//! with and without priority inheritance (the lab's priority-inversion scenarios need
+//! both kinds, with the exact futex operations C programs use).
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -30,6 +21,18 @@ pub fn gettid() -> i32 {
 /// Makes the calling thread SCHED_FIFO at `priority` (1-99).
 pub fn set_fifo(priority: i32) -> io::Result<()> {
     set_policy(libc::SCHED_FIFO, priority)
+}
+
+/// Makes task `pid` (another thread, a kernel thread) SCHED_FIFO at `priority`.
+pub fn set_task_fifo(pid: i32, priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param; a wrong pid only fails with ESRCH.
+    if unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Makes the calling thread SCHED_OTHER again.
@@ -373,8 +376,9 @@ mod tests {
         let saved = affinity_mask().unwrap();
         set_affinity(&[0]).unwrap();
         let now = affinity_mask().unwrap();
-        // SAFETY (test): reading a bit of a valid cpu_set_t.
-        assert!(unsafe { libc::CPU_ISSET(0, &now) });
+        // SAFETY: reads bit 0 (below CPU_SETSIZE) of a valid cpu_set_t.
+        let cpu0 = unsafe { libc::CPU_ISSET(0, &now) };
+        assert!(cpu0);
         set_affinity_mask(&saved).unwrap();
         assert!(set_affinity(&[u32::MAX]).is_err());
     }

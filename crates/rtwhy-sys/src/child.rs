@@ -2,11 +2,49 @@
 //! not one of its threads or children escapes; its exit status passed through.
 
 use std::ffi::{CString, OsStr};
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::error::{RecordError, Result};
+/// Why the command could not be started.
+#[derive(Debug)]
+pub enum SpawnError {
+    /// The command line is empty.
+    NoCommand,
+    /// An argument, the program path or the environment holds a NUL byte.
+    Nul(&'static str),
+    /// `command` could not be found, forked or executed.
+    Io {
+        /// The command as given.
+        command: String,
+        /// What the system said.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::NoCommand => write!(f, "no command given"),
+            SpawnError::Nul(what) => write!(f, "{what} contains a NUL byte"),
+            SpawnError::Io { command, source } => write!(f, "cannot run {command}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SpawnError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, SpawnError>;
 
 /// How the command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +60,8 @@ pub enum Exit {
 #[derive(Debug)]
 pub struct Child {
     pid: i32,
-    gate: Option<i32>,
-    exec_status: Option<i32>,
+    gate: Option<OwnedFd>,
+    exec_status: Option<OwnedFd>,
     exit: Option<Exit>,
 }
 
@@ -38,8 +76,19 @@ fn find_program(name: &OsStr) -> Option<PathBuf> {
         .find(|c| std::fs::metadata(c).is_ok_and(|m| m.is_file()))
 }
 
-fn cstr(s: &[u8], what: &str) -> Result<CString> {
-    CString::new(s).map_err(|_| RecordError::Other(format!("{what} contains a NUL byte")))
+fn cstr(s: &[u8], what: &'static str) -> Result<CString> {
+    CString::new(s).map_err(|_| SpawnError::Nul(what))
+}
+
+/// A pipe whose both ends close on exec: (read end, write end).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` holds two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded, so both are fresh descriptors nobody else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 impl Child {
@@ -48,17 +97,14 @@ impl Child {
     /// off the real-time CPUs; the command keeps what the user gave).
     pub fn spawn(argv: &[String], affinity: Option<&libc::cpu_set_t>) -> Result<Child> {
         let Some(first) = argv.first() else {
-            return Err(RecordError::Other("no command given".into()));
+            return Err(SpawnError::NoCommand);
         };
-        let spawn_err = |source: std::io::Error| RecordError::Spawn {
+        let spawn_err = |source: io::Error| SpawnError::Io {
             command: first.clone(),
             source,
         };
         let program = find_program(OsStr::new(first)).ok_or_else(|| {
-            spawn_err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "not found in PATH",
-            ))
+            spawn_err(io::Error::new(io::ErrorKind::NotFound, "not found in PATH"))
         })?;
         // Everything the child needs is prepared here: between fork and exec it may only
         // make async-signal-safe calls.
@@ -80,28 +126,20 @@ impl Child {
         let mut env_ptrs: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).collect();
         env_ptrs.push(std::ptr::null());
 
-        let mut gate = [0i32; 2];
-        let mut status = [0i32; 2];
-        // SAFETY: both arrays hold two ints for pipe2 to fill.
-        let ok = unsafe {
-            libc::pipe2(gate.as_mut_ptr(), libc::O_CLOEXEC) == 0
-                && libc::pipe2(status.as_mut_ptr(), libc::O_CLOEXEC) == 0
-        };
-        if !ok {
-            return Err(spawn_err(std::io::Error::last_os_error()));
-        }
+        let (gate_read, gate_write) = pipe().map_err(spawn_err)?;
+        let (status_read, status_write) = pipe().map_err(spawn_err)?;
+        let (gate_fd, status_fd) = (gate_read.as_raw_fd(), status_write.as_raw_fd());
         let parent = std::process::id() as i32;
         let mask = affinity.copied();
         // SAFETY: fork in a multi-threaded process; the child only calls async-signal-safe
-        // functions (prctl, getppid, read, write, execve, _exit) on memory prepared above.
+        // functions (prctl, getppid, sched_setaffinity, read, write, execve, _exit) on
+        // memory prepared above, and never returns or drops anything.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
-            let e = std::io::Error::last_os_error();
-            close_all(&[gate[0], gate[1], status[0], status[1]]);
-            return Err(spawn_err(e));
+            return Err(spawn_err(io::Error::last_os_error()));
         }
         if pid == 0 {
-            // SAFETY: see above; the child never returns from this block.
+            // SAFETY: see above; the child leaves this block only through execve or _exit.
             unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
                 if libc::getppid() != parent {
@@ -112,25 +150,26 @@ impl Child {
                 }
                 let mut b = 0u8;
                 loop {
-                    let n = libc::read(gate[0], (&mut b as *mut u8).cast(), 1);
+                    let n = libc::read(gate_fd, (&mut b as *mut u8).cast(), 1);
                     if n >= 0 || *libc::__errno_location() != libc::EINTR {
                         break;
                     }
                 }
                 libc::execve(path.as_ptr(), arg_ptrs.as_ptr(), env_ptrs.as_ptr());
                 let err = *libc::__errno_location();
-                libc::write(status[1], (&err as *const i32).cast(), 4);
+                libc::write(status_fd, (&err as *const i32).cast(), 4);
                 libc::_exit(127);
             }
         }
-        close_all(&[gate[0], status[1]]);
-        let child = Child {
+        // The parent keeps the gate's write end and the status pipe's read end; the
+        // other two close here.
+        drop((gate_read, status_write));
+        Ok(Child {
             pid,
-            gate: Some(gate[1]),
-            exec_status: Some(status[0]),
+            gate: Some(gate_write),
+            exec_status: Some(status_read),
             exit: None,
-        };
-        Ok(child)
+        })
     }
 
     /// The command's pid.
@@ -141,24 +180,23 @@ impl Child {
     /// Opens the gate: the command executes now. Fails when it cannot be executed.
     pub fn release(&mut self, command: &str) -> Result<()> {
         if let Some(g) = self.gate.take() {
-            // SAFETY: `g` is our write end of the gate pipe.
-            unsafe {
-                libc::write(g, b"g".as_ptr().cast(), 1);
-                libc::close(g);
-            }
+            // SAFETY: writes one byte from a static buffer to our write end of the gate
+            // pipe, which `g` keeps open for the call.
+            unsafe { libc::write(g.as_raw_fd(), b"g".as_ptr().cast(), 1) };
         }
         let Some(fd) = self.exec_status.take() else {
             return Ok(());
         };
         let mut err = 0i32;
-        // SAFETY: reads at most 4 bytes into `err`; the pipe closes at a successful exec.
-        let n = unsafe { libc::read(fd, (&mut err as *mut i32).cast(), 4) };
-        close_all(&[fd]);
+        // SAFETY: reads at most 4 bytes into `err` from the status pipe `fd` keeps open;
+        // the child's end closes at a successful exec.
+        let n = unsafe { libc::read(fd.as_raw_fd(), (&mut err as *mut i32).cast(), 4) };
+        drop(fd);
         if n == 4 {
             let _ = self.wait();
-            return Err(RecordError::Spawn {
+            return Err(SpawnError::Io {
                 command: command.to_string(),
-                source: std::io::Error::from_raw_os_error(err),
+                source: io::Error::from_raw_os_error(err),
             });
         }
         Ok(())
@@ -194,9 +232,7 @@ impl Child {
         loop {
             match self.reap(0) {
                 Some(e) => return Some(e),
-                None if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {
-                    continue
-                }
+                None if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => continue,
                 None => return None,
             }
         }
@@ -234,21 +270,12 @@ impl Drop for Child {
             // Never released: the command must not run at all.
             self.signal(libc::SIGKILL);
             let _ = self.wait();
-            close_all(&[g]);
+            drop(g);
         }
-        if let Some(s) = self.exec_status.take() {
-            close_all(&[s]);
-        }
+        self.exec_status = None;
         if self.exit.is_none() {
             self.terminate(Duration::from_secs(2));
         }
-    }
-}
-
-fn close_all(fds: &[i32]) {
-    for fd in fds {
-        // SAFETY: closing descriptors this module created and owns.
-        unsafe { libc::close(*fd) };
     }
 }
 

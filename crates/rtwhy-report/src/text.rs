@@ -1,0 +1,343 @@
+//! Diagnoses as text for people: what `rtwhy analyze` prints, and the recorder's
+//! per-capture `.txt`. Timerlat periods are laid out like rtla's auto-analysis.
+
+use std::collections::BTreeMap;
+use std::io::{Result, Write};
+
+use rtwhy_model::{
+    human_duration, Analysis, Cause, Confidence, Finding, Spike, SpikeSource, TimerlatSpike,
+    MAX_SPIKES, RTLA_EXIT_FROM_IDLE_NS,
+};
+
+use crate::{Source, Timerlat};
+
+/// `ns` as a percentage of the spike's latency.
+fn percent_of(ns: u64, s: &Spike) -> f64 {
+    ns as f64 * 100.0 / s.latency_ns.max(1) as f64
+}
+
+fn source_note(s: &Spike) -> String {
+    match &s.source {
+        SpikeSource::BreachMarker {
+            reported_ns,
+            late_timer,
+        } => {
+            format!(
+                "rtwhy breach marker, detector measured {}{}",
+                human_duration(*reported_ns),
+                late_timer
+                    .as_ref()
+                    .map(|l| format!("; {}", l.describe()))
+                    .unwrap_or_default()
+            )
+        }
+        SpikeSource::ToolMarker { text, .. } => format!("marker: \"{text}\""),
+        SpikeSource::Events => "found from the events".to_string(),
+    }
+}
+
+pub(crate) fn counts_by_cause(a: &Analysis) -> BTreeMap<Cause, usize> {
+    let mut m = BTreeMap::new();
+    for s in &a.spikes {
+        *m.entry(s.primary.cause).or_default() += 1;
+    }
+    m
+}
+
+fn summary_line(a: &Analysis) -> String {
+    if a.spikes.is_empty() {
+        let worst = a
+            .victims
+            .first()
+            .map(|v| {
+                format!(
+                    "; worst measured: {} {} over {} wake-ups",
+                    v.task,
+                    human_duration(v.max_ns),
+                    v.episodes
+                )
+            })
+            .unwrap_or_else(|| {
+                "; no real-time thread (or named thread) woke up in the trace".to_string()
+            });
+        return format!("no spikes above {}{worst}", human_duration(a.threshold.0));
+    }
+    let causes: Vec<String> = counts_by_cause(a)
+        .iter()
+        .map(|(c, n)| format!("{n} {c}"))
+        .collect();
+    let worst = a.spikes.iter().max_by_key(|s| s.latency_ns);
+    format!(
+        "{} spike{} above {}: {}{}",
+        a.spikes.len(),
+        if a.spikes.len() == 1 { "" } else { "s" },
+        human_duration(a.threshold.0),
+        causes.join(", "),
+        worst
+            .map(|w| format!(
+                "; worst {} for {} at {} ({})",
+                human_duration(w.latency_ns),
+                w.victim,
+                w.end,
+                w.primary.cause
+            ))
+            .unwrap_or_default()
+    )
+}
+
+/// `  cause: preemption (high confidence, 93%): ...`: a spike's primary finding.
+fn cause_line(out: &mut dyn Write, f: &Finding) -> Result<()> {
+    writeln!(
+        out,
+        "  cause: {} ({} confidence, {:.0}%): {}",
+        f.cause,
+        f.confidence.as_str(),
+        f.share * 100.0,
+        f.summary
+    )?;
+    Ok(())
+}
+
+/// The text `rtwhy analyze` prints: per spike the verdict first, then the breakdown,
+/// evidence and fix; the timerlat periods; a summary line.
+pub fn render(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
+    writeln!(
+        out,
+        "rtwhy analyze {} ({}, {} events)",
+        src.path, src.kind, a.events
+    )?;
+    for s in &a.spikes {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "spike {} at {}: {} on CPU {} was {} late ({}; {})",
+            s.id,
+            s.end,
+            s.victim,
+            s.cpu,
+            human_duration(s.latency_ns),
+            s.kind.describe(),
+            source_note(s)
+        )?;
+        cause_line(out, &s.primary)?;
+        for c in &s.contributors {
+            writeln!(
+                out,
+                "  also:  {} ({:.0}%): {}",
+                c.cause,
+                c.share * 100.0,
+                c.summary
+            )?;
+        }
+        writeln!(
+            out,
+            "  breakdown of {} from {} to {}:",
+            human_duration(s.latency_ns),
+            s.start,
+            s.end
+        )?;
+        for item in &s.breakdown {
+            writeln!(
+                out,
+                "    {:>10}  {:>5.1}%  {}",
+                human_duration(item.ns),
+                percent_of(item.ns, s),
+                item.bucket
+            )?;
+        }
+        if !s.evidence.is_empty() {
+            writeln!(out, "  evidence:")?;
+            for e in &s.evidence {
+                writeln!(out, "    {}", e.line)?;
+                writeln!(out, "        ^ {}", e.why)?;
+            }
+        }
+        if !s.remediation.is_empty() {
+            writeln!(out, "  fix:")?;
+            for r in &s.remediation {
+                writeln!(out, "    - {r}")?;
+            }
+        }
+        if s.primary.cause == Cause::Unknown || s.primary.confidence == Confidence::Low {
+            for m in &s.missing {
+                writeln!(out, "  missing: {m}")?;
+            }
+        }
+    }
+    if let Some(t) = &src.timerlat {
+        timerlat_text(out, t, a.threshold.0)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "{}", summary_line(a))?;
+    if a.spikes_dropped > 0 {
+        writeln!(
+            out,
+            "{} more spikes were found but not diagnosed (limit {}); raise --threshold or narrow with --comm",
+            a.spikes_dropped,
+            MAX_SPIKES
+        )?;
+    }
+    Ok(())
+}
+
+/// rtla-compatible microseconds: two decimals, as its auto-analysis prints them.
+fn rtla_us(ns: u64) -> String {
+    format!("{:.2} us", ns as f64 / 1000.0)
+}
+
+fn rtla_pct(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / total as f64
+    }
+}
+
+/// The timerlat periods over the threshold, laid out like rtla's auto-analysis, each
+/// with rtwhy's verdict and evidence.
+fn timerlat_text(out: &mut dyn Write, t: &Timerlat, threshold: u64) -> Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "timerlat: {} samples, {} osnoise events; {} periods at or over {}",
+        t.samples,
+        t.noise_events,
+        t.spikes.len(),
+        human_duration(threshold)
+    )?;
+    for s in &t.spikes {
+        let total = s.latency_ns;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "timerlat spike {}: CPU {} period #{} ({} latency {}, due at {})",
+            s.id,
+            s.cpu,
+            s.seqnum,
+            s.context.as_str(),
+            rtla_us(total),
+            s.expected
+        )?;
+        if let Some(p) = &s.previous_irq {
+            writeln!(
+                out,
+                "  Previous IRQ interference:      up to {} ({}:{})",
+                rtla_us(p.duration_ns),
+                p.name,
+                p.id
+            )?;
+        }
+        match s.irq_handler_delay_ns {
+            Some(d) => writeln!(
+                out,
+                "  IRQ handler delay:   {:>16} {:>12} ({:.2} %)",
+                if s.exit_from_idle && d > RTLA_EXIT_FROM_IDLE_NS {
+                    "(exit from idle)"
+                } else {
+                    ""
+                },
+                rtla_us(d),
+                rtla_pct(d, total)
+            )?,
+            None => writeln!(
+                out,
+                "  IRQ handler delay:   not recorded (no osnoise:irq_noise of the timer IRQ)"
+            )?,
+        }
+        match s.irq_latency_ns {
+            Some(l) => writeln!(
+                out,
+                "  IRQ latency:                      {:>12}",
+                rtla_us(l)
+            )?,
+            None => writeln!(
+                out,
+                "  IRQ latency:                      not recorded (the trace begins after it)"
+            )?,
+        }
+        if let Some(d) = s.timer_irq_duration_ns {
+            writeln!(
+                out,
+                "  Timerlat IRQ duration:            {:>12} ({:.2} %)",
+                rtla_us(d),
+                rtla_pct(d, total)
+            )?;
+        }
+        let b = &s.blocking_thread;
+        if s.irq_latency_ns.is_none() {
+            writeln!(out, "  Blocking thread:                  not recorded")?;
+        } else if s.context == rtwhy_model::TimerlatContext::Irq {
+            writeln!(out, "  Blocking thread:")?;
+            writeln!(
+                out,
+                "    {:>24}:{:<9}",
+                b.comm.as_deref().unwrap_or("<...>"),
+                b.pid
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  Blocking thread:                  {:>12} ({:.2} %)",
+                rtla_us(b.duration_ns),
+                rtla_pct(b.duration_ns, total)
+            )?;
+            writeln!(
+                out,
+                "    {:>24}:{:<9}",
+                b.comm.as_deref().unwrap_or("<...>"),
+                b.pid
+            )?;
+        }
+        if !s.stack.is_empty() {
+            writeln!(out, "    stack at the timer IRQ:")?;
+            for f in &s.stack {
+                writeln!(out, "        -> {f}")?;
+            }
+        }
+        for (title, list) in [
+            ("NMI interference", &s.nmi),
+            ("IRQ interference", &s.irq),
+            ("Softirq interference", &s.softirq),
+            ("Thread interference", &s.thread),
+        ] {
+            let sum = TimerlatSpike::sum(list);
+            if sum == 0 {
+                continue;
+            }
+            writeln!(
+                out,
+                "  {title:<32}{:>13} ({:.2} %)",
+                rtla_us(sum),
+                rtla_pct(sum, total)
+            )?;
+            for i in list {
+                writeln!(
+                    out,
+                    "    {:>24}:{:<9} {:>12}",
+                    i.name,
+                    i.id,
+                    rtla_us(i.duration_ns)
+                )?;
+            }
+        }
+        writeln!(
+            out,
+            "  {} latency:                   {:>12} (100%)",
+            if s.context == rtwhy_model::TimerlatContext::Thread {
+                "Thread"
+            } else {
+                "IRQ"
+            },
+            rtla_us(total)
+        )?;
+        cause_line(out, &s.primary)?;
+        if !s.evidence.is_empty() {
+            writeln!(out, "  evidence:")?;
+            for e in &s.evidence {
+                writeln!(out, "    {}", e.line)?;
+                writeln!(out, "        ^ {}", e.why)?;
+            }
+        }
+    }
+    Ok(())
+}
