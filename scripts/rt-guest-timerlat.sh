@@ -6,7 +6,7 @@
 #   - `rtwhy analyze --format json` on the first capture gives timerlat periods over the
 #     threshold, each with a primary verdict;
 #   - the tracer's global settings (osnoise/*), the top-level tracer and the instance list
-#     are as they were before.
+#     are as they were before, after the session and after a second one ended by SIGINT.
 # Exit 0 when all hold, 1 when one does not, 2 when the guest could not run. Run as root
 # (under the live lock); it builds the debug binary first. Environment: everything
 # scripts/rt-guest.sh reads; RTWHY_GUEST_TIMEOUT (default 400 s).
@@ -39,9 +39,9 @@ before=$(state)
 grep -qw timerlat $T/available_tracers || fail "this guest kernel has no timerlat tracer"
 out=$RTWHY_GUEST_SHARED/rec
 # A small load on the measured CPU, bounded in time: a SCHED_OTHER copy loop.
-timeout 12 taskset -c 1 dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null &
+timeout 25 taskset -c 1 dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null &
 load=$!
-"$exe" record --threshold 50us --max-spikes 3 --duration 10s --probe-cpus 1 -o "$out" \
+"$exe" record --threshold 50us --max-spikes 3 --duration 20s --probe-cpus 1 -o "$out" \
     >"$RTWHY_GUEST_SHARED/record.txt" 2>&1
 code=$?
 kill $load 2>/dev/null; wait $load 2>/dev/null
@@ -68,6 +68,13 @@ PY
 fi
 after=$(state)
 [ "$before" = "$after" ] || { fail "tracefs settings changed"; diff <(echo "$before") <(echo "$after"); }
+# Ctrl-C during the session: the same settings must come back.
+timeout -s INT 15 "$exe" record --threshold 50us --probe-cpus 1 -o "$RTWHY_GUEST_SHARED/int" \
+    >"$RTWHY_GUEST_SHARED/record-int.txt" 2>&1
+echo "after SIGINT: exit $?, $(grep -c '^spike-' "$RTWHY_GUEST_SHARED/record-int.txt") captures, $(grep -o 'ended by[^;]*\|interrupted (SIGINT)' "$RTWHY_GUEST_SHARED/record-int.txt" | head -1)"
+grep -q 'probe: timerlat' "$RTWHY_GUEST_SHARED/record-int.txt" || fail "the interrupted session did not use timerlat"
+after=$(state)
+[ "$before" = "$after" ] || { fail "tracefs settings changed after SIGINT"; diff <(echo "$before") <(echo "$after"); }
 exit $failed
 EOF
 chmod +x "$shared/check.sh"
