@@ -10,6 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use rtwhy_tests::preconditions;
 use rtwhy_tests::{must_have_everything, require, rtwhy, workspace};
 use serde_json::Value;
 
@@ -187,8 +188,22 @@ fn cyclictest_max(stdout: &str) -> Option<u64> {
         .ok()
 }
 
+/// The independent re-check of tests/preconditions.rs over every capture recorded under
+/// `dir`, analysed with `args`: prints the verdict distribution, fails on any verdict
+/// without its preconditions.
+fn verdicts_have_their_preconditions(dir: &Path, args: &[&str]) {
+    let r = recheck(dir, args);
+    assert!(r.failures.is_empty(), "{}", r.failures.join("\n"));
+}
+
+fn recheck(dir: &Path, args: &[&str]) -> preconditions::Report {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    preconditions::check_captures(dir, &args)
+}
+
 /// Every capture opens in trace-cmd and in `rtwhy analyze`, and re-analysis names the
-/// same cause as the live diagnosis. Returns the causes of the captures.
+/// same cause as the live diagnosis; every verdict in them has its preconditions.
+/// Returns the causes of the captures.
 fn check_captures(dir: &Path, threshold: &str) -> Vec<String> {
     let s = session(dir);
     let spikes = s["spikes"].as_array().expect("spikes").clone();
@@ -239,6 +254,7 @@ fn check_captures(dir: &Path, threshold: &str) -> Vec<String> {
         );
         causes.push(sp["cause"].as_str().unwrap_or("undiagnosed").to_string());
     }
+    verdicts_have_their_preconditions(dir, &["--threshold", threshold]);
     causes
 }
 
@@ -716,6 +732,7 @@ fn an_application_marker_matching_marker_is_a_breach() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&rep.stdout).contains("app: deadline missed by 312 us"));
+    verdicts_have_their_preconditions(&out, &[]);
 }
 
 const RPS_MASK: &str = "/sys/class/net/lo/queues/rx-0/rps_cpus";
@@ -741,7 +758,14 @@ fn selftest_names_every_cause_it_can_induce_here() {
     }
     let before = tracefs_state();
     let rps = std::fs::read_to_string(RPS_MASK).unwrap();
-    let o = run(&["selftest", "--cpu", "1"]);
+    let keep = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "selftest",
+        "--cpu",
+        "1",
+        "--keep",
+        keep.path().to_str().unwrap(),
+    ]);
     let stdout = String::from_utf8_lossy(&o.stdout).to_string();
     let row = |s: &str| -> String {
         stdout
@@ -755,6 +779,7 @@ fn selftest_names_every_cause_it_can_induce_here() {
         "preemption",
         "priority_inversion",
         "priority_inversion_preempted_first",
+        "priority_inversion_nested",
         "lock_contention",
         "softirq",
         "kernel_nonpreemptible",
@@ -791,6 +816,39 @@ fn selftest_names_every_cause_it_can_induce_here() {
     assert_eq!(tracefs_state(), before, "tracefs changed by the selftest");
     assert_eq!(std::fs::read_to_string(RPS_MASK).unwrap(), rps);
     assert!(leftover_tasks().is_empty(), "{:?}", leftover_tasks());
+    // Every verdict in every capture the selftest recorded has its preconditions: each
+    // scenario's captures analysed as the selftest does (its threshold; the disk
+    // scenario's CPU declared isolated), all threads.
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(keep.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(
+        !dirs.is_empty(),
+        "no capture kept in {}",
+        keep.path().display()
+    );
+    let mut all = preconditions::Report::default();
+    for d in dirs {
+        let name = d.file_name().unwrap().to_string_lossy().into_owned();
+        let args: &[&str] = match name.split("-attempt").next().unwrap_or("") {
+            "rt_throttling" => &["--threshold", "10ms"],
+            "preemption" => &["--threshold", "150us"],
+            "softirq" => &["--threshold", "400us"],
+            "irq_on_isolated_cpu" => &["--threshold", "30us", "--isolated", "1"],
+            "kernel_nonpreemptible" => &["--threshold", "250us"],
+            _ => &["--threshold", "1ms"],
+        };
+        all.add(recheck(&d, args));
+    }
+    eprintln!(
+        "selftest captures: {} verdicts re-checked, {:?}",
+        all.checked, all.distribution
+    );
+    assert!(all.failures.is_empty(), "{}", all.failures.join("\n"));
 }
 
 /// The expectation is a cause whose preconditions cyclictest cannot meet (it never waits
@@ -802,6 +860,7 @@ fn a_wrong_expectation_makes_the_selftest_fail() {
     if !live() {
         return;
     }
+    let keep = tempfile::tempdir().unwrap();
     let o = run(&[
         "selftest",
         "--scenarios",
@@ -810,6 +869,8 @@ fn a_wrong_expectation_makes_the_selftest_fail() {
         "preemption=priority_inversion",
         "--attempts",
         "1",
+        "--keep",
+        keep.path().to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -822,6 +883,7 @@ fn a_wrong_expectation_makes_the_selftest_fail() {
         row.contains("priority_inversion") && row.contains("preemption x"),
         "{row}"
     );
+    verdicts_have_their_preconditions(keep.path(), &["--threshold", "150us"]);
 }
 
 #[test]

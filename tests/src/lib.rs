@@ -1,6 +1,8 @@
 //! Helpers shared by the end-to-end tests: where the corpus and fixtures are, the oracle
 //! outputs, and the built `rtwhy` binary.
 
+pub mod preconditions;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;

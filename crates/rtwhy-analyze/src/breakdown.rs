@@ -139,6 +139,26 @@ pub(crate) fn replay(
         last_open = Some(e.clone());
     }
 
+    // Nothing before the window says who ran (the capture or the kept history starts
+    // inside it): the CPU's first event does. A switch puts off the CPU the task that
+    // was on it; any other event is made in the current task's context. Without this
+    // the stretch is a task of unknown name and priority, which no rule may count as
+    // lower-priority work.
+    if curr == -1 {
+        if let Some(e) = q.range(i0..).find(|e| !is_stack(e)) {
+            match &e.kind {
+                EventKind::SchedSwitch {
+                    prev_pid,
+                    prev_prio,
+                    ..
+                } => {
+                    curr = *prev_pid;
+                    prio = Some(*prev_prio);
+                }
+                _ => curr = e.pid,
+            }
+        }
+    }
     out.start_curr = curr;
     let mut acc = Acc {
         out: Vec::new(),
@@ -476,4 +496,9 @@ pub(crate) fn silent_cpus(history: &History, except: u32, from: Nanos, to: Nanos
         }
     }
     out
+}
+
+/// ftrace's stack events carry the pid of the event they follow, not of the current task.
+fn is_stack(e: &Event) -> bool {
+    matches!(&e.kind, EventKind::Generic(g) if g.name == "kernel_stack" || g.name == "user_stack")
 }

@@ -4,14 +4,14 @@ use std::collections::BTreeMap;
 
 use rtwhy_model::{
     human_duration, softirq_name, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind,
-    Evidence, Finding, Nanos, SoftirqContext, Spike, SpikeKind, TaskRef,
+    Evidence, Finding, Nanos, SoftirqContext, Spike, SpikeKind, SyscallKind, TaskRef,
 };
 
 use crate::breakdown::{self, Replay, Segment, Window};
 use crate::line::trace_line;
 use crate::remedy;
 use crate::rules;
-use crate::tracker::{Episode, Tracker};
+use crate::tracker::{is_lock_op, Episode, Tracker};
 
 /// A cause's share below which the spike is not explained.
 const MIN_PRIMARY_SHARE: f64 = 0.3;
@@ -26,15 +26,62 @@ const MAX_IDLE_EXIT: u64 = 500_000;
 /// What the lock holder did while the victim waited.
 #[derive(Debug, Default)]
 pub(crate) struct LockStory {
+    /// The task that woke the victim: the holder of the lock it waited for.
     pub holder: Option<TaskRef>,
-    /// Time the holder was preempted by tasks that outrank it but not the victim.
+    /// When the holder was itself waiting for a lock: that lock's holder, and so on
+    /// (at most [`MAX_CHAIN`]).
+    pub chain: Vec<ChainLink>,
+    /// Time a holder of the chain was preempted by tasks that outrank it but not the
+    /// victim, while it was runnable.
     pub medium_ns: u64,
     pub top_medium: Option<(TaskRef, u64)>,
     pub medium_switch: Option<Event>,
     pub pi_boost: Option<Event>,
     pub waking: Option<Event>,
-    /// An event of the holder's own during the wait: it ran.
+    /// An event of the last holder of the chain (the holder itself when there is no
+    /// chain) while the lock it held was waited for: it ran.
     pub holder_ran: Option<Event>,
+    /// Why the chain was not followed to its end (too deep, or a cycle).
+    pub cut: Option<String>,
+}
+
+/// A holder that held the lock an earlier holder of the chain was waiting for.
+#[derive(Debug, Clone)]
+pub(crate) struct ChainLink {
+    pub holder: TaskRef,
+    /// The earlier holder's futex call for this lock.
+    pub asked: Event,
+    /// This holder's wake-up of the earlier one: the lock released.
+    pub released: Event,
+    /// This holder's futex call that released it (FUTEX_WAKE, FUTEX_UNLOCK_PI).
+    pub unlock: Event,
+}
+
+impl LockStory {
+    /// The task at the end of the chain: the one that really kept the victim waiting.
+    pub(crate) fn culprit(&self) -> Option<&TaskRef> {
+        self.chain
+            .last()
+            .map(|l| &l.holder)
+            .or(self.holder.as_ref())
+    }
+
+    /// ", which was itself waiting for a lock held by B, which was waiting for one held
+    /// by C": empty without a chain.
+    pub(crate) fn chain_text(&self) -> String {
+        let mut s = String::new();
+        for (i, l) in self.chain.iter().enumerate() {
+            if i == 0 {
+                s.push_str(&format!(
+                    ", which was itself waiting for a lock held by {}",
+                    l.holder
+                ));
+            } else {
+                s.push_str(&format!(", which was waiting for one held by {}", l.holder));
+            }
+        }
+        s
+    }
 }
 
 pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
@@ -227,12 +274,38 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             },
             Bucket::Victim => &[],
         };
+        let mut ns = item.ns;
+        let mut candidates = candidates;
+        // Idle or lower work on the new CPU is the move's only once the victim left its
+        // old CPU; before that it waited there, not here.
+        if let (Some(mv), Some((Cause::Migration, _))) = (&ctx.moved, candidates.split_first()) {
+            if !matches!(&item.bucket, Bucket::Task { comm, .. } if rules::migration::is_stopper(comm.as_bytes()))
+            {
+                let after = replay
+                    .segments
+                    .iter()
+                    .filter(|s| s.bucket == item.bucket && s.to > mv.at)
+                    .map(|s| s.to.0 - s.from.max(mv.at).0)
+                    .sum::<u64>()
+                    .min(ns);
+                if after > 0 && checked.holds(Cause::Migration, &ctx) {
+                    *groups.entry(Cause::Migration).or_default() += after;
+                    ns -= after;
+                }
+                // What kept it on the old CPU happened there, which the breakdown does
+                // not replay: this CPU's work before it arrived names nothing.
+                candidates = &[];
+            }
+        }
+        if ns == 0 {
+            continue;
+        }
         let cause = candidates
             .iter()
             .copied()
             .find(|c| checked.holds(*c, &ctx))
             .unwrap_or(Cause::Unknown);
-        *groups.entry(cause).or_default() += item.ns;
+        *groups.entry(cause).or_default() += ns;
     }
     // A low clock slows everything the CPU did in the window.
     if let Some((low, _)) = &freq {
@@ -367,8 +440,8 @@ pub(crate) struct Ctx<'a> {
     /// The search for a refused RT class, made when the victim is real-time and idle or
     /// lower work took part of its window.
     pub throttle: Option<Result<rules::rt_throttling::Throttle, String>>,
-    /// The event showing the victim changed CPUs in its window.
-    pub moved: Option<Event>,
+    /// The victim's move between CPUs, when it waited for one.
+    pub moved: Option<rules::migration::Move>,
 }
 
 /// One interrupt's share of a spike: its hard handler and its thread, together.
@@ -699,7 +772,7 @@ impl Ctx<'_> {
                     Bucket::Task { comm, .. } => rules::migration::is_stopper(comm.as_bytes()),
                     _ => false,
                 });
-                let moved = self.moved.as_ref().map(|e| match &e.kind {
+                let moved = self.moved.as_ref().map(|m| &m.event).map(|e| match &e.kind {
                     EventKind::SchedMigrateTask {
                         orig_cpu, dest_cpu, ..
                     } => format!("{victim} was moved from CPU {orig_cpu} to CPU {dest_cpu} while it waited"),
@@ -727,6 +800,13 @@ impl Ctx<'_> {
                     .and_then(|l| l.holder.as_ref())
                     .map(|h| h.to_string())
                     .unwrap_or_else(|| "an unknown holder".to_string());
+                let chain = l.map(|l| l.chain_text()).unwrap_or_default();
+                // With a chain, the task at its end is the one that kept the victim waiting.
+                let culprit = l
+                    .filter(|l| !l.chain.is_empty())
+                    .and_then(|l| l.culprit())
+                    .map(|c| format!(": {c} kept {victim} waiting"))
+                    .unwrap_or_default();
                 if cause == Cause::PriorityInversion {
                     let medium = l
                         .and_then(|l| l.top_medium.as_ref())
@@ -737,8 +817,13 @@ impl Ctx<'_> {
                     if l.is_some_and(|l| l.medium_switch.is_some()) {
                         confidence = confidence.max(Confidence::High);
                     }
+                    let preempted = if culprit.is_empty() {
+                        ", and a medium-priority task preempted the holder"
+                    } else {
+                        ", and a medium-priority task preempted it"
+                    };
                     format!(
-                        "priority inversion: {victim} waited {} for a lock held by {holder}, and a medium-priority task preempted the holder: {medium}{}",
+                        "priority inversion: {victim} waited {} for a lock held by {holder}{chain}{culprit}{preempted}: {medium}{}",
                         human_duration(wait),
                         if l.is_some_and(|l| l.pi_boost.is_none()) {
                             " (no priority inheritance boost was recorded)"
@@ -753,21 +838,27 @@ impl Ctx<'_> {
                         .as_ref()
                         .and_then(|b| b.futex.as_ref())
                         .is_some_and(|f| f.is_pi());
+                    let who = if culprit.is_empty() { "the holder" } else { "it" };
                     let medium_ns = l.map_or(0, |l| l.medium_ns);
                     let pi = if medium_ns > 0 {
                         // Never "undisturbed" when the trace shows medium-priority work
                         // on the holder's CPU: that part is the inversion contributor.
+                        let whose = if culprit.is_empty() {
+                            "the holder's"
+                        } else {
+                            "its"
+                        };
                         format!(
-                            "; medium-priority work held the holder's CPU for {} of the wait while the holder was runnable (priority inversion), and the holder's own run took the rest",
+                            "; medium-priority work held {whose} CPU for {} of the wait while {who} was runnable (priority inversion), and {whose} own run took the rest",
                             human_duration(medium_ns)
                         )
                     } else if l.is_some_and(|l| l.pi_boost.is_some()) || pi_futex {
-                        "; priority inheritance boosted the holder, so the wait was bounded by its critical section".to_string()
+                        format!("; priority inheritance boosted {who}, so the wait was bounded by its critical section")
                     } else {
-                        "; the holder ran its critical section without being preempted by medium-priority work".to_string()
+                        format!("; {who} ran its critical section without being preempted by medium-priority work")
                     };
                     format!(
-                        "lock contention: {victim} waited {} for a lock held by {holder}{pi}",
+                        "lock contention: {victim} waited {} for a lock held by {holder}{chain}{culprit}{pi}",
                         human_duration(wait)
                     )
                 }
@@ -977,8 +1068,8 @@ impl Ctx<'_> {
             }
         }
         if primary == Cause::Migration {
-            if let Some(e) = &self.moved {
-                push(e, format!("{} changes CPUs", victim.comm));
+            if let Some(m) = &self.moved {
+                push(&m.event, format!("{} changes CPUs", victim.comm));
             }
         }
         if primary == Cause::IdleExit {
@@ -1021,6 +1112,23 @@ impl Ctx<'_> {
                 };
                 push(e, why.to_string());
             }
+            let mut waiter = l.holder.as_ref().map(|h| h.comm.to_string());
+            for c in &l.chain {
+                let w = waiter.take().unwrap_or_else(|| "the holder".to_string());
+                push(
+                    &c.asked,
+                    format!(
+                        "{w}, holding the lock the victim wants, asks for another, held by {}",
+                        c.holder
+                    ),
+                );
+                push(
+                    &c.unlock,
+                    format!("{} releases the lock {w} waits for", c.holder.comm),
+                );
+                push(&c.released, format!("{} wakes {w}", c.holder.comm));
+                waiter = Some(c.holder.comm.to_string());
+            }
             if let Some(e) = &l.waking {
                 push(
                     e,
@@ -1055,6 +1163,11 @@ impl Ctx<'_> {
 
 /// How far back (events per CPU) the holder's state at the start of a wait is looked for.
 const HOLDER_LOOKBACK: usize = 50_000;
+/// How far back (events on its CPU) the futex call a task blocked or woke in is looked for.
+const FUTEX_LOOKBACK: usize = 256;
+/// Holders followed beyond the victim's own: the holder waiting for a second lock, that
+/// lock's holder waiting for a third, ... A longer chain is cut here.
+pub(crate) const MAX_CHAIN: usize = 4;
 
 /// Where a lock holder waited for a CPU: the CPU, the event that left it runnable there
 /// (a switch out with `R`, or its wake-up), and its priority then.
@@ -1064,10 +1177,52 @@ struct Runnable {
     prio: i32,
 }
 
+/// A holder's state at the start of the stretch it is followed over.
+enum HolderState {
+    Runnable(Runnable),
+    /// Asleep since `since`; `futex` is the lock call it blocked in, if it was one.
+    Blocked {
+        since: Nanos,
+        futex: Option<Event>,
+    },
+}
+
+/// The futex call `tid` was in at index `idx` of `cpu`'s history: its `sys_enter_futex`
+/// with no exit after it, looked for back to `tid`'s last switch in. `lock_only` keeps
+/// only calls that wait for a lock.
+fn futex_call_before(
+    tr: &Tracker,
+    cpu: u32,
+    idx: usize,
+    tid: i32,
+    lock_only: bool,
+) -> Option<Event> {
+    let q = tr.history.cpu(cpu);
+    for i in (idx.saturating_sub(FUTEX_LOOKBACK)..idx).rev() {
+        let e = q.get(i)?;
+        match &e.kind {
+            EventKind::SyscallEnter {
+                call: SyscallKind::Futex,
+                args,
+            } if e.pid == tid => {
+                let op = args.get(1).copied().unwrap_or(u64::MAX);
+                return (!lock_only || is_lock_op(op)).then(|| e.clone());
+            }
+            EventKind::SyscallExit {
+                call: SyscallKind::Futex,
+                ..
+            } if e.pid == tid => return None,
+            EventKind::SchedSwitch { next_pid, .. } if *next_pid == tid => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The holder's last scheduling event on any CPU before `at`: where it was left runnable,
-/// if it was.
-fn holder_runnable_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<Runnable> {
-    let mut last: Option<(Nanos, Option<Runnable>)> = None;
+/// or since when it slept, if either.
+fn holder_state_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<HolderState> {
+    let mut last: Option<(Nanos, Option<HolderState>)> = None;
     for cpu in 0..tr.history.cpu_count() as u32 {
         let q = tr.history.cpu(cpu);
         let end = tr.history.first_at(cpu, at);
@@ -1082,10 +1237,17 @@ fn holder_runnable_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<Runnable> 
                     prev_prio,
                     prev_state,
                     ..
-                } if *prev_pid == holder => Some(prev_state.is_runnable().then(|| Runnable {
-                    cpu,
-                    event: e.clone(),
-                    prio: *prev_prio,
+                } if *prev_pid == holder => Some(Some(if prev_state.is_runnable() {
+                    HolderState::Runnable(Runnable {
+                        cpu,
+                        event: e.clone(),
+                        prio: *prev_prio,
+                    })
+                } else {
+                    HolderState::Blocked {
+                        since: e.ts,
+                        futex: futex_call_before(tr, cpu, i, holder, true),
+                    }
                 })),
                 EventKind::SchedSwitch { next_pid, .. } if *next_pid == holder => Some(None),
                 EventKind::SchedWaking {
@@ -1099,11 +1261,13 @@ fn holder_runnable_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<Runnable> 
                     prio,
                     target_cpu,
                     ..
-                } if *pid == holder && *target_cpu >= 0 => Some(Some(Runnable {
-                    cpu: *target_cpu as u32,
-                    event: e.clone(),
-                    prio: *prio,
-                })),
+                } if *pid == holder && *target_cpu >= 0 => {
+                    Some(Some(HolderState::Runnable(Runnable {
+                        cpu: *target_cpu as u32,
+                        event: e.clone(),
+                        prio: *prio,
+                    })))
+                }
                 _ if e.pid == holder => Some(None),
                 _ => None,
             };
@@ -1132,43 +1296,125 @@ fn boost_in_lock_call(tr: &Tracker, ep: &Episode, holder_tid: i32) -> Option<Eve
         .cloned()
 }
 
+/// The lock a holder waited for while the victim waited, and who released it.
+struct Next {
+    tid: i32,
+    /// When the holder blocked on it.
+    since: Nanos,
+    /// The holder's futex call for it.
+    asked: Event,
+    /// The wake-up of the holder by the next holder.
+    released: Event,
+    /// The next holder's futex call that woke it.
+    unlock: Event,
+}
+
 fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
     let mut story = LockStory::default();
     let Some(w) = &ep.wake else {
         return story;
     };
     story.waking = Some(w.event.clone());
-    let Some(holder_tid) = w.waker else {
+    let Some(first) = w.waker else {
         return story;
     };
+    let mut by_task: BTreeMap<i32, (TaskRef, u64)> = BTreeMap::new();
+    // The victim's holder over the whole wait; when it was itself waiting for a lock,
+    // that lock's holder over the stretch the first waited for it, and so on: the
+    // medium-priority work that counts is whatever delayed any of them.
+    let mut link = (first, ep.start, until);
+    let mut pending: Option<(Event, Event, Event)> = None;
+    let mut visited = vec![ep.victim.tid];
+    loop {
+        let (tid, from, to) = link;
+        visited.push(tid);
+        let (holder, ran, next) = holder_part(tr, ep, tid, from, to, &mut story, &mut by_task);
+        story.holder_ran = ran;
+        match pending.take() {
+            None => story.holder = Some(holder),
+            Some((asked, released, unlock)) => story.chain.push(ChainLink {
+                holder,
+                asked,
+                released,
+                unlock,
+            }),
+        }
+        let Some(n) = next else { break };
+        // A cycle (a deadlock, or a misread wake-up) or a chain longer than any real
+        // program's lock nesting stops here, and says so: where the rest of the wait
+        // went is then not known.
+        let last = story.culprit().map(|h| h.to_string()).unwrap_or_default();
+        let next_ref = task_ref_of(tr, n.tid);
+        if visited.contains(&n.tid) {
+            story.cut = Some(format!(
+                "{last} was woken from its lock wait by {next_ref}, already in the chain of holders (a cycle: lost events or a deadlock)"
+            ));
+            break;
+        }
+        if story.chain.len() >= MAX_CHAIN {
+            story.cut = Some(format!(
+                "{last} was itself waiting for a lock held by {next_ref}: the chain of holders is longer than {} and not followed further",
+                MAX_CHAIN + 1
+            ));
+            break;
+        }
+        link = (n.tid, n.since.max(from), n.released.ts.min(to));
+        pending = Some((n.asked, n.released, n.unlock));
+    }
+    story.top_medium = by_task.into_values().max_by_key(|(_, ns)| *ns);
+    story
+}
+
+fn task_ref_of(tr: &Tracker, tid: i32) -> TaskRef {
     let (comm, prio) = tr
         .tasks
-        .get(&holder_tid)
+        .get(&tid)
         .map(|t| (t.comm, t.prio))
         .unwrap_or_default();
-    let mut holder = TaskRef {
-        tid: holder_tid,
-        comm,
-        prio,
-    };
+    TaskRef { tid, comm, prio }
+}
+
+/// One holder between `from` and `to`: its unboosted priority, its first event of its
+/// own (it ran), the medium-priority work that held its CPU while it was runnable (added
+/// to `story` and `by_task`), and the lock it was itself waiting for, if it was.
+fn holder_part(
+    tr: &Tracker,
+    ep: &Episode,
+    holder_tid: i32,
+    from: Nanos,
+    to: Nanos,
+    story: &mut LockStory,
+    by_task: &mut BTreeMap<i32, (TaskRef, u64)>,
+) -> (TaskRef, Option<Event>, Option<Next>) {
+    let mut holder = task_ref_of(tr, holder_tid);
+    let mut ran: Option<Event> = None;
     // Where the holder waited for a CPU: (cpu, since, the switch or wake-up that left it
-    // runnable). It may have been preempted long before the victim blocked.
+    // runnable). It may have been preempted long before the stretch began.
     let mut runnable: Vec<(u32, Nanos, Event)> = Vec::new();
     let mut intervals: Vec<(u32, Nanos, Nanos, Event)> = Vec::new();
-    if let Some(r) = holder_runnable_at(tr, holder_tid, ep.start) {
-        holder.prio = holder.prio.max(r.prio);
-        runnable.push((r.cpu, r.event.ts, r.event));
+    // Its sleeps (since, the lock call it slept in) and its wake-ups by another task in
+    // a futex call (at, by, event): CPUs are read one after the other, so they are
+    // paired once all are known.
+    let mut sleeps: Vec<(Nanos, Option<Event>)> = Vec::new();
+    let mut wakes: Vec<(Nanos, i32, Event, Event)> = Vec::new();
+    match holder_state_at(tr, holder_tid, from) {
+        Some(HolderState::Runnable(r)) => {
+            holder.prio = holder.prio.max(r.prio);
+            runnable.push((r.cpu, r.event.ts, r.event));
+        }
+        Some(HolderState::Blocked { since, futex }) => sleeps.push((since, futex)),
+        None => {}
     }
-    // The holder's own priority: the lowest it had in the window (PI boosts raise it).
+    // The holder's own priority: the lowest it had in the stretch (PI boosts raise it).
     for cpu in 0..tr.history.cpu_count() as u32 {
         let q = tr.history.cpu(cpu);
-        let i = tr.history.first_at(cpu, ep.start);
-        for e in q.range(i..) {
-            if e.ts > until {
+        let i = tr.history.first_at(cpu, from);
+        for (k, e) in q.range(i..).enumerate() {
+            if e.ts > to {
                 break;
             }
-            if e.pid == holder_tid && story.holder_ran.is_none() {
-                story.holder_ran = Some(e.clone());
+            if e.pid == holder_tid && ran.is_none() {
+                ran = Some(e.clone());
             }
             match &e.kind {
                 EventKind::SchedSwitch {
@@ -1178,17 +1424,22 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
                     next_pid,
                     ..
                 } => {
-                    if *prev_pid == holder_tid && prev_state.is_runnable() {
-                        holder.prio = holder.prio.max(*prev_prio);
-                        runnable.push((cpu, e.ts, e.clone()));
+                    if *prev_pid == holder_tid {
+                        if prev_state.is_runnable() {
+                            holder.prio = holder.prio.max(*prev_prio);
+                            runnable.push((cpu, e.ts, e.clone()));
+                        } else {
+                            sleeps
+                                .push((e.ts, futex_call_before(tr, cpu, i + k, holder_tid, true)));
+                        }
                     }
                     if *next_pid == holder_tid {
-                        if story.holder_ran.is_none() {
-                            story.holder_ran = Some(e.clone());
+                        if ran.is_none() {
+                            ran = Some(e.clone());
                         }
                         if let Some(pos) = runnable.iter().position(|p| p.0 == cpu) {
-                            let (c, from, sw) = runnable.remove(pos);
-                            intervals.push((c, from, e.ts, sw));
+                            let (c, since, sw) = runnable.remove(pos);
+                            intervals.push((c, since, e.ts, sw));
                         }
                     }
                 }
@@ -1197,11 +1448,15 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
                 }
                 | EventKind::SchedWakeup {
                     pid, target_cpu, ..
-                } if *pid == holder_tid
-                    && *target_cpu >= 0
-                    && !runnable.iter().any(|r| r.0 == *target_cpu as u32) =>
-                {
-                    runnable.push((*target_cpu as u32, e.ts, e.clone()));
+                } if *pid == holder_tid && *target_cpu >= 0 => {
+                    if e.pid > 0 && e.pid != holder_tid {
+                        if let Some(call) = futex_call_before(tr, cpu, i + k, e.pid, false) {
+                            wakes.push((e.ts, e.pid, e.clone(), call));
+                        }
+                    }
+                    if !runnable.iter().any(|r| r.0 == *target_cpu as u32) {
+                        runnable.push((*target_cpu as u32, e.ts, e.clone()));
+                    }
                 }
                 EventKind::SchedPiSetprio {
                     pid,
@@ -1221,16 +1476,15 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
     if story.pi_boost.is_none() {
         story.pi_boost = boost_in_lock_call(tr, ep, holder_tid);
     }
-    for (cpu, from, sw) in runnable {
-        intervals.push((cpu, from, until, sw));
+    for (cpu, since, sw) in runnable {
+        intervals.push((cpu, since, to, sw));
     }
-    let mut by_task: BTreeMap<i32, (TaskRef, u64)> = BTreeMap::new();
-    for (cpu, from, to, sw) in intervals {
-        // Only the part inside the wait counts.
+    for (cpu, since, until, sw) in intervals {
+        // Only the part inside the stretch counts.
         let w = Window {
             cpu,
-            from: from.max(ep.start),
-            to: to.min(until),
+            from: since.max(from),
+            to: until.min(to),
             victim: &holder,
             timer: None,
         };
@@ -1264,9 +1518,31 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
             story.medium_switch = Some(sw);
         }
     }
-    story.top_medium = by_task.into_values().max_by_key(|(_, ns)| *ns);
-    story.holder = Some(holder);
-    story
+    // The lock it waited for longest within the stretch: a sleep in a lock call ended
+    // by another task's futex call (the release).
+    // Only the first wake-up after a sleep ends it (sched_waking, then sched_wakeup).
+    sleeps.sort_by_key(|s| s.0);
+    wakes.sort_by_key(|w| w.0);
+    let mut ended: Vec<Nanos> = Vec::new();
+    let next = wakes
+        .into_iter()
+        .filter_map(|(at, by, released, unlock)| {
+            let (since, asked) = sleeps.iter().rev().find(|s| s.0 < at)?;
+            if ended.contains(since) {
+                return None;
+            }
+            ended.push(*since);
+            let asked = asked.clone()?;
+            Some(Next {
+                tid: by,
+                since: *since,
+                asked,
+                released,
+                unlock,
+            })
+        })
+        .max_by_key(|n| n.released.ts.0.saturating_sub(n.since.max(from).0));
+    (holder, ran, next)
 }
 
 /// The lowest frequency on the victim's CPU around the window, when it is clearly low.

@@ -164,10 +164,23 @@ fn for_cause(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
                 .and_then(|l| l.top_medium.as_ref())
                 .map(|(t, _)| format!(" ({t} preempted it)"))
                 .unwrap_or_default();
+            let chain = ctx.lock.filter(|l| !l.chain.is_empty()).map(|l| {
+                let names: Vec<String> = l.chain.iter().map(|c| c.holder.to_string()).collect();
+                format!(
+                    " and the mutexes {holder} waits for while holding it (held by {})",
+                    names.join(", ")
+                )
+            });
+            let runs = ctx
+                .lock
+                .and_then(|l| l.culprit())
+                .map(|h| h.to_string())
+                .unwrap_or_else(|| holder.clone());
             vec![
                 format!(
-                    "Make the mutex shared by {} and {holder} priority-inheriting: pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT); then {holder} runs at the waiter's priority while it holds the lock{medium}.",
-                    victim.comm
+                    "Make the mutex shared by {} and {holder}{} priority-inheriting: pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT); then {runs} runs at the waiter's priority while it holds the lock{medium}.",
+                    victim.comm,
+                    chain.unwrap_or_default()
                 ),
                 "Alternatively keep medium-priority work off the CPU where the lock holder runs, or shorten the critical section.".to_string(),
             ]

@@ -78,12 +78,17 @@ impl Futex {
     /// mutexes). Condition variables and semaphores wait with FUTEX_WAIT_BITSET and are
     /// not locks.
     pub fn is_lock(&self) -> bool {
-        matches!(self.op & 0x7f, 0 | 6 | 13)
+        is_lock_op(self.op)
     }
 
     pub fn is_pi(&self) -> bool {
         matches!(self.op & 0x7f, 6 | 13)
     }
+}
+
+/// Whether a futex operation waits for a lock (see [`Futex::is_lock`]).
+pub(crate) fn is_lock_op(op: u64) -> bool {
+    matches!(op & 0x7f, 0 | 6 | 13)
 }
 
 /// One "should have run" to "ran" stretch of a thread.

@@ -27,13 +27,15 @@ const R: u64 = 0;
 const S: u64 = 1;
 
 fn name(pid: i32) -> Comm {
-    Comm::new(match pid {
-        0 => "swapper",
-        100 => "high",
-        300 => "low",
-        400 => "med",
-        _ => "other",
-    })
+    match pid {
+        0 => Comm::new("swapper"),
+        100 => Comm::new("high"),
+        300 => Comm::new("low"),
+        400 => Comm::new("med"),
+        // The holders of a chain of locks: t1, t2, ...
+        201..=209 => Comm::new(&format!("t{}", pid - 200)),
+        _ => Comm::new("other"),
+    }
 }
 
 #[derive(Default)]
@@ -88,13 +90,16 @@ impl Seq {
         )
     }
     fn futex(&mut self, us: u64, cpu: u32, pid: i32, op: u64) -> &mut Seq {
+        self.futex_on(us, cpu, pid, LOCK, op)
+    }
+    fn futex_on(&mut self, us: u64, cpu: u32, pid: i32, lock: u64, op: u64) -> &mut Seq {
         self.ev(
             us,
             cpu,
             pid,
             EventKind::SyscallEnter {
                 call: SyscallKind::Futex,
-                args: vec![LOCK, op, 0, 0, 0, 0],
+                args: vec![lock, op, 0, 0, 0, 0],
             },
         )
     }
@@ -422,4 +427,275 @@ impl Seq {
             .collect();
         Seq { events }.analyze().spikes
     }
+}
+
+/// Holder `k` of a chain: t1 holds the lock H wants, t2 the one t1 waits for, ...
+fn t(k: u64) -> (i32, i32) {
+    // t1..t(n-1) outrank the medium task (they are asleep anyway); the last holder is
+    // FIFO 10 like L.
+    (200 + k as i32, 30 + k as i32)
+}
+
+/// Nested locks on CPU 1: the last holder t`n` (FIFO 10) holds lock n-1; t(n-1) .. t1
+/// wake in turn, each taking lock k-1 and blocking on lock k (held by the next); H
+/// blocks on lock 0 (held by t1); with `medium`, M preempts t`n` for 30 ms; then t`n`
+/// releases, each holder wakes the one before it, and t1 wakes H.
+fn chain(n: u64, medium: bool) -> Seq {
+    let lock = |k: u64| LOCK + 0x100 * k;
+    let last = (200 + n as i32, 89);
+    let mut s = Seq::default();
+    s.switch(0, 1, IDLE, R, last);
+    let mut at = 100;
+    for k in (1..n).rev() {
+        s.waking(at, 1, last.0, t(k), 1);
+        s.switch(at + 1, 1, last, R, t(k));
+        s.futex_on(at + 2, 1, t(k).0, lock(k), FUTEX_WAIT);
+        s.switch(at + 3, 1, t(k), S, last);
+        at += 100;
+    }
+    s.waking(1000, 1, last.0, H, 1);
+    s.switch(1001, 1, last, R, H);
+    s.futex_on(1002, 1, H.0, lock(0), FUTEX_WAIT);
+    s.switch(1003, 1, H, S, last);
+    if medium {
+        s.waking(1500, 1, last.0, M, 1);
+        s.switch(1501, 1, last, R, M);
+        s.switch(31_501, 1, M, S, last);
+    }
+    // Each holder releases its lock and wakes the one waiting for it.
+    let mut at = 33_000;
+    let mut cur = last;
+    for k in (1..n).rev() {
+        s.futex_on(at, 1, cur.0, lock(k), FUTEX_WAKE);
+        s.waking(at + 1, 1, cur.0, t(k), 1);
+        s.switch(at + 2, 1, cur, R, t(k));
+        cur = t(k);
+        at += 10;
+    }
+    s.futex_on(at, 1, cur.0, lock(0), FUTEX_WAKE);
+    s.waking(at + 1, 1, cur.0, H, 1);
+    s.switch(at + 2, 1, cur, R, H);
+    s.futex_exit(at + 3, 1, H.0);
+    s
+}
+
+#[test]
+fn nested_locks_the_last_holder_preempted_by_medium_work_is_inversion() {
+    // H waits for t1, which itself waits for a lock t2 holds; M preempts t2. t1 never
+    // runnable, so only following the chain finds the medium task.
+    let a = chain(2, true).analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
+    let text = &s.primary.summary;
+    assert!(text.contains("held by t1:201"), "{}", why(s));
+    assert!(
+        text.contains("waiting for a lock held by t2:202"),
+        "{}",
+        why(s)
+    );
+    assert!(
+        text.contains(": t2:202 (FIFO/RR 10) kept high:100"),
+        "{}",
+        why(s)
+    );
+    assert!(text.contains("med:400"), "{}", why(s));
+    // The evidence shows t1's own lock call and t2's release of it.
+    assert!(
+        s.evidence
+            .iter()
+            .any(|e| e.why.contains("asks for another")),
+        "{:#?}",
+        s.evidence
+    );
+    assert!(
+        s.evidence
+            .iter()
+            .any(|e| e.why.contains("t2 releases the lock t1 waits for")),
+        "{:#?}",
+        s.evidence
+    );
+}
+
+#[test]
+fn nested_locks_the_last_holder_running_its_section_is_contention() {
+    let a = chain(2, false).analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::LockContention, "{}", why(s));
+    assert!(
+        s.primary
+            .summary
+            .contains(": t2:202 (FIFO/RR 10) kept high:100"),
+        "{}",
+        why(s)
+    );
+}
+
+#[test]
+fn a_chain_of_five_holders_is_followed_to_its_end() {
+    // t1 .. t5: four holders beyond the victim's own, the bound.
+    let a = chain(5, true).analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
+    assert!(
+        s.primary.summary.contains(": t5:205 (FIFO/RR 10) kept"),
+        "{}",
+        why(s)
+    );
+}
+
+#[test]
+fn a_chain_longer_than_the_bound_is_cut_and_not_named() {
+    // t1 .. t6: t5's own wait for t6 is not followed, so neither the medium task on
+    // t6's CPU nor t6's run is seen: no cause is guessed.
+    let a = chain(6, true).analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::Unknown, "{}", why(s));
+    assert!(
+        s.primary.summary.contains("not followed further"),
+        "{}",
+        why(s)
+    );
+    let a = chain(6, false).analyze();
+    let s = lock_wait_of_h(&a);
+    assert_eq!(s.primary.cause, Cause::Unknown, "{}", why(s));
+}
+
+#[test]
+fn a_cycle_of_lock_wake_ups_ends_the_chain() {
+    // Lost events make t1 and t2 wake each other from lock waits inside the same
+    // stretch: the chain stops at the repeat instead of looping.
+    let (t1, t2) = (t(1), (202, 89));
+    let mut s = Seq::default();
+    s.switch(0, 2, IDLE, R, t2);
+    s.switch(0, 1, IDLE, R, t1);
+    s.futex_on(69, 1, t1.0, LOCK + 0x100, FUTEX_WAIT);
+    s.switch(70, 1, t1, S, IDLE);
+    s.waking(90, 1, 0, H, 1);
+    s.switch(91, 1, IDLE, R, H);
+    s.futex(99, 1, H.0, FUTEX_WAIT);
+    s.switch(100, 1, H, S, IDLE);
+    s.futex_on(149, 2, t2.0, LOCK + 0x200, FUTEX_WAIT);
+    s.switch(150, 2, t2, S, IDLE);
+    // t1's switch-in was lost: it wakes t2 while asleep.
+    s.futex_on(199, 2, t1.0, LOCK + 0x200, FUTEX_WAKE);
+    s.waking(200, 2, t1.0, t2, 2);
+    s.switch(201, 2, t1, R, t2);
+    s.futex_on(500, 2, t2.0, LOCK + 0x100, FUTEX_WAKE);
+    s.waking(501, 2, t2.0, t1, 1);
+    s.switch(502, 1, IDLE, R, t1);
+    s.futex(600, 1, t1.0, FUTEX_WAKE);
+    s.waking(601, 1, t1.0, H, 1);
+    s.switch(602, 1, t1, R, H);
+    let a = s.analyze();
+    let sp = lock_wait_of_h(&a);
+    assert_eq!(sp.primary.cause, Cause::Unknown, "{}", why(sp));
+    assert!(
+        sp.primary
+            .summary
+            .contains("already in the chain of holders"),
+        "{}",
+        why(sp)
+    );
+}
+
+impl Seq {
+    fn migrate(
+        &mut self,
+        us: u64,
+        cpu: u32,
+        by: i32,
+        who: (i32, i32),
+        from: u32,
+        to: u32,
+    ) -> &mut Seq {
+        self.ev(
+            us,
+            cpu,
+            by,
+            EventKind::SchedMigrateTask {
+                comm: name(who.0),
+                pid: who.0,
+                prio: who.1,
+                orig_cpu: from as i32,
+                dest_cpu: to as i32,
+            },
+        )
+    }
+}
+
+#[test]
+fn a_wake_up_placed_on_another_cpu_is_not_a_migration() {
+    // As try_to_wake_up traces it: sched_waking names the CPU the task last ran on (0),
+    // the wake-up's own choice of CPU 1 follows at once on the waker's CPU
+    // (sched_migrate_task), and the task then waits on CPU 1, idle, like any woken task.
+    // The move took no time: the 400 us are CPU 1's, not a migration's.
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 0, IDLE, R, H);
+    t.switch(10, 0, H, S, (500, 120));
+    t.switch(20, 1, (600, 120), S, IDLE);
+    t.waking(1000, 0, 500, H, 0);
+    t.migrate(1001, 0, 500, H, 0, 1);
+    t.switch(1400, 1, IDLE, R, H);
+    let a = t.analyze();
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    assert_ne!(s.primary.cause, Cause::Migration, "{}", why(s));
+    assert!(
+        s.contributors.iter().all(|c| c.cause != Cause::Migration),
+        "{:?}",
+        s.contributors
+    );
+}
+
+#[test]
+fn only_the_wait_after_leaving_the_old_cpu_is_the_migration() {
+    // H (FIFO 90) is preempted on CPU 0 by a FIFO 99 task and waits there 3 ms; CPU 1
+    // then pulls it (sched_migrate_task on CPU 1) and runs it 2 ms later, once the
+    // normal task there is switched out. CPU 1's normal task before the pull did not
+    // delay H (H was not there): only the 2 ms after the move are the migration's, and
+    // nothing names the 3 ms on CPU 0, which the breakdown does not replay.
+    let hp = (700, 0);
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 1, IDLE, R, (500, 120));
+    t.switch(0, 0, IDLE, R, H);
+    t.waking(10, 0, H.0, hp, 0);
+    t.switch(11, 0, H, R, hp);
+    t.migrate(3011, 1, 500, H, 0, 1);
+    t.switch(5011, 1, (500, 120), R, H);
+    let mut none = SystemFacts::default();
+    none.set("kernel.preempt", "none");
+    let a = t.analyze_with(none);
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    let migration = std::iter::once(&s.primary)
+        .chain(s.contributors.iter())
+        .find(|f| f.cause == Cause::Migration)
+        .unwrap_or_else(|| panic!("no migration: {}", why(s)));
+    assert!(
+        (migration.share - 0.4).abs() < 0.01,
+        "migration {:.3} of 5 ms: {}",
+        migration.share,
+        why(s)
+    );
+    // CPU 1's normal task before the pull is not a non-preemptible kernel section that
+    // kept H waiting.
+    assert_ne!(s.primary.cause, Cause::KernelNonpreemptible, "{}", why(s));
+}
+
+#[test]
+fn a_cpu_first_seen_inside_the_window_ran_the_task_its_first_switch_puts_off() {
+    // CPU 1 has no event before H's wake-up (the capture starts there): its first
+    // switch shows who held it, a normal task, and no task of unknown name and priority
+    // is counted as lower-priority work.
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.waking(100, 0, 0, H, 1);
+    t.switch(900, 1, (500, 120), R, H);
+    let mut none = SystemFacts::default();
+    none.set("kernel.preempt", "none");
+    let a = t.analyze_with(none);
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    assert_eq!(s.primary.cause, Cause::KernelNonpreemptible, "{}", why(s));
+    assert!(s.primary.summary.contains("other:500"), "{}", why(s));
+    assert!(!s.primary.summary.contains("<unknown>"), "{}", why(s));
 }

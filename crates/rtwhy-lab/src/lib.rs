@@ -108,6 +108,9 @@ pub enum Scenario {
     PriorityInversion,
     /// The same, medium already running when high blocks: the holder is preempted first.
     PriorityInversionPreemptedFirst,
+    /// Nested locks: high waits for a holder that waits for low's lock; medium preempts
+    /// low.
+    PriorityInversionNested,
     /// The same with a priority-inheritance mutex: bounded, lock contention only.
     LockContention,
     /// NET_RX work steered to the victim's CPU (loopback flood with RPS).
@@ -124,11 +127,12 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order selftest runs them.
-    pub const ALL: [Scenario; 10] = [
+    pub const ALL: [Scenario; 11] = [
         Scenario::RtThrottling,
         Scenario::Preemption,
         Scenario::PriorityInversion,
         Scenario::PriorityInversionPreemptedFirst,
+        Scenario::PriorityInversionNested,
         Scenario::LockContention,
         Scenario::Softirq,
         Scenario::IrqOnIsolatedCpu,
@@ -142,6 +146,7 @@ impl Scenario {
     pub fn name(self) -> &'static str {
         match self {
             Scenario::PriorityInversionPreemptedFirst => "priority_inversion_preempted_first",
+            Scenario::PriorityInversionNested => "priority_inversion_nested",
             _ => self.expected().as_str(),
         }
     }
@@ -156,9 +161,9 @@ impl Scenario {
         match self {
             Scenario::RtThrottling => Cause::RtThrottling,
             Scenario::Preemption => Cause::Preemption,
-            Scenario::PriorityInversion | Scenario::PriorityInversionPreemptedFirst => {
-                Cause::PriorityInversion
-            }
+            Scenario::PriorityInversion
+            | Scenario::PriorityInversionPreemptedFirst
+            | Scenario::PriorityInversionNested => Cause::PriorityInversion,
             Scenario::LockContention => Cause::LockContention,
             Scenario::Softirq => Cause::Softirq,
             Scenario::IrqOnIsolatedCpu => Cause::IrqOnIsolatedCpu,
@@ -180,6 +185,9 @@ impl Scenario {
             }
             Scenario::PriorityInversionPreemptedFirst => {
                 "the same, FIFO 50 already running when FIFO 80 blocks on the mutex"
+            }
+            Scenario::PriorityInversionNested => {
+                "nested: FIFO 80 waits for FIFO 60, which holds a second mutex and waits for FIFO 10's; FIFO 50 preempts FIFO 10"
             }
             Scenario::LockContention => {
                 "the same with a priority-inheritance mutex: the holder is boosted"
@@ -206,6 +214,7 @@ impl Scenario {
             Scenario::Preemption => (150, timer(1000), 3000, 20),
             Scenario::PriorityInversion
             | Scenario::PriorityInversionPreemptedFirst
+            | Scenario::PriorityInversionNested
             | Scenario::LockContention => (1000, Victim::LabHigh, 5000, 10),
             Scenario::Softirq => (400, timer(1000), 5000, 20),
             Scenario::IrqOnIsolatedCpu => (30, timer(200), 3000, 30),
@@ -319,6 +328,7 @@ impl Scenario {
             )?,
             Scenario::PriorityInversion
             | Scenario::PriorityInversionPreemptedFirst
+            | Scenario::PriorityInversionNested
             | Scenario::LockContention => {
                 let kind = if self == Scenario::LockContention {
                     LockKind::PriorityInheritance
@@ -333,6 +343,7 @@ impl Scenario {
                         critical: Duration::from_micros(3000),
                         medium: ms(30),
                         medium_first: self == Scenario::PriorityInversionPreemptedFirst,
+                        nested: self == Scenario::PriorityInversionNested,
                     },
                     stop,
                 )?

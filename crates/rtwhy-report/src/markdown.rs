@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use rtwhy_model::{human_duration, AuditFinding, Severity, Spike, SpikeSource};
+use rtwhy_model::{human_duration, AuditFinding, Severity};
 
 use crate::{system, Report, SpikeReport};
 
@@ -23,24 +23,6 @@ pub fn svg_name(id: u32) -> String {
 /// A table cell: no line breaks, `|` escaped.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
-}
-
-fn source_note(s: &Spike) -> String {
-    match &s.source {
-        SpikeSource::BreachMarker {
-            reported_ns,
-            late_timer,
-        } => format!(
-            "rtwhy breach marker; the detector measured {}{}",
-            human_duration(*reported_ns),
-            late_timer
-                .as_ref()
-                .map(|l| format!("; {}", l.describe()))
-                .unwrap_or_default()
-        ),
-        SpikeSource::ToolMarker { text, .. } => format!("marker \"{text}\""),
-        SpikeSource::Events => "found from the events".to_string(),
-    }
 }
 
 /// The whole report.
@@ -162,7 +144,7 @@ fn spike(out: &mut String, r: &SpikeReport, links: &Links) {
         capitalise(s.kind.describe()),
         s.start,
         s.end,
-        source_note(s)
+        crate::text::source_note(s)
     );
     let _ = writeln!(out, "| time | share | spent on |\n|---:|---:|---|");
     for item in &s.breakdown {

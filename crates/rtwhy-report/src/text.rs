@@ -16,22 +16,21 @@ fn percent_of(ns: u64, s: &Spike) -> f64 {
     ns as f64 * 100.0 / s.latency_ns.max(1) as f64
 }
 
-fn source_note(s: &Spike) -> String {
+/// How a spike was found, as text and Markdown both say it.
+pub(crate) fn source_note(s: &Spike) -> String {
     match &s.source {
         SpikeSource::BreachMarker {
             reported_ns,
             late_timer,
-        } => {
-            format!(
-                "rtwhy breach marker, detector measured {}{}",
-                human_duration(*reported_ns),
-                late_timer
-                    .as_ref()
-                    .map(|l| format!("; {}", l.describe()))
-                    .unwrap_or_default()
-            )
-        }
-        SpikeSource::ToolMarker { text, .. } => format!("marker: \"{text}\""),
+        } => format!(
+            "rtwhy breach marker; the detector measured {}{}",
+            human_duration(*reported_ns),
+            late_timer
+                .as_ref()
+                .map(|l| format!("; {}", l.describe()))
+                .unwrap_or_default()
+        ),
+        SpikeSource::ToolMarker { text, .. } => format!("marker \"{text}\""),
         SpikeSource::Events => "found from the events".to_string(),
     }
 }
@@ -266,21 +265,18 @@ fn timerlat_text(out: &mut dyn Write, t: &Timerlat, threshold: u64) -> Result<()
         let b = &s.blocking_thread;
         if s.irq_latency_ns.is_none() {
             writeln!(out, "  Blocking thread:                  not recorded")?;
-        } else if s.context == rtwhy_model::TimerlatContext::Irq {
-            writeln!(out, "  Blocking thread:")?;
-            writeln!(
-                out,
-                "    {:>24}:{:<9}",
-                b.comm.as_deref().unwrap_or("<...>"),
-                b.pid
-            )?;
         } else {
-            writeln!(
-                out,
-                "  Blocking thread:                  {:>12} ({:.2} %)",
-                rtla_us(b.duration_ns),
-                rtla_pct(b.duration_ns, total)
-            )?;
+            // An IRQ-context stop has no thread time to give: rtla prints the name only.
+            if s.context == rtwhy_model::TimerlatContext::Irq {
+                writeln!(out, "  Blocking thread:")?;
+            } else {
+                writeln!(
+                    out,
+                    "  Blocking thread:                  {:>12} ({:.2} %)",
+                    rtla_us(b.duration_ns),
+                    rtla_pct(b.duration_ns, total)
+                )?;
+            }
             writeln!(
                 out,
                 "    {:>24}:{:<9}",

@@ -14,7 +14,9 @@ impl Rule for LockContention {
 
     /// The victim blocked in a futex lock call; the task that woke it (the holder
     /// releasing the lock: FUTEX_WAKE or FUTEX_UNLOCK_PI) is known; and the holder ran
-    /// during the wait (boosted or not): an event of its own on some CPU.
+    /// during the wait (boosted or not): an event of its own on some CPU. When the holder
+    /// was itself waiting for a second lock, the holder at the end of that chain ran
+    /// while the lock it held was waited for, and the chain was followed to its end.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         if ctx.ep.kind != SpikeKind::LockWait {
             return Err("the victim did not wait for a lock".to_string());
@@ -28,8 +30,12 @@ impl Rule for LockContention {
                     .to_string(),
             );
         };
+        if let Some(why) = &l.cut {
+            return Err(why.clone());
+        }
         if l.holder_ran.is_none() {
-            return Err(format!("the holder {h} did not run during the wait"));
+            let last = l.culprit().unwrap_or(h);
+            return Err(format!("the holder {last} did not run during the wait"));
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! `migration`: the victim waited for the stopper thread or to be moved between CPUs.
 
-use rtwhy_model::{Bucket, Cause, Event, EventKind};
+use rtwhy_model::{Bucket, Cause, Event, EventKind, Nanos};
 
 use super::Rule;
 use crate::diagnose::Ctx;
@@ -8,24 +8,63 @@ use crate::tracker::{Episode, Tracker};
 
 pub(crate) struct Migration;
 
-/// The event showing the victim changed CPUs in its window: its `sched_migrate_task`,
-/// a wake-up for another CPU than the one it ran on, or a preemption on another CPU.
-pub(crate) fn moved(tr: &Tracker, ep: &Episode) -> Option<Event> {
-    if let Some(w) = &ep.wake {
-        if w.target_cpu >= 0 && w.target_cpu as u32 != ep.cpu {
-            return Some(w.event.clone());
-        }
-    }
+/// A wake-up's own choice of a CPU moves the task within microseconds of its
+/// `sched_waking`, on the waker's CPU (select_task_rq, then set_task_cpu): a move from
+/// that close is the wake-up placing the task, not a move it waited for.
+const PLACEMENT_NS: u64 = 50_000;
+
+/// How the victim changed CPUs in its window, when the move is part of what it waited
+/// for.
+#[derive(Debug, Clone)]
+pub(crate) struct Move {
+    /// The event that shows it: the victim's `sched_migrate_task`, or its switch out
+    /// while runnable on another CPU.
+    pub event: Event,
+    /// From when the wait is the move's: the victim left its old CPU (its switch out to
+    /// the stopper thread, or the migration itself) and waited to run on the new one.
+    pub at: Nanos,
+}
+
+/// The victim's move between CPUs in its window, if it waited for one: switched out
+/// runnable on another CPU (to the stopper thread `migration/N`, or preempted and then
+/// moved: its `sched_migrate_task`), or moved by a `sched_migrate_task` during its wait.
+/// A wake-up that chose another CPU is not a move it waited for: it then waits on its
+/// new CPU as any woken task does (and without a `sched_migrate_task` in the trace the
+/// wake-up is taken for such a choice).
+pub(crate) fn moved(tr: &Tracker, ep: &Episode) -> Option<Move> {
+    let migrate = migrate_event(tr, ep);
     if let Some(p) = &ep.preempted_by {
         if p.cpu != ep.cpu {
-            return Some(p.clone());
+            let to_stopper = matches!(&p.kind, EventKind::SchedSwitch { next_comm, .. } if is_stopper(next_comm.as_bytes()));
+            // Preempted by other work and moved later: the wait before the move was
+            // that work's, on a CPU the breakdown does not replay.
+            let at = match (&migrate, to_stopper) {
+                (Some(m), false) => m.ts,
+                _ => p.ts,
+            };
+            return Some(Move {
+                event: p.clone(),
+                at,
+            });
         }
     }
+    let m = migrate?;
+    if let Some(w) = &ep.wake {
+        if m.cpu == w.event.cpu && m.ts.0.saturating_sub(w.ts.0) <= PLACEMENT_NS && m.ts >= w.ts {
+            return None;
+        }
+    }
+    Some(Move { at: m.ts, event: m })
+}
+
+/// The victim's first `sched_migrate_task` to another CPU in its window.
+fn migrate_event(tr: &Tracker, ep: &Episode) -> Option<Event> {
+    let mut first: Option<Event> = None;
     for cpu in 0..tr.history.cpu_count() as u32 {
         let q = tr.history.cpu(cpu);
         let i = tr.history.first_at(cpu, ep.start);
         for e in q.range(i..) {
-            if e.ts > ep.end {
+            if e.ts > ep.end || first.as_ref().is_some_and(|f| e.ts >= f.ts) {
                 break;
             }
             if let EventKind::SchedMigrateTask {
@@ -36,12 +75,13 @@ pub(crate) fn moved(tr: &Tracker, ep: &Episode) -> Option<Event> {
             } = &e.kind
             {
                 if *pid == ep.victim.tid && orig_cpu != dest_cpu {
-                    return Some(e.clone());
+                    first = Some(e.clone());
+                    break;
                 }
             }
         }
     }
-    None
+    first
 }
 
 /// Whether a task is the per-CPU stopper thread.
@@ -54,8 +94,8 @@ impl Rule for Migration {
         Cause::Migration
     }
 
-    /// The victim changed CPUs in the window (see [`moved`]), or `migration/N` ran on
-    /// the victim's CPU while the victim waited.
+    /// The victim was moved between CPUs while it waited (see [`moved`]), or
+    /// `migration/N` ran on the victim's CPU while the victim waited.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         if ctx.moved.is_some() {
             return Ok(());

@@ -13,6 +13,12 @@
 //! an unbounded inversion. With priority inheritance `lab-low` runs at FIFO 80 while
 //! `lab-high` waits, `lab-med` cannot preempt it, and the wait is bounded by the rest of
 //! the critical section. Iterations start 200 ms apart.
+//!
+//! Nested: a fourth thread, `lab-chain` (FIFO 60, above `lab-med`), wakes at t + 0.5 ms,
+//! takes a second mutex (the outer one) and then asks for `lab-low`'s: it blocks, holding
+//! the outer one, which is the mutex `lab-high` then asks for. `lab-high` waits for
+//! `lab-chain`, which waits for `lab-low`, which `lab-med` preempts: the task that keeps
+//! `lab-high` waiting is at the end of a chain of two locks.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,12 +43,15 @@ pub struct Inversion {
     pub medium: Duration,
     /// `lab-med` starts before `lab-high` wakes: the holder is preempted first.
     pub medium_first: bool,
+    /// `lab-high` waits for `lab-chain`, which waits for `lab-low`'s mutex.
+    pub nested: bool,
 }
 
 const GAP_NS: u64 = 200_000_000;
 const HIGH_AT_NS: u64 = 1_000_000;
 const MEDIUM_AT_NS: u64 = 1_500_000;
 const MEDIUM_FIRST_AT_NS: u64 = 500_000;
+const CHAIN_AT_NS: u64 = 500_000;
 
 /// Starts the three threads; they end after the last iteration.
 pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
@@ -63,14 +72,16 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
         ));
     }
     let lock = Arc::new(LabMutex::new(cfg.kind));
+    let outer = Arc::new(LabMutex::new(cfg.kind));
     let base = sys::monotonic_ns() + 100_000_000;
     let kind = match cfg.kind {
         LockKind::Plain => "plain",
         LockKind::PriorityInheritance => "PRIO_INHERIT",
     };
     mark(&format!(
-        "inversion: {kind} mutex, low FIFO 10, medium FIFO 50{}, high FIFO 80 on CPU {}, {} iterations, critical section {} us, medium spins {} ms\n",
+        "inversion: {kind} mutex, low FIFO 10, medium FIFO 50{}, {}high FIFO 80 on CPU {}, {} iterations, critical section {} us, medium spins {} ms\n",
         if cfg.medium_first { " (starts before high wakes)" } else { "" },
+        if cfg.nested { "chain FIFO 60 (holds the mutex high wants, waits for low's), " } else { "" },
         cfg.cpu,
         cfg.iterations,
         cfg.critical.as_micros(),
@@ -100,8 +111,39 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
             ))
         })?;
     }
+    if cfg.nested {
+        let (lock, outer, stop) = (lock.clone(), outer.clone(), stop.clone());
+        load.spawn("lab-chain", move || {
+            fifo_on(cfg.cpu, 60, "inversion")?;
+            for i in 0..cfg.iterations {
+                if !stop.sleep_until(base + u64::from(i) * GAP_NS + CHAIN_AT_NS) {
+                    break;
+                }
+                outer.lock();
+                mark(&format!(
+                    "inversion: chain took the outer lock and wants low's (iteration {i})\n"
+                ));
+                lock.lock();
+                mark(&format!(
+                    "inversion: chain got low's lock, releases both (iteration {i})\n"
+                ));
+                lock.unlock();
+                outer.unlock();
+            }
+            Ok(format!(
+                "lab-chain: FIFO 60, held the {kind} mutex lab-high wants while waiting for lab-low's"
+            ))
+        })?;
+    }
     {
-        let (lock, stop) = (lock.clone(), stop.clone());
+        let (lock, stop) = (
+            if cfg.nested {
+                outer.clone()
+            } else {
+                lock.clone()
+            },
+            stop.clone(),
+        );
         load.spawn("lab-high", move || {
             fifo_on(cfg.cpu, 80, "inversion")?;
             let mut worst = 0u64;
