@@ -386,6 +386,76 @@ fn the_built_in_probe_records_without_a_command() {
     assert!(probe[0]["loops"].as_u64().unwrap() > 100, "{all}");
 }
 
+/// Whether this kernel offers the timerlat tracer.
+fn has_timerlat() -> bool {
+    std::fs::read_to_string(Path::new(TRACEFS).join("available_tracers"))
+        .is_ok_and(|t| t.split_whitespace().any(|w| w == "timerlat"))
+}
+
+#[test]
+fn without_timerlat_auto_takes_rtwhys_probe_and_a_forced_timerlat_is_one_line() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    if has_timerlat() {
+        // The guest check (scripts/rt-guest-timerlat.sh) covers kernels with it.
+        eprintln!("skipping: this kernel has the timerlat tracer");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let before = tracefs_state();
+    let forced = tmp.path().join("forced");
+    let o = run(&[
+        "record",
+        "--probe",
+        "timerlat",
+        "--probe-cpus",
+        "1",
+        "--duration",
+        "1s",
+        "--out",
+        forced.to_str().unwrap(),
+    ]);
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{all}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{all}");
+    assert!(
+        err.contains("--probe timerlat") && err.contains("no timerlat tracer"),
+        "{all}"
+    );
+    assert_eq!(
+        tracefs_state(),
+        before,
+        "after the refused --probe timerlat"
+    );
+
+    let auto = tmp.path().join("auto");
+    let o = run(&[
+        "record",
+        "-t",
+        "10ms",
+        "--probe-cpus",
+        "1",
+        "--duration",
+        "1s",
+        "--recorder-cpus",
+        "0",
+        "--out",
+        auto.to_str().unwrap(),
+    ]);
+    let all = text(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{all}");
+    assert!(all.contains("probe: rtwhy,"), "{all}");
+    let s = session(&auto);
+    assert_eq!(s["session"]["armed"]["probe"], "rtwhy", "{all}");
+    let probe = s["session"]["probe"].as_array().expect("probe stats");
+    assert_eq!(probe.len(), 1, "{all}");
+    assert!(probe[0]["loops"].as_u64().unwrap() > 0, "{all}");
+    assert_eq!(tracefs_state(), before, "after the rtwhy-probe session");
+}
+
 fn wait_for_instance(pid: u32) -> bool {
     let dir = Path::new(TRACEFS)
         .join("instances")

@@ -17,6 +17,7 @@ pub mod fallback;
 pub mod probe;
 pub mod session;
 pub mod symbols;
+pub mod timerlat;
 pub mod tracefs;
 pub mod watch;
 

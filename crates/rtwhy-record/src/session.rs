@@ -21,6 +21,7 @@ use crate::events::{split_event, Preset};
 use crate::fallback::{FallbackDetector, EVENTS as FALLBACK_EVENTS};
 use crate::probe::{Probe, ProbeConfig, ThreadStats};
 use crate::symbols::KernelSymbols;
+use crate::timerlat::{OsnoiseSettings, ProbeChoice, TimerlatConfig, TimerlatDetector};
 use crate::tracefs::{Instance, Tracefs};
 use crate::watch::Watch;
 
@@ -80,6 +81,8 @@ pub struct SessionConfig {
     pub rt_only: bool,
     /// The workload.
     pub workload: Workload,
+    /// Without a command: the kernel's timerlat tracer or rtwhy's own probe threads.
+    pub probe: ProbeChoice,
     /// CPUs the recorder's own threads (detector reading, capture, diagnosis) run on;
     /// `None` leaves them where they are. The command keeps its own affinity.
     pub recorder_cpus: Option<Vec<u32>>,
@@ -178,6 +181,9 @@ pub struct Armed {
     pub detector: String,
     /// BPF attach flavour (`tp_btf`, `raw_tp`, `tracepoint`), when BPF.
     pub attach: Option<String>,
+    /// Without a command, what measures: `timerlat` (the kernel's tracer) or `rtwhy`
+    /// (rtwhy's own probe threads).
+    pub probe: Option<String>,
     /// The flight-recorder instance.
     pub instance: String,
     /// Events enabled.
@@ -256,6 +262,8 @@ pub fn mono_ns() -> u64 {
 enum Detector {
     Bpf(Box<BpfDetector>),
     Tracefs(Box<FallbackDetector>),
+    /// The timerlat tracer's thread samples, streamed from the watch instance.
+    Timerlat(Box<TimerlatDetector>),
 }
 
 fn threads_of(pid: i32) -> Vec<i32> {
@@ -463,6 +471,26 @@ fn run_with(
     saved: &Affinity,
     signals: &Signals,
 ) -> Result<SessionReport> {
+    let mut timerlat = match &cfg.workload {
+        Workload::Probe(pc) if cfg.probe != ProbeChoice::Rtwhy => {
+            if crate::timerlat::available(tracefs) {
+                Some(TimerlatConfig {
+                    cpus: pc.cpus.clone(),
+                    period_us: u64::try_from(pc.interval.as_micros())
+                        .unwrap_or(u64::MAX)
+                        .max(1),
+                    priority: pc.priority,
+                })
+            } else if cfg.probe == ProbeChoice::Timerlat {
+                return Err(RecordError::Other(
+                    "--probe timerlat: this kernel has no timerlat tracer (not in available_tracers; it needs CONFIG_TIMERLAT_TRACER); use --probe rtwhy".into(),
+                ));
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
     let removed_stale = tracefs.remove_stale(Path::new("/proc"))?;
     for name in &removed_stale {
         obs.warning(&format!(
@@ -473,12 +501,23 @@ fn run_with(
     let facts = crate::facts::snapshot();
     let fact_lines = crate::facts::to_markers(&facts);
 
-    let (events, missing) = resolve_events(tracefs, cfg.preset, &cfg.extra_events)?;
+    let mut extra = cfg.extra_events.clone();
+    if timerlat.is_some() {
+        // The interference events the timerlat analysis breaks each period into.
+        extra.push("osnoise:*".into());
+    }
+    let (events, missing) = resolve_events(tracefs, cfg.preset, &extra)?;
     for m in &missing {
         obs.warning(&format!(
             "event {m} does not exist on this kernel; recording without it"
         ));
     }
+    // Before the instances: dropped after them, so the settings go back once no
+    // instance runs the tracer any more.
+    let osnoise = match &timerlat {
+        Some(tc) => Some(OsnoiseSettings::apply(tracefs, tc)?),
+        None => None,
+    };
     let pid = std::process::id();
     let flight = tracefs.create_instance(&format!("rtwhy-{pid}"))?;
     flight.set_tracing_on(false)?;
@@ -497,6 +536,19 @@ fn run_with(
     for (sys, ev) in &events {
         if flight.enable_event(sys, ev)? {
             enabled.push(format!("{sys}:{ev}"));
+        }
+    }
+    if timerlat.is_some() {
+        if let Err(e) = flight.set_tracer("timerlat") {
+            if cfg.probe == ProbeChoice::Timerlat {
+                return Err(RecordError::Other(format!(
+                    "--probe timerlat: the timerlat tracer cannot run in an instance here: {e}"
+                )));
+            }
+            obs.warning(&format!(
+                "the timerlat tracer cannot run in an instance here ({e}); using rtwhy's own probe"
+            ));
+            timerlat = None;
         }
     }
     let cpus = cpu_count(tracefs);
@@ -525,30 +577,38 @@ fn run_with(
     )?;
 
     let rt_only = cfg.rt_only;
-    let detector = match cfg.detector {
-        DetectorChoice::Tracefs => {
-            Detector::Tracefs(Box::new(FallbackDetector::new(cfg.threshold_ns, rt_only)))
+    let detector = match (&timerlat, cfg.detector) {
+        (Some(tc), _) => {
+            Detector::Timerlat(Box::new(TimerlatDetector::new(cfg.threshold_ns, &tc.cpus)))
         }
-        choice => {
-            let dc = DetectorConfig {
-                threshold_ns: cfg.threshold_ns,
-                rt_only,
-                force: None,
-                stack: true,
-            };
-            match BpfDetector::start(&dc) {
-                Ok(d) => Detector::Bpf(Box::new(d)),
-                Err(e) if choice == DetectorChoice::Auto => {
-                    obs.warning(&format!(
+        (None, choice) => match choice {
+            DetectorChoice::Tracefs => {
+                Detector::Tracefs(Box::new(FallbackDetector::new(cfg.threshold_ns, rt_only)))
+            }
+            choice => {
+                let dc = DetectorConfig {
+                    threshold_ns: cfg.threshold_ns,
+                    rt_only,
+                    force: None,
+                    stack: true,
+                };
+                match BpfDetector::start(&dc) {
+                    Ok(d) => Detector::Bpf(Box::new(d)),
+                    Err(e) if choice == DetectorChoice::Auto => {
+                        obs.warning(&format!(
                         "{e}; using the tracefs-only detector (higher overhead, switch-in times may be late where ftrace drops events)"
                     ));
-                    Detector::Tracefs(Box::new(FallbackDetector::new(cfg.threshold_ns, rt_only)))
+                        Detector::Tracefs(Box::new(FallbackDetector::new(
+                            cfg.threshold_ns,
+                            rt_only,
+                        )))
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
             }
-        }
+        },
     };
-    let need_watch = matches!(detector, Detector::Tracefs(_)) || !cfg.markers.is_empty();
+    let need_watch = !matches!(detector, Detector::Bpf(_)) || !cfg.markers.is_empty();
     let watch_instance = if need_watch {
         let w = tracefs.create_instance(&format!("rtwhy-{pid}-watch"))?;
         w.set_tracing_on(false)?;
@@ -556,10 +616,14 @@ fn run_with(
         w.set_overwrite(false)?;
         w.set_option("copy_trace_marker", true)?;
         w.set_clock("mono")?;
-        if matches!(detector, Detector::Tracefs(_)) {
-            for (s, e) in FALLBACK_EVENTS {
-                w.enable_event(s, e)?;
+        match detector {
+            Detector::Tracefs(_) => {
+                for (s, e) in FALLBACK_EVENTS {
+                    w.enable_event(s, e)?;
+                }
             }
+            Detector::Timerlat(_) => w.set_tracer("timerlat")?,
+            Detector::Bpf(_) => {}
         }
         Some(w)
     } else {
@@ -580,10 +644,16 @@ fn run_with(
         detector: match &detector {
             Detector::Bpf(_) => "bpf".into(),
             Detector::Tracefs(_) => "tracefs".into(),
+            Detector::Timerlat(_) => "timerlat".into(),
         },
         attach: match &detector {
             Detector::Bpf(d) => Some(d.mode().as_str().into()),
-            Detector::Tracefs(_) => None,
+            Detector::Tracefs(_) | Detector::Timerlat(_) => None,
+        },
+        probe: match (&cfg.workload, &detector) {
+            (Workload::Command(_), _) => None,
+            (Workload::Probe(_), Detector::Timerlat(_)) => Some("timerlat".into()),
+            (Workload::Probe(_), _) => Some("rtwhy".into()),
         },
         instance: flight.name().to_string(),
         events: enabled,
@@ -648,6 +718,9 @@ fn run_with(
     if let Some(w) = watch_instance {
         w.remove()?;
     }
+    if let Some(o) = osnoise {
+        o.restore()?;
+    }
     outcome?;
     report.threads = worst.into_values().collect();
     report.duration_ns = t0.elapsed().as_nanos() as u64;
@@ -655,6 +728,21 @@ fn run_with(
 }
 
 impl Runner<'_> {
+    /// Gives the timerlat kthreads the probe's priority; a warning when none was found.
+    fn timerlat_priority(&mut self, priority: i32) {
+        let cpus = match &self.cfg.workload {
+            Workload::Probe(pc) => pc.cpus.clone(),
+            Workload::Command(_) => return,
+        };
+        let set = crate::timerlat::set_kthread_priority(Path::new("/proc"), &cpus, priority);
+        if set < cpus.len() {
+            self.obs.warning(&format!(
+                "SCHED_FIFO {priority} set on {set} of {} timerlat kthreads (the others keep the kernel's default, 95)",
+                cpus.len()
+            ));
+        }
+    }
+
     fn max_reached(&self) -> bool {
         self.cfg.max_spikes > 0 && self.report.captures_total >= self.cfg.max_spikes
     }
@@ -675,6 +763,9 @@ impl Runner<'_> {
                 self.track_process(c.pid())?;
                 c.release(&argv[0])?;
                 child = Some(c);
+            }
+            Workload::Probe(pc) if matches!(self.detector, Detector::Timerlat(_)) => {
+                self.timerlat_priority(pc.priority);
             }
             Workload::Probe(pc) => {
                 let p = Probe::start(pc)?;
@@ -716,6 +807,15 @@ impl Runner<'_> {
         if let Some(p) = probe {
             self.report.probe = p.stop();
         }
+        if let Detector::Timerlat(d) = &self.detector {
+            self.report.probe = d.stats();
+            if d.unreadable() > 0 {
+                self.obs.warning(&format!(
+                    "{} timerlat samples could not be read and were skipped",
+                    d.unreadable()
+                ));
+            }
+        }
         if let Some(mut c) = child.take() {
             // Ctrl-C in a terminal reached the command too; SIGTERM and the other ends
             // are passed on here.
@@ -742,6 +842,7 @@ impl Runner<'_> {
     fn track_process(&mut self, pid: i32) -> Result<()> {
         match &mut self.detector {
             Detector::Bpf(d) => d.track_process(pid),
+            Detector::Timerlat(_) => Ok(()),
             Detector::Tracefs(d) => {
                 d.track(pid);
                 for tid in threads_of(pid) {
@@ -759,6 +860,7 @@ impl Runner<'_> {
                 d.track(tid);
                 Ok(())
             }
+            Detector::Timerlat(_) => Ok(()),
         }
     }
 
@@ -766,7 +868,7 @@ impl Runner<'_> {
     fn poll_once(&mut self, timeout: Duration) -> Result<()> {
         let mut triggers = Vec::new();
         let events: Vec<Event> = match &self.watch {
-            Some(w) => w.next(if matches!(self.detector, Detector::Tracefs(_)) {
+            Some(w) => w.next(if !matches!(self.detector, Detector::Bpf(_)) {
                 timeout
             } else {
                 Duration::ZERO
@@ -791,6 +893,15 @@ impl Runner<'_> {
                 for b in d.poll(timeout)? {
                     let record = Box::new(with_stack(self.layout.symbols(), b));
                     triggers.push(Trigger::Breach { record });
+                }
+            }
+            Detector::Timerlat(d) => {
+                for ev in &events {
+                    if let Some(r) = d.push(ev) {
+                        triggers.push(Trigger::Breach {
+                            record: Box::new(r),
+                        });
+                    }
                 }
             }
             Detector::Tracefs(d) => {

@@ -162,7 +162,10 @@ impl Tracefs {
         let read = |p: PathBuf| -> Result<String> { read_text(&p) };
         let events_dir = self.root.join("events");
         let mut ftrace_formats = Vec::new();
-        for name in ["print", "function", "bprint", "bputs", "raw_data"] {
+        // timerlat and osnoise: the samples of the tracers of those names.
+        for name in [
+            "print", "function", "bprint", "bputs", "raw_data", "timerlat", "osnoise",
+        ] {
             let p = events_dir.join("ftrace").join(name).join("format");
             if p.is_file() {
                 ftrace_formats.push(read(p)?);
@@ -210,7 +213,7 @@ fn is_rtwhy_process(proc: &Path, pid: u32) -> bool {
 /// Reads a whole tracefs file. Some tracefs files (`events/header_page`) answer a small
 /// first read with a fragment and then end-of-file, so reads go in large chunks rather
 /// than `read_to_string`'s small probe.
-fn read_text(path: &Path) -> Result<String> {
+pub(crate) fn read_text(path: &Path) -> Result<String> {
     let mut f = fs::File::open(path).map_err(|e| io_err(path, e))?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
@@ -242,6 +245,11 @@ fn remove_instance_dir(dir: &Path) -> Result<()> {
         return Ok(());
     }
     let _ = write_file(&dir.join("tracing_on"), "0");
+    // A tracer (timerlat) keeps its kthreads and global hooks until it is unset.
+    let tracer = dir.join("current_tracer");
+    if fs::read_to_string(&tracer).is_ok_and(|t| t.trim() != "nop") {
+        let _ = write_file(&tracer, "nop");
+    }
     let _ = write_file(&dir.join("events").join("enable"), "0");
     match fs::remove_dir(dir) {
         Ok(()) => Ok(()),
@@ -345,6 +353,11 @@ impl Instance {
     /// Traces only these CPUs.
     pub fn set_cpus(&self, cpus: &[u32]) -> Result<()> {
         self.write("tracing_cpumask", &cpu_mask_hex(cpus))
+    }
+
+    /// Sets the instance's tracer (`timerlat`); `nop` unsets it.
+    pub fn set_tracer(&self, name: &str) -> Result<()> {
+        self.write("current_tracer", name)
     }
 
     /// Enables `system:event`; `Ok(false)` when the kernel lacks it.

@@ -23,6 +23,18 @@ pub fn set_fifo(priority: i32) -> io::Result<()> {
     set_policy(libc::SCHED_FIFO, priority)
 }
 
+/// Makes task `pid` (another thread, a kernel thread) SCHED_FIFO at `priority`.
+pub fn set_task_fifo(pid: i32, priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param; a wrong pid only fails with ESRCH.
+    if unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Makes the calling thread SCHED_OTHER again.
 pub fn set_normal() -> io::Result<()> {
     set_policy(libc::SCHED_OTHER, 0)

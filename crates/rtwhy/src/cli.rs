@@ -149,6 +149,16 @@ pub enum DetectorArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProbeArg {
+    /// The kernel's timerlat tracer where it exists, else rtwhy's own probe.
+    Auto,
+    /// The kernel's timerlat tracer (an error where the kernel lacks it).
+    Timerlat,
+    /// rtwhy's own cyclic probe threads.
+    Rtwhy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PresetArg {
     /// Scheduling, interrupts, timer expiry.
     Minimal,
@@ -215,6 +225,10 @@ pub struct RecordArgs {
     /// CPUs, else all).
     #[arg(long, value_parser = parse_cpu_list)]
     pub probe_cpus: Option<rtwhy_model::CpuList>,
+    /// Without a command, what measures: the kernel's timerlat tracer (as rtla
+    /// timerlat) where the kernel has it, or rtwhy's own probe threads.
+    #[arg(long, value_enum, default_value_t = ProbeArg::Auto)]
+    pub probe: ProbeArg,
     /// The probe's period.
     #[arg(long, default_value = "1ms", value_parser = parse_span)]
     pub interval: rtwhy_model::Nanos,

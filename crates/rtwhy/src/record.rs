@@ -19,10 +19,11 @@ use rtwhy_record::probe::ProbeConfig;
 use rtwhy_record::session::{
     self, Armed, Capture, DetectorChoice, Observer, SessionConfig, SessionReport, Trigger, Workload,
 };
+use rtwhy_record::timerlat::ProbeChoice;
 use serde_json::{json, Value};
 
 use crate::analyze::analyze_file;
-use crate::cli::{DetectorArg, PresetArg, RecordArgs, SummaryArgs};
+use crate::cli::{DetectorArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs};
 use crate::journal::{self, Level};
 use crate::ledger::{self, Diagnosed, Entry, Ledger};
 
@@ -308,10 +309,15 @@ impl Observer for Live {
             Some(m) => format!("{} ({m})", a.detector),
             None => a.detector.clone(),
         };
+        let probe = a
+            .probe
+            .as_ref()
+            .map(|p| format!("probe: {p}, "))
+            .unwrap_or_default();
         journal::line(
             Level::Info,
             &format!(
-                "rtwhy: armed in {} ms: detector {how}, {} events in instance {}, clock {}",
+                "rtwhy: armed in {} ms: {probe}detector {how}, {} events in instance {}, clock {}",
                 a.armed_after_ns / 1_000_000,
                 a.events.len(),
                 a.instance,
@@ -620,6 +626,11 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         },
         rt_only: !args.all_policies,
         workload,
+        probe: match args.probe {
+            ProbeArg::Auto => ProbeChoice::Auto,
+            ProbeArg::Timerlat => ProbeChoice::Timerlat,
+            ProbeArg::Rtwhy => ProbeChoice::Rtwhy,
+        },
         recorder_cpus,
     };
     let argv: Vec<String> = std::env::args().collect();

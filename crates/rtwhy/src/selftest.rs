@@ -485,6 +485,7 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
         rt_only: true,
         workload,
         recorder_cpus: Some(vec![bench.housekeeping]),
+        probe: rtwhy_record::timerlat::ProbeChoice::Rtwhy,
     };
     let mut scene = Scene {
         bench,
