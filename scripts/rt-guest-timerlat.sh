@@ -38,10 +38,13 @@ state() {
 before=$(state)
 grep -qw timerlat $T/available_tracers || fail "this guest kernel has no timerlat tracer"
 out=$RTWHY_GUEST_SHARED/rec
-# A small load on the measured CPU, bounded in time: a SCHED_OTHER copy loop.
-timeout 25 taskset -c 1 dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null &
+# A small load on the measured CPU, bounded in time: a SCHED_OTHER copy loop. The
+# session ends at its third capture; --duration only bounds it, and counts from the
+# start: arming took 7-20 s under TCG on a loaded host (a 20 s bound once left 4 s of
+# recording and no sample streamed yet).
+timeout 60 taskset -c 1 dd if=/dev/zero of=/dev/null bs=64k 2>/dev/null &
 load=$!
-"$exe" record --threshold 50us --max-spikes 3 --duration 20s --probe-cpus 1 -o "$out" \
+"$exe" record --threshold 50us --max-spikes 3 --duration 60s --probe-cpus 1 -o "$out" \
     >"$RTWHY_GUEST_SHARED/record.txt" 2>&1
 code=$?
 kill $load 2>/dev/null; wait $load 2>/dev/null
