@@ -769,6 +769,18 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
                 }
                 last = Some(e);
             }
+            if last.is_none() {
+                // The CPU's history in the capture begins after the wake-up: its first
+                // event says who held it then (a switch away from idle, or idle's own
+                // event), as the analyzer's replay takes it.
+                idle = t
+                    .on(cpu)
+                    .find(|e| !is_stack(e))
+                    .is_some_and(|e| match &e.kind {
+                        EventKind::SchedSwitch { prev_pid, .. } => *prev_pid == 0,
+                        _ => e.pid == 0,
+                    });
+            }
             if !idle {
                 return Err(format!("CPU not idle at the wake-up (since {last:?})"));
             }
