@@ -10,25 +10,67 @@ use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::osnoise::osnoise_record;
 use rtwhy_decode::recent::{event_name, RecentLines};
+use rtwhy_decode::tracedat::TraceFile;
+use rtwhy_decode::typed::EventDecoder;
 use rtwhy_model::{parse_fact_marker, Event, EventKind, FieldValue, SystemFacts};
 
-/// Files up to this size are read twice: first for their `rtwhy-fact:` markers, which
+/// Files up to this size are searched ahead for their `rtwhy-fact:` markers, which
 /// rtwhy's recorder writes at the end of each capture, so that every spike (not only
 /// those after the markers) is judged with the recorded facts (isolation, preemption
 /// model, IRQ affinities). Captures are a few MB; longer traces keep one pass.
 const FACTS_PRESCAN_MAX: u64 = 128 << 20;
 
-/// Collects a trace's `rtwhy-fact:` markers.
+/// The `rtwhy-fact:` markers of a trace.dat written by rtwhy (its captures name
+/// `rtwhy <version>` as the writing tool), read from the file already open: only the
+/// `print` records are decoded. A trace.dat written by trace-cmd records the top-level
+/// buffer or its own instances, never the marker file of rtwhy's instance, so it is not
+/// searched; markers met in the one pass still count from where they stand.
+fn capture_facts(dat: &TraceFile) -> Vec<(String, String)> {
+    let mut facts = Vec::new();
+    let written_by_rtwhy = dat
+        .info()
+        .tracer_version
+        .as_deref()
+        .is_some_and(|v| v.starts_with("rtwhy "));
+    if !written_by_rtwhy || dat.info().file_len > FACTS_PRESCAN_MAX {
+        return facts;
+    }
+    let Ok(mut records) = dat.records() else {
+        return facts;
+    };
+    let mut decoder = EventDecoder::new();
+    // A damaged page ends the search; the main pass reports it.
+    while let Ok(true) = records.advance() {
+        let Some(record) = records.current() else {
+            break;
+        };
+        if record
+            .format
+            .is_none_or(|f| f.name != "print" && f.name != "bputs")
+        {
+            continue;
+        }
+        if let EventKind::Print { text } = decoder.decode(dat.meta(), &record).kind {
+            if let Some((k, v)) = parse_fact_marker(&text) {
+                facts.push((k.to_string(), v.to_string()));
+            }
+        }
+    }
+    facts
+}
+
+/// Collects the `rtwhy-fact:` markers of a text trace (`trace-cmd report` of a capture
+/// may carry them), read ahead in a pass of its own.
 #[derive(Default)]
-struct FactsSink {
+struct TextFactsSink {
     facts: Vec<(String, String)>,
 }
 
-impl Sink for FactsSink {
+impl Sink for TextFactsSink {
     type Error = anyhow::Error;
 
-    fn begin(&mut self, _header: &Header<'_>) -> Result<bool> {
-        Ok(true)
+    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
+        Ok(header.trace_dat.is_none())
     }
 
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
@@ -226,6 +268,9 @@ impl Sink for AnalyzeSink {
             ));
         }
         let mut facts = header.facts.clone();
+        if let Some(dat) = header.trace_dat {
+            self.facts = capture_facts(dat);
+        }
         for (k, v) in &self.facts {
             facts.set(k, v);
         }
@@ -262,9 +307,10 @@ impl Sink for AnalyzeSink {
 /// Decodes `path` (any input rtwhy-decode recognises) and runs the analyzer over it.
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
     let display = path.display().to_string();
+    let text = input::recognise(path)?.name() != "trace.dat";
     let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= FACTS_PRESCAN_MAX);
-    let mut ahead = FactsSink::default();
-    if small {
+    let mut ahead = TextFactsSink::default();
+    if text && small {
         input::read(path, &mut ahead)?;
     }
     let mut sink = AnalyzeSink {
