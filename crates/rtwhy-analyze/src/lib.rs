@@ -107,6 +107,17 @@ impl Analyzer {
         }
     }
 
+    /// The events kept of the recent past (every CPU's last `horizon`), in time order:
+    /// for a second analysis that starts late, to catch up on what it did not see.
+    pub fn recent_events(&self) -> Vec<&Event> {
+        let h = &self.tracker.history;
+        let mut all: Vec<&Event> = (0..h.cpu_count())
+            .flat_map(|cpu| h.cpu(cpu as u32).iter())
+            .collect();
+        all.sort_by_key(|e| e.ts);
+        all
+    }
+
     /// Spikes diagnosed so far.
     pub fn spikes(&self) -> &[Spike] {
         &self.spikes

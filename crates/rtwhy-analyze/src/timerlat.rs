@@ -35,8 +35,9 @@
 //! assert_eq!(spikes[0].primary.cause.as_str(), "unknown");
 //! ```
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
+use crate::intmap::IntMap;
 use crate::rules::kernel_nonpreemptible::{function_of, IDLE, IRQ_ENABLE};
 use rtwhy_model::{
     softirq_name, BlockingThread, Cause, Comm, Confidence, CpuList, Event, EventKind, Evidence,
@@ -289,10 +290,10 @@ impl CpuState {
 pub struct TimerlatAnalyzer {
     threshold: Nanos,
     isolated: Option<CpuList>,
-    cpus: HashMap<u32, CpuState>,
+    cpus: IntMap<u32, CpuState>,
     /// Kernel prio of each pid, from the scheduler events recorded with the samples.
-    prio: HashMap<i32, i32>,
-    comm: HashMap<i32, Comm>,
+    prio: IntMap<i32, i32>,
+    comm: IntMap<i32, Comm>,
     /// A `ktimers/N` thread exists only on PREEMPT_RT (docs/causes.md).
     saw_ktimers: bool,
     samples: u64,
@@ -310,9 +311,9 @@ impl TimerlatAnalyzer {
         TimerlatAnalyzer {
             threshold,
             isolated,
-            cpus: HashMap::new(),
-            prio: HashMap::new(),
-            comm: HashMap::new(),
+            cpus: IntMap::default(),
+            prio: IntMap::default(),
+            comm: IntMap::default(),
             saw_ktimers: false,
             samples: 0,
             noise: 0,
@@ -383,7 +384,7 @@ impl TimerlatAnalyzer {
         if pid == 0 {
             return;
         }
-        if comm.to_str_lossy().starts_with("ktimers/") {
+        if comm.as_bytes().starts_with(b"ktimers/") {
             self.saw_ktimers = true;
         }
         self.prio.insert(pid, prio);

@@ -546,7 +546,8 @@ impl Tracker {
             }
             _ => return,
         };
-        if start > end {
+        // A task that is not watched leaves nothing behind: no episode is built for it.
+        if start > end || !victim {
             return;
         }
         let episode = Episode {
@@ -563,29 +564,24 @@ impl Tracker {
             ran: Some(ev.clone()),
         };
         let latency = end.0 - start.0;
-        if victim {
-            let s = self.victims.entry(tid).or_insert(VictimStats {
-                task: victim_ref.clone(),
-                episodes: 0,
-                max_ns: 0,
-            });
-            s.task = victim_ref;
-            s.episodes += 1;
-            s.max_ns = s.max_ns.max(latency);
-        }
-        let spike = victim && rtwhy_model::breaches(latency, threshold.0);
-        // Kept for a marker written about this wake-up later; only victims are worth
-        // the copy.
-        if victim {
-            if let Some(t) = self.tasks.get_mut(&tid) {
-                if t.recent.len() == RECENT {
-                    t.recent.pop_front();
-                }
-                t.recent.push_back(PastEpisode {
-                    episode: episode.clone(),
-                    spike: None,
-                });
+        let s = self.victims.entry(tid).or_insert(VictimStats {
+            task: victim_ref.clone(),
+            episodes: 0,
+            max_ns: 0,
+        });
+        s.task = victim_ref;
+        s.episodes += 1;
+        s.max_ns = s.max_ns.max(latency);
+        let spike = rtwhy_model::breaches(latency, threshold.0);
+        // Kept for a marker written about this wake-up later.
+        if let Some(t) = self.tasks.get_mut(&tid) {
+            if t.recent.len() == RECENT {
+                t.recent.pop_front();
             }
+            t.recent.push_back(PastEpisode {
+                episode: episode.clone(),
+                spike: None,
+            });
         }
         if spike {
             out.push(Outcome::Spike(Box::new(episode)));

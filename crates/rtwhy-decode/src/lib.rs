@@ -24,6 +24,6 @@ pub mod typed;
 pub use endian::Endian;
 pub use error::{Error, Result};
 pub use format::{EventFormat, Field, FieldFlags, HeaderPage};
-pub use meta::{ClockSample, HostSync, MetaSources, TraceMeta, Tsc2Nsec};
+pub use meta::{ClockSample, FormatMap, HostSync, MetaSources, TraceMeta, Tsc2Nsec};
 pub use record::Record;
 pub use typed::EventDecoder;

@@ -2,10 +2,38 @@
 //! symbols and names. Shared by every reader and by the printers.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::endian::Endian;
 use crate::format::{EventFormat, HeaderPage};
 use crate::symbols::{Cmdlines, Kallsyms, PrintkFormats};
+
+/// Event formats by id. Looked up once per record, so hashed by a multiply instead of
+/// SipHash (ids come from the file, but a table of at most 65536 ids cannot be flooded).
+pub type FormatMap = HashMap<u32, EventFormat, BuildHasherDefault<IdHasher>>;
+
+/// Hashes an event id by one multiply, keeping the bits the table indexes with.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        // The high bits of the product are the well-mixed ones; hashbrown takes its
+        // bucket from the low bits and its tag from the top seven.
+        let x = u64::from(v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = x ^ (x >> 32);
+    }
+}
 
 /// Converts TSC counts to nanoseconds (`TSC2NSEC` option): `ns = (tsc * mult) >> shift + offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +167,7 @@ pub struct TraceMeta {
     /// Ring-buffer page layout.
     pub header_page: HeaderPage,
     /// Event formats by id.
-    pub formats: HashMap<u32, EventFormat>,
+    pub formats: FormatMap,
     /// Kernel symbols.
     pub kallsyms: Kallsyms,
     /// `trace_printk` formats.
@@ -167,7 +195,7 @@ impl TraceMeta {
             kernel_long_size: long_size,
             page_size,
             header_page: HeaderPage::default_for_long(long_size),
-            formats: HashMap::new(),
+            formats: FormatMap::default(),
             kallsyms: Kallsyms::default(),
             printk: PrintkFormats::default(),
             cmdlines: Cmdlines::default(),

@@ -28,9 +28,29 @@ struct Kept {
 #[derive(Debug, Default)]
 struct CpuQueue {
     kept: VecDeque<Kept>,
-    bytes: VecDeque<u8>,
-    /// The position of `bytes`' first byte.
+    /// The kept bytes from `bytes[start]` on; what lies before `start` is dropped and is
+    /// cut off once it outweighs the rest (a copy amortised over the records kept since).
+    bytes: Vec<u8>,
+    start: usize,
+    /// The position of `bytes[start]`.
     base: u64,
+}
+
+impl CpuQueue {
+    /// The kept bytes.
+    fn live(&self) -> &[u8] {
+        self.bytes.get(self.start..).unwrap_or_default()
+    }
+
+    fn drop_front(&mut self, n: usize) {
+        let n = n.min(self.bytes.len() - self.start.min(self.bytes.len()));
+        self.start += n;
+        self.base += n as u64;
+        if self.start >= 64 << 10 && self.start * 2 >= self.bytes.len() {
+            self.bytes.drain(..self.start);
+            self.start = 0;
+        }
+    }
 }
 
 /// Records and lines of the last `horizon` per CPU, printable as their tool printed them.
@@ -93,12 +113,12 @@ impl RecentLines {
             }
             let drop = front.len as usize;
             q.kept.pop_front();
-            q.bytes.drain(..drop.min(q.bytes.len()));
-            q.base += drop as u64;
+            q.drop_front(drop);
         }
         let len = bytes.len().min(u32::MAX as usize);
-        let at = q.base + q.bytes.len() as u64;
-        q.bytes.extend(bytes.get(..len).unwrap_or_default());
+        let at = q.base + q.live().len() as u64;
+        q.bytes
+            .extend_from_slice(bytes.get(..len).unwrap_or_default());
         q.kept.push_back(Kept {
             seq,
             ts: item.ts,
@@ -121,8 +141,9 @@ impl RecentLines {
             let start = usize::try_from(k.at.checked_sub(q.base)?).ok()?;
             let end = start.checked_add(k.len as usize)?;
             self.scratch.clear();
+            let live = q.live();
             self.scratch
-                .extend(q.bytes.range(start..end.min(q.bytes.len())));
+                .extend_from_slice(live.get(start..end.min(live.len())).unwrap_or_default());
             let mut out = String::new();
             match self.printer.as_mut() {
                 Some(p) => {

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use rtwhy_analyze::timerlat::TimerlatAnalyzer;
 use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
-use rtwhy_decode::osnoise::osnoise_record;
+use rtwhy_decode::osnoise::{is_osnoise_name, osnoise_record};
 use rtwhy_decode::recent::{event_name, RecentLines};
 use rtwhy_decode::tracedat::TraceFile;
 use rtwhy_decode::typed::EventDecoder;
@@ -202,12 +202,22 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     })
 }
 
+/// The timerlat analysis of [`AnalyzeSink`]: waiting for the trace's first timerlat or
+/// osnoise event, then fed every event (first the analyzer's recent past, so it knows the
+/// tasks and each CPU's last events as if it had run from the start of that past).
+enum Feed {
+    Waiting(Config),
+    On(TimerlatFeed),
+}
+
 /// Runs the analyzer over the events the decoder pushes, and prints each spike's
 /// evidence as the trace's tool printed those events (`trace-cmd report`'s line).
 struct AnalyzeSink {
     config: Config,
     analyzer: Option<Analyzer>,
-    feed: TimerlatFeed,
+    /// The timerlat analysis, started at the first timerlat or osnoise event (it would
+    /// only learn task names before that, at every switch).
+    feed: Feed,
     warnings: Vec<String>,
     recent: Option<RecentLines>,
     /// Spikes whose evidence lines are printed.
@@ -295,7 +305,19 @@ impl Sink for AnalyzeSink {
             Raw::Record { .. } => None,
         };
         let ev = item.into_event();
-        self.feed.push(&ev, line);
+        if let Feed::Waiting(config) = &self.feed {
+            let starts = matches!(&ev.kind, EventKind::Generic(g) if is_osnoise_name(&g.name));
+            if starts {
+                let mut feed = TimerlatFeed::new(config);
+                for past in a.recent_events() {
+                    feed.push(past, None);
+                }
+                self.feed = Feed::On(feed);
+            }
+        }
+        if let Feed::On(feed) = &mut self.feed {
+            feed.push(&ev, line);
+        }
         a.push(ev);
         if a.spikes().len() > self.printed || a.has_rediagnosed() {
             self.print_evidence();
@@ -317,7 +339,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         facts: ahead.facts,
         config: config.clone(),
         analyzer: None,
-        feed: TimerlatFeed::new(&config),
+        feed: Feed::Waiting(config.clone()),
         warnings: Vec::new(),
         recent: None,
         printed: 0,
@@ -341,8 +363,13 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             }
         }
     }
-    let noise_only = sink.feed.analyzer.samples() == 0 && sink.feed.analyzer.noise_events() > 0;
-    let timerlat = sink.feed.finish(&mut warnings);
+    let (noise_only, timerlat) = match sink.feed {
+        Feed::On(f) => (
+            f.analyzer.samples() == 0 && f.analyzer.noise_events() > 0,
+            f.finish(&mut warnings),
+        ),
+        Feed::Waiting(_) => (false, None),
+    };
     if analysis.events == 0 {
         bail!("{display}: no events at all: an empty trace (a `-t` trace saved before any sample, or a header only)");
     }

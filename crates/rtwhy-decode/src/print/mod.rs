@@ -43,6 +43,8 @@ struct EventState {
     name_part: String,
     /// Raw mode's per-field choices; rebuilt when `cleared` changes.
     raw_plan: Option<Vec<raw::FieldStep>>,
+    /// Where the sched plugin learns task names from this event.
+    learn: plugins::LearnPlan,
 }
 
 impl EventState {
@@ -163,13 +165,12 @@ impl Printer {
         };
         let long_size = self.meta.kernel_long_size;
         let st = self.events.get(event, long_size);
-        if !matches!(st.handler, Handler::SchedSwitch | Handler::SchedWakeup) {
+        if st.learn.is_empty() {
             return;
         }
-        let handler = st.handler;
         let meta: &TraceMeta = &self.meta;
         let ctx = eval_ctx(meta, &self.funcs, rec);
-        plugins::learn(handler, &ctx, &mut self.plugins, event, seq);
+        plugins::learn(&st.learn, &ctx, &mut self.plugins, seq);
     }
 
     /// Appends `rec` as `trace-cmd report` printed it at its place in the trace: with
@@ -360,6 +361,7 @@ fn new_state(event: &EventFormat, long_size: usize) -> EventState {
         pid_at,
         name_part,
         raw_plan: None,
+        learn: plugins::LearnPlan::new(Handler::for_event(event), event),
     }
 }
 

@@ -1,7 +1,6 @@
 //! The output overrides of trace-cmd's plugins (sched_switch, function, hrtimer, kmem,
 //! kvm) and of its function-graph printer.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::fmt_eval::Ctx;
@@ -65,10 +64,10 @@ impl Handler {
 #[derive(Debug, Default)]
 pub(crate) struct PluginState {
     /// Task names learned from sched events, used when saved cmdlines lack a pid.
-    pub comms: HashMap<i32, String>,
+    pub comms: super::PidMap<String>,
     /// When each learned name was learned (the record's sequence number given to
     /// [`learn`]), for printing a record as it printed at its place in the trace.
-    pub learned_at: HashMap<i32, u64>,
+    pub learned_at: super::PidMap<u64>,
     /// Per-CPU call chains of the function plugin, for indentation.
     pub fstack: Vec<Vec<Option<String>>>,
 }
@@ -157,32 +156,76 @@ fn write_comm(
 }
 
 /// Learns the task names a sched event names, as printing it would, without printing.
-pub(crate) fn learn(h: Handler, ctx: &Ctx<'_>, st: &mut PluginState, e: &EventFormat, seq: u64) {
-    let pairs: &[(&str, &str)] = match h {
-        Handler::SchedSwitch => &[("prev_pid", "prev_comm"), ("next_pid", "next_comm")],
-        Handler::SchedWakeup => &[("pid", "comm")],
-        _ => return,
-    };
-    for (pid_field, comm_field) in pairs {
-        // Printing stops at a pid it cannot read, and learns nothing after it.
-        let Some(pid) = own(e, pid_field)
-            .filter(|f| matches!(f.size, 1 | 2 | 4 | 8))
-            .map(|f| ctx.read(f.offset, f.size) as i32)
-        else {
+/// Where [`learn`] reads a sched event's task names, found once per event format.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LearnPlan {
+    steps: Vec<LearnStep>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum LearnStep {
+    /// A pid (offset, size) and, when the format has it, its name field.
+    Name {
+        pid: (usize, usize),
+        comm: Option<(usize, usize)>,
+    },
+    /// A pid that cannot be read: printing stops there and learns nothing after it.
+    Stop,
+}
+
+impl LearnPlan {
+    /// The plan for events of format `e` handled by `h`; empty for events that name no
+    /// task to learn.
+    pub(crate) fn new(h: Handler, e: &EventFormat) -> LearnPlan {
+        let pairs: &[(&str, &str)] = match h {
+            Handler::SchedSwitch => &[("prev_pid", "prev_comm"), ("next_pid", "next_comm")],
+            Handler::SchedWakeup => &[("pid", "comm")],
+            _ => &[],
+        };
+        let mut steps = Vec::new();
+        for (pid_field, comm_field) in pairs {
+            let Some(pid) = own(e, pid_field).filter(|f| matches!(f.size, 1 | 2 | 4 | 8)) else {
+                steps.push(LearnStep::Stop);
+                break;
+            };
+            let comm = e
+                .common_fields
+                .iter()
+                .chain(e.fields.iter())
+                .find(|f| f.name == *comm_field);
+            steps.push(LearnStep::Name {
+                pid: (pid.offset, pid.size),
+                comm: comm.map(|f| (f.offset, f.size)),
+            });
+        }
+        LearnPlan { steps }
+    }
+
+    /// Whether events of this format name tasks to learn.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
+/// Learns the task names a sched event carries, as trace-cmd's sched plugin does while
+/// printing it, following `plan` (made by [`LearnPlan::new`] for the record's format).
+pub(crate) fn learn(plan: &LearnPlan, ctx: &Ctx<'_>, st: &mut PluginState, seq: u64) {
+    for step in &plan.steps {
+        let LearnStep::Name { pid, comm } = *step else {
             return;
         };
-        let field = e
-            .common_fields
-            .iter()
-            .chain(e.fields.iter())
-            .find(|f| f.name == *comm_field);
-        if let Some(f) = field {
-            if pid != 0 && !st.comms.contains_key(&pid) {
-                let mut text = String::new();
-                cfmt::push_bytes(&mut text, comm_of(ctx, f));
-                st.comms.insert(pid, text);
-                st.learned_at.insert(pid, seq);
-            }
+        let pid = ctx.read(pid.0, pid.1) as i32;
+        let Some((offset, size)) = comm else {
+            continue;
+        };
+        if pid != 0 && !st.comms.contains_key(&pid) {
+            let bytes = ctx.data.get(offset..).unwrap_or_default();
+            let bytes = bytes.get(..size.min(bytes.len())).unwrap_or_default();
+            let n = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+            let mut text = String::new();
+            cfmt::push_bytes(&mut text, bytes.get(..n).unwrap_or_default());
+            st.comms.insert(pid, text);
+            st.learned_at.insert(pid, seq);
         }
     }
 }
