@@ -125,8 +125,7 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Option<Symbol> {
     let addr = words.next()?;
     let kind = words.next()?;
     let name = words.next()?;
-    let addr = std::str::from_utf8(bytes.get(addr.0..addr.1)?).ok()?;
-    let addr = u64::from_str_radix(addr, 16).ok()?;
+    let addr = hex_u64(bytes.get(addr.0..addr.1)?)?;
     let module = match words.next() {
         Some((mut s, mut e)) => {
             let bracket = |i: usize| matches!(bytes.get(i), Some(b'[' | b']'));
@@ -145,6 +144,20 @@ fn parse_line(bytes: &[u8], start: usize, end: usize) -> Option<Symbol> {
         name: (name.0 as u32, name.1 as u32),
         module,
         kind: bytes.get(kind.0).copied().unwrap_or(b'?'),
+    })
+}
+
+/// A hexadecimal number as `u64::from_str_radix(_, 16)` reads it (an optional `+`, at
+/// least one digit, no overflow), without first checking the bytes are UTF-8: a few
+/// hundred thousand of these are read when a trace's first symbol is printed.
+fn hex_u64(word: &[u8]) -> Option<u64> {
+    let digits = word.strip_prefix(b"+").unwrap_or(word);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |v, &c| {
+        let d = char::from(c).to_digit(16)?;
+        v.checked_mul(16)?.checked_add(u64::from(d))
     })
 }
 
@@ -269,6 +282,13 @@ impl Cmdlines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_addresses_read_as_from_str_radix_reads_them() {
+        for w in ["ffffffff81000000", "+10", "0", "", "+", "-1", "1g", "10000000000000000", "fffffffffffffffff"] {
+            assert_eq!(hex_u64(w.as_bytes()), u64::from_str_radix(w, 16).ok(), "{w:?}");
+        }
+    }
 
     #[test]
     fn kallsyms_lines_with_modules_bad_lines_and_crlf() {
