@@ -285,8 +285,22 @@ mod tests {
 
     #[test]
     fn hex_addresses_read_as_from_str_radix_reads_them() {
-        for w in ["ffffffff81000000", "+10", "0", "", "+", "-1", "1g", "10000000000000000", "fffffffffffffffff"] {
-            assert_eq!(hex_u64(w.as_bytes()), u64::from_str_radix(w, 16).ok(), "{w:?}");
+        for w in [
+            "ffffffff81000000",
+            "+10",
+            "0",
+            "",
+            "+",
+            "-1",
+            "1g",
+            "10000000000000000",
+            "fffffffffffffffff",
+        ] {
+            assert_eq!(
+                hex_u64(w.as_bytes()),
+                u64::from_str_radix(w, 16).ok(),
+                "{w:?}"
+            );
         }
     }
 

@@ -214,6 +214,19 @@ impl EventDecoder {
     /// The typed event of a record. Records of unknown ids become generic events named
     /// `unknown_<id>`.
     pub fn decode(&mut self, meta: &TraceMeta, r: &Record<'_>) -> Event {
+        self.decode_fields_of(meta, r, |_| true)
+    }
+
+    /// Like [`EventDecoder::decode`], except that an event without a typed form gets its
+    /// fields only when `wanted(name)`; the others come as their system and name alone.
+    /// For a reader that looks into few such events (the analyzer) on traces where they
+    /// are many (`sched_stat_runtime`, `workqueue_queue_work`...).
+    pub fn decode_fields_of(
+        &mut self,
+        meta: &TraceMeta,
+        r: &Record<'_>,
+        wanted: fn(&str) -> bool,
+    ) -> Event {
         let (kind, pid) = match r.format {
             Some(f) => {
                 let c = if (f.id as usize) < DENSE_IDS {
@@ -233,7 +246,15 @@ impl EventDecoder {
                     .read_uint(r.data, c.pid_at.0, c.pid_at.1)
                     .map(|v| v as i32)
                     .unwrap_or(-1);
-                (kind_of(&c.plan, f, r, meta), pid)
+                let kind = match c.plan {
+                    Plan::Generic if !wanted(&f.name) => EventKind::Generic(GenericEvent {
+                        system: f.system.clone(),
+                        name: f.name.clone(),
+                        fields: Vec::new(),
+                    }),
+                    _ => kind_of(&c.plan, f, r, meta),
+                };
+                (kind, pid)
             }
             None => (
                 EventKind::Generic(GenericEvent {

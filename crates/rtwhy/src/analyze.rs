@@ -202,6 +202,14 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     })
 }
 
+/// The events without a typed form whose fields the analysis reads: timerlat samples and
+/// osnoise events (the timerlat analysis), and stacks. The fields of the others (the
+/// evidence shows them as `trace-cmd report` printed them, from their records) are not
+/// decoded.
+fn fields_read(name: &str) -> bool {
+    is_osnoise_name(name) || name == "kernel_stack" || name == "user_stack"
+}
+
 /// The timerlat analysis of [`AnalyzeSink`]: waiting for the trace's first timerlat or
 /// osnoise event, then fed every event (first the analyzer's recent past, so it knows the
 /// tasks and each CPU's last events as if it had run from the start of that past).
@@ -304,7 +312,7 @@ impl Sink for AnalyzeSink {
             Raw::Line(l) => Some(l),
             Raw::Record { .. } => None,
         };
-        let ev = item.into_event();
+        let ev = item.into_event_fields_of(fields_read);
         if let Feed::Waiting(config) = &self.feed {
             let starts = matches!(&ev.kind, EventKind::Generic(g) if is_osnoise_name(&g.name));
             if starts {

@@ -201,13 +201,19 @@ impl<'a> Item<'a> {
     /// The typed event (decoded now for a trace.dat; a sink that only counts or prints
     /// records does not pay for it).
     pub fn into_event(self) -> Event {
+        self.into_event_fields_of(|_| true)
+    }
+
+    /// The typed event, where an event without a typed form carries its fields only when
+    /// `wanted(name)` (see [`EventDecoder::decode_fields_of`]; text lines keep theirs).
+    pub fn into_event_fields_of(self, wanted: fn(&str) -> bool) -> Event {
         match self.typed {
             Typed::Ready(ev) => ev,
             Typed::Lazy {
                 decoder,
                 meta,
                 record,
-            } => decoder.decode(meta, &record),
+            } => decoder.decode_fields_of(meta, &record, wanted),
         }
     }
 }
