@@ -87,8 +87,16 @@ impl Checker {
             .entry(path.to_path_buf())
             .or_insert_with(|| Trace::new(events_of(path)));
         let isolated_arg = args.iter().any(|a| a == "--isolated");
+        let ends_of = |tid: i64| -> Vec<u64> {
+            spikes
+                .iter()
+                .filter(|o| o["victim"]["tid"].as_i64() == Some(tid))
+                .filter_map(|o| o["end"].as_u64())
+                .collect()
+        };
         for s in &spikes {
             let sp = SpikeView {
+                victim_ends: ends_of(s["victim"]["tid"].as_i64().unwrap_or(-1)),
                 s,
                 cpu: s["cpu"].as_u64().unwrap_or(0) as u32,
                 start: s["start"].as_u64().unwrap_or(0),
@@ -242,11 +250,12 @@ impl Trace {
     /// task current at `from` and every task switched in before `to`, or seen running by
     /// its own events (the VMs here drop most idle-to-task switches).
     /// The interrupts-off form of kernel_nonpreemptible (docs/causes.md): the recorder's
-    /// `rtwhy-breach:` marker for this wake-up (its `switch_in_ns` within 20 us of the
-    /// spike's end) says the timer ran late (`timer_fired_ns`) and the first frame of
+    /// `rtwhy-breach:` marker for this wake-up (its `switch_in_ns` nearer this spike's end
+    /// than any other spike end of the victim in `ends`, and within
+    /// [`rtwhy_model::MARKER_MATCH_NS`]) says the timer ran late (`timer_fired_ns`) and the first frame of
     /// what that interrupt interrupted (`timer_stack`) turns interrupts back on, with no
     /// idle-loop frame after it.
-    fn irqs_off_at(&self, victim: i32, end: u64) -> bool {
+    fn irqs_off_at(&self, victim: i32, end: u64, ends: &[u64]) -> bool {
         const ENABLE: [&str; 9] = [
             "_raw_spin_unlock_irqrestore",
             "_raw_spin_unlock_irq",
@@ -279,7 +288,10 @@ impl Trace {
                 })
                 .unwrap_or_default();
             num("tid") == Some(victim as u64)
-                && num("switch_in_ns").is_some_and(|s| s.abs_diff(end) <= 20_000)
+                && num("switch_in_ns").is_some_and(|s| {
+                    s.abs_diff(end) < rtwhy_model::MARKER_MATCH_NS
+                        && ends.iter().all(|o| o.abs_diff(s) >= s.abs_diff(end))
+                })
                 && num("timer_fired_ns").is_some()
                 && frames.first().is_some_and(|f| ENABLE.contains(f))
                 && !frames
@@ -358,6 +370,9 @@ struct SpikeView<'a> {
     victim: i32,
     vprio: i32,
     kind: &'a str,
+    /// The ends of every spike of the same victim in the analysis (a breach marker
+    /// belongs to the nearest).
+    victim_ends: Vec<u64>,
 }
 
 /// ftrace's stack events carry the pid of the event they follow (a switch's stack shows
@@ -842,7 +857,7 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
             })
             .then_some(())
             .ok_or_else(|| "no task of equal or higher priority ran".into()),
-        "kernel_nonpreemptible" if t.irqs_off_at(sp.victim, sp.end) => Ok(()),
+        "kernel_nonpreemptible" if t.irqs_off_at(sp.victim, sp.end, &sp.victim_ends) => Ok(()),
         "kernel_nonpreemptible" => {
             if sp.vprio >= 100 {
                 return Err("victim not real-time".into());

@@ -658,14 +658,14 @@ impl Tracker {
             reported_ns: r.latency.0,
             late_timer,
         };
-        // The spike whose end is nearest the detector's switch-in, within 1 ms: a 1 kHz
-        // loop has a spike end every millisecond, so the last one within reach may be
-        // the next period's.
+        // The spike whose end is nearest the detector's switch-in (MARKER_MATCH_NS).
         if let Some(i) = self
             .spike_ends
             .iter()
             .enumerate()
-            .filter(|(_, (tid, end))| *tid == r.tid && end.0.abs_diff(r.switch_in.0) < 1_000_000)
+            .filter(|(_, (tid, end))| {
+                *tid == r.tid && end.0.abs_diff(r.switch_in.0) < rtwhy_model::MARKER_MATCH_NS
+            })
             .min_by_key(|(_, (_, end))| end.0.abs_diff(r.switch_in.0))
             .map(|(i, _)| i)
         {

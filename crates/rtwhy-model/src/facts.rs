@@ -325,6 +325,14 @@ pub const FACT_PREFIX: &str = "rtwhy-fact: ";
 /// Prefix of a breach marker: `rtwhy-breach: v=1 key=value ...`.
 pub const BREACH_PREFIX: &str = "rtwhy-breach: ";
 
+/// A breach marker describes the spike of its thread whose end lies nearest its
+/// `switch_in_ns`, and only one within this distance. The detector stamps the switch-in
+/// with the trace's clock at the same `sched_switch`, a few microseconds apart on
+/// hardware, up to ~125 us under emulation (measured in the PREEMPT_RT guest's
+/// `fixtures/rt_irq_on_isolated_cpu/capture.dat`); a 1 kHz loop ends a spike every
+/// millisecond, so nearest-first keeps the next period's spike from taking the marker.
+pub const MARKER_MATCH_NS: u64 = 1_000_000;
+
 /// The longest marker line rtwhy writes, in bytes (the kernel accepts more, but tools
 /// that print markers do not all cope).
 pub const MAX_MARKER_LEN: usize = 1000;

@@ -42,7 +42,7 @@ pub use diagnosis::{
 pub use event::{Comm, Event, EventKind, FieldValue, GenericEvent, SyscallKind, TaskState};
 pub use facts::{
     parse_fact_marker, BreachRecord, CpuList, IrqFact, SystemFacts, BREACH_PREFIX, FACT_PREFIX,
-    MAX_MARKER_LEN,
+    MARKER_MATCH_NS, MAX_MARKER_LEN,
 };
 pub use prio::{
     breaches, is_rt, kernel_prio_from_rt_priority, nice_from_kernel_prio,
