@@ -81,9 +81,14 @@ impl RecentLines {
 
     /// Keeps `item` (call for every item, in order).
     pub fn keep(&mut self, item: &Item<'_>) {
+        self.keep_raw(item.ts, item.cpu, &item.raw);
+    }
+
+    /// Keeps the source of an item at `ts` on `cpu` (call for every item, in order).
+    pub fn keep_raw(&mut self, ts: u64, cpu: u32, raw: &Raw<'_>) {
         let seq = self.seq;
         self.seq += 1;
-        let (bytes, buffer): (&[u8], &str) = match &item.raw {
+        let (bytes, buffer): (&[u8], &str) = match raw {
             Raw::Record { record, buffer } => {
                 if let Some(p) = self.printer.as_mut() {
                     p.learn(record, seq);
@@ -99,14 +104,14 @@ impl RecentLines {
                 self.buffers.len() - 1
             }
         };
-        let cpu = (item.cpu as usize).min(MAX_CPUS - 1);
+        let cpu = (cpu as usize).min(MAX_CPUS - 1);
         if cpu >= self.cpus.len() {
             self.cpus.resize_with(cpu + 1, CpuQueue::default);
         }
         let Some(q) = self.cpus.get_mut(cpu) else {
             return;
         };
-        let oldest = item.ts.saturating_sub(self.horizon);
+        let oldest = ts.saturating_sub(self.horizon);
         while let Some(front) = q.kept.front() {
             if front.ts >= oldest && q.kept.len() < self.max_per_cpu {
                 break;
@@ -121,7 +126,7 @@ impl RecentLines {
             .extend_from_slice(bytes.get(..len).unwrap_or_default());
         q.kept.push_back(Kept {
             seq,
-            ts: item.ts,
+            ts,
             at,
             len: len as u32,
             buffer: u16::try_from(buffer).unwrap_or(u16::MAX),

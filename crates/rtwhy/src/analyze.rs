@@ -3,6 +3,9 @@
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use anyhow::{bail, Result};
 use rtwhy_analyze::timerlat::TimerlatAnalyzer;
@@ -12,6 +15,7 @@ use rtwhy_decode::osnoise::{is_osnoise_name, osnoise_record};
 use rtwhy_decode::recent::{event_name, RecentLines};
 use rtwhy_decode::tracedat::TraceFile;
 use rtwhy_decode::typed::EventDecoder;
+use rtwhy_decode::{Record, TraceMeta};
 use rtwhy_model::{parse_fact_marker, Event, EventKind, FieldValue, SystemFacts};
 
 /// Files up to this size are searched ahead for their `rtwhy-fact:` markers, which
@@ -218,56 +222,80 @@ enum Feed {
     On(TimerlatFeed),
 }
 
-/// Runs the analyzer over the events the decoder pushes, and prints each spike's
-/// evidence as the trace's tool printed those events (`trace-cmd report`'s line).
+/// Events the reading thread hands to the analysis thread, with the bytes of their
+/// records (or their lines) for the evidence printer.
+#[derive(Default)]
+struct Batch {
+    events: Vec<(Event, Src)>,
+    /// The records' bytes, back to back.
+    bytes: Vec<u8>,
+    /// Buffer names first met in this batch, in the order they were numbered.
+    new_buffers: Vec<String>,
+}
+
+/// Where an event of a [`Batch`] came from.
+enum Src {
+    /// A trace.dat record: its bytes in [`Batch::bytes`] and its buffer's number.
+    Record {
+        start: usize,
+        len: usize,
+        buffer: usize,
+    },
+    /// A text line.
+    Line(String),
+}
+
+/// Events per [`Batch`]; at most [`BATCHES_IN_FLIGHT`] wait for the analysis thread.
+const BATCH_EVENTS: usize = 4096;
+const BATCHES_IN_FLIGHT: usize = 4;
+
+/// Reads the trace on the calling thread and analyses it on another: decoding a record
+/// and analysing the one before it overlap (the reading costs about as much as the
+/// analysis, and the two share nothing but the events). The analysis sees every event,
+/// in order, as if it ran inline.
 struct AnalyzeSink {
     config: Config,
-    analyzer: Option<Analyzer>,
-    /// The timerlat analysis, started at the first timerlat or osnoise event (it would
-    /// only learn task names before that, at every switch).
-    feed: Feed,
     warnings: Vec<String>,
-    recent: Option<RecentLines>,
-    /// Spikes whose evidence lines are printed.
-    printed: usize,
-    /// Printed lines by (spike index, timestamp, CPU), matched to the evidence again at
-    /// the end: a spike diagnosed again may name other events.
-    lines: HashMap<(usize, u64, u32), Vec<String>>,
     /// Facts read ahead from the trace's markers.
     facts: Vec<(String, String)>,
+    worker: Option<WorkerHandle>,
+    batch: Batch,
+    /// Buffer names numbered so far.
+    buffers: Vec<String>,
+}
+
+struct WorkerHandle {
+    full: SyncSender<Batch>,
+    empty: Receiver<Batch>,
+    thread: JoinHandle<Worker>,
 }
 
 impl AnalyzeSink {
-    /// Prints the evidence of the spikes diagnosed since the last call, while their
-    /// events are still kept.
-    fn print_evidence(&mut self) {
-        let (Some(a), Some(recent)) = (self.analyzer.as_mut(), self.recent.as_mut()) else {
-            return;
+    /// Hands the current batch to the analysis thread.
+    fn send(&mut self) -> Result<()> {
+        let Some(w) = self.worker.as_ref() else {
+            return Ok(());
         };
-        let again = a.take_rediagnosed();
-        let new = self.printed..a.spikes().len();
-        for i in again.into_iter().chain(new) {
-            let Some(spike) = a.spikes().get(i) else {
-                continue;
-            };
-            for e in &spike.evidence {
-                let key = (i, e.ts.0, e.cpu);
-                let Some(name) = event_name(&e.line) else {
-                    continue;
-                };
-                let known = self
-                    .lines
-                    .get(&key)
-                    .is_some_and(|v| v.iter().any(|l| event_name(l) == Some(name)));
-                if known {
-                    continue;
-                }
-                if let Some(line) = recent.line(e.ts.0, e.cpu, name) {
-                    self.lines.entry(key).or_default().push(line);
-                }
-            }
+        let next = w.empty.try_recv().unwrap_or_default();
+        let full = std::mem::replace(&mut self.batch, next);
+        if w.full.send(full).is_err() {
+            bail!("the analysis thread stopped before the end of the trace");
         }
-        self.printed = a.spikes().len();
+        Ok(())
+    }
+
+    /// Sends what is left and waits for the analysis thread; `None` when no event
+    /// header was read (the file had none to begin with).
+    fn finish_worker(&mut self) -> Result<Option<Worker>> {
+        self.send()?;
+        let Some(w) = self.worker.take() else {
+            return Ok(None);
+        };
+        drop(w.full);
+        match w.thread.join() {
+            Ok(worker) => Ok(Some(worker)),
+            Err(_) => bail!("the analysis thread failed"),
+        }
     }
 }
 
@@ -292,45 +320,170 @@ impl Sink for AnalyzeSink {
         for (k, v) in &self.facts {
             facts.set(k, v);
         }
-        self.analyzer = Some(Analyzer::new(self.config.clone(), facts));
-        self.recent = Some(RecentLines::new(
-            header,
-            self.config.horizon.0,
-            self.config.max_events_per_cpu,
-        ));
+        let mut worker = Worker {
+            analyzer: Analyzer::new(self.config.clone(), facts),
+            feed: Feed::Waiting(self.config.clone()),
+            recent: RecentLines::new(
+                header,
+                self.config.horizon.0,
+                self.config.max_events_per_cpu,
+            ),
+            meta: header.meta.clone(),
+            buffers: Vec::new(),
+            printed: 0,
+            lines: HashMap::new(),
+        };
+        let (full, work) = sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+        let (done, empty) = channel::<Batch>();
+        let thread = std::thread::Builder::new()
+            .name("rtwhy-analyze".into())
+            .spawn(move || {
+                for mut batch in work {
+                    worker.take(&mut batch);
+                    // The reader may have finished; then the batch is not needed back.
+                    let _ = done.send(batch);
+                }
+                worker
+            })?;
+        self.worker = Some(WorkerHandle {
+            full,
+            empty,
+            thread,
+        });
         Ok(true)
     }
 
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
-        if let Some(r) = self.recent.as_mut() {
-            r.keep(&item);
-        }
-        let Some(a) = self.analyzer.as_mut() else {
-            return Ok(true);
-        };
-        let line = match item.raw {
-            Raw::Line(l) => Some(l),
-            Raw::Record { .. } => None,
+        let src = match &item.raw {
+            Raw::Record { record, buffer } => {
+                let buffer = match self.buffers.iter().position(|b| b == buffer) {
+                    Some(i) => i,
+                    None => {
+                        self.buffers.push(buffer.to_string());
+                        self.batch.new_buffers.push(buffer.to_string());
+                        self.buffers.len() - 1
+                    }
+                };
+                let start = self.batch.bytes.len();
+                self.batch.bytes.extend_from_slice(record.data);
+                Src::Record {
+                    start,
+                    len: record.data.len(),
+                    buffer,
+                }
+            }
+            Raw::Line(line) => Src::Line(line.to_string()),
         };
         let ev = item.into_event_fields_of(fields_read);
-        if let Feed::Waiting(config) = &self.feed {
-            let starts = matches!(&ev.kind, EventKind::Generic(g) if is_osnoise_name(&g.name));
-            if starts {
-                let mut feed = TimerlatFeed::new(config);
-                for past in a.recent_events() {
-                    feed.push(past, None);
-                }
-                self.feed = Feed::On(feed);
-            }
-        }
-        if let Feed::On(feed) = &mut self.feed {
-            feed.push(&ev, line);
-        }
-        a.push(ev);
-        if a.spikes().len() > self.printed || a.has_rediagnosed() {
-            self.print_evidence();
+        self.batch.events.push((ev, src));
+        if self.batch.events.len() >= BATCH_EVENTS {
+            self.send()?;
         }
         Ok(true)
+    }
+}
+
+/// The analysis of one trace: the analyzer, the timerlat analysis and the evidence
+/// printer, fed every event in order.
+struct Worker {
+    analyzer: Analyzer,
+    feed: Feed,
+    recent: RecentLines,
+    /// Formats and byte order of a trace.dat's records.
+    meta: Option<Arc<TraceMeta>>,
+    /// Buffer names by number.
+    buffers: Vec<String>,
+    /// Spikes whose evidence lines are printed.
+    printed: usize,
+    /// Printed lines by (spike index, timestamp, CPU), matched to the evidence again at
+    /// the end: a spike diagnosed again may name other events.
+    lines: HashMap<(usize, u64, u32), Vec<String>>,
+}
+
+impl Worker {
+    /// Analyses the events of `batch` and empties it.
+    fn take(&mut self, batch: &mut Batch) {
+        self.buffers.append(&mut batch.new_buffers);
+        for (ev, src) in batch.events.drain(..) {
+            let line = match &src {
+                Src::Record { start, len, buffer } => {
+                    let data = batch
+                        .bytes
+                        .get(*start..start.saturating_add(*len))
+                        .unwrap_or_default();
+                    if let Some(meta) = self.meta.as_deref() {
+                        let record = Record {
+                            ts: ev.ts.0,
+                            cpu: ev.cpu,
+                            data,
+                            format: meta
+                                .endian
+                                .u16(data, 0)
+                                .and_then(|id| meta.format(u32::from(id))),
+                            endian: meta.endian,
+                            missed_before: None,
+                            following: &[],
+                        };
+                        let buffer = self.buffers.get(*buffer).map_or("", String::as_str);
+                        self.recent
+                            .keep_raw(ev.ts.0, ev.cpu, &Raw::Record { record, buffer });
+                    }
+                    None
+                }
+                Src::Line(line) => {
+                    self.recent.keep_raw(ev.ts.0, ev.cpu, &Raw::Line(line));
+                    Some(line.as_str())
+                }
+            };
+            if let Feed::Waiting(config) = &self.feed {
+                let starts = matches!(&ev.kind, EventKind::Generic(g) if is_osnoise_name(&g.name));
+                if starts {
+                    let mut feed = TimerlatFeed::new(config);
+                    for past in self.analyzer.recent_events() {
+                        feed.push(past, None);
+                    }
+                    self.feed = Feed::On(feed);
+                }
+            }
+            if let Feed::On(feed) = &mut self.feed {
+                feed.push(&ev, line);
+            }
+            self.analyzer.push(ev);
+            if self.analyzer.spikes().len() > self.printed || self.analyzer.has_rediagnosed() {
+                self.print_evidence();
+            }
+        }
+        batch.bytes.clear();
+    }
+
+    /// Prints the evidence of the spikes diagnosed since the last call, while their
+    /// events are still kept.
+    fn print_evidence(&mut self) {
+        let a = &mut self.analyzer;
+        let again = a.take_rediagnosed();
+        let new = self.printed..a.spikes().len();
+        for i in again.into_iter().chain(new) {
+            let Some(spike) = a.spikes().get(i) else {
+                continue;
+            };
+            for e in &spike.evidence {
+                let key = (i, e.ts.0, e.cpu);
+                let Some(name) = event_name(&e.line) else {
+                    continue;
+                };
+                let known = self
+                    .lines
+                    .get(&key)
+                    .is_some_and(|v| v.iter().any(|l| event_name(l) == Some(name)));
+                if known {
+                    continue;
+                }
+                if let Some(line) = self.recent.line(e.ts.0, e.cpu, name) {
+                    self.lines.entry(key).or_default().push(line);
+                }
+            }
+        }
+        self.printed = a.spikes().len();
     }
 }
 
@@ -346,23 +499,29 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
     let mut sink = AnalyzeSink {
         facts: ahead.facts,
         config: config.clone(),
-        analyzer: None,
-        feed: Feed::Waiting(config.clone()),
         warnings: Vec::new(),
-        recent: None,
-        printed: 0,
-        lines: HashMap::new(),
+        worker: None,
+        batch: Batch::default(),
+        buffers: Vec::new(),
     };
-    let end = input::read(path, &mut sink)?;
+    let read = input::read(path, &mut sink);
+    // The analysis thread ends whether or not the reading did.
+    let worker = sink.finish_worker();
+    let end = read?;
+    let (analyzer, feed, lines) = match worker? {
+        Some(w) => (w.analyzer, w.feed, w.lines),
+        None => (
+            Analyzer::new(config.clone(), SystemFacts::default()),
+            Feed::Waiting(config),
+            HashMap::new(),
+        ),
+    };
     let mut warnings = sink.warnings;
     warnings.extend(end.warnings);
-    let mut analysis = sink
-        .analyzer
-        .unwrap_or_else(|| Analyzer::new(config, SystemFacts::default()))
-        .finish();
+    let mut analysis = analyzer.finish();
     for (i, spike) in analysis.spikes.iter_mut().enumerate() {
         for e in &mut spike.evidence {
-            let printed = sink.lines.get(&(i, e.ts.0, e.cpu)).and_then(|v| {
+            let printed = lines.get(&(i, e.ts.0, e.cpu)).and_then(|v| {
                 let name = event_name(&e.line)?;
                 v.iter().find(|l| event_name(l) == Some(name))
             });
@@ -371,7 +530,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             }
         }
     }
-    let (noise_only, timerlat) = match sink.feed {
+    let (noise_only, timerlat) = match feed {
         Feed::On(f) => (
             f.analyzer.samples() == 0 && f.analyzer.noise_events() > 0,
             f.finish(&mut warnings),
