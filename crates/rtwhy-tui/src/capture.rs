@@ -516,6 +516,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn spikes_of_a_capture_are_judged_with_the_facts_recorded_at_its_end() {
+        // rtwhy's recorder writes its `rtwhy-fact:` markers (here: CPU 1 isolated,
+        // preempt=rt) at the end of each capture; the viewer must judge the spikes before
+        // them with those facts, as `rtwhy analyze` does (fixtures/rt_irq_on_isolated_cpu).
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/rt_irq_on_isolated_cpu/capture.dat");
+        let config = Config {
+            threshold: rtwhy_model::Nanos(2_000_000),
+            ..Config::default()
+        };
+        let capture = Capture::open(&path, &config).expect("the fixture opens");
+        let causes: Vec<&str> = capture
+            .analysis
+            .spikes
+            .iter()
+            .map(|s| s.primary.cause.as_str())
+            .collect();
+        // CPU 1 is isolated, so IRQ time there is irq_on_isolated_cpu; judged without the
+        // facts, two of these spikes were plain `irq`.
+        assert!(causes.contains(&"irq_on_isolated_cpu"), "{causes:?}");
+        assert!(!causes.contains(&"irq"), "{causes:?}");
+        assert!(!causes.contains(&"kernel_nonpreemptible"), "{causes:?}");
+    }
+
+    #[test]
     fn an_event_entry_is_24_bytes() {
         // A million events must stay a few tens of MiB besides their payloads.
         assert_eq!(std::mem::size_of::<Ev>(), 24);

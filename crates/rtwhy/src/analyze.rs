@@ -13,79 +13,8 @@ use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::osnoise::{is_osnoise_name, osnoise_record};
 use rtwhy_decode::recent::{event_name, RecentLines};
-use rtwhy_decode::tracedat::TraceFile;
-use rtwhy_decode::typed::EventDecoder;
 use rtwhy_decode::{Record, TraceMeta};
-use rtwhy_model::{parse_fact_marker, Event, EventKind, FieldValue, SystemFacts};
-
-/// Files up to this size are searched ahead for their `rtwhy-fact:` markers, which
-/// rtwhy's recorder writes at the end of each capture, so that every spike (not only
-/// those after the markers) is judged with the recorded facts (isolation, preemption
-/// model, IRQ affinities). Captures are a few MB; longer traces keep one pass.
-const FACTS_PRESCAN_MAX: u64 = 128 << 20;
-
-/// The `rtwhy-fact:` markers of a trace.dat written by rtwhy (its captures name
-/// `rtwhy <version>` as the writing tool), read from the file already open: only the
-/// `print` records are decoded. A trace.dat written by trace-cmd records the top-level
-/// buffer or its own instances, never the marker file of rtwhy's instance, so it is not
-/// searched; markers met in the one pass still count from where they stand.
-fn capture_facts(dat: &TraceFile) -> Vec<(String, String)> {
-    let mut facts = Vec::new();
-    let written_by_rtwhy = dat
-        .info()
-        .tracer_version
-        .as_deref()
-        .is_some_and(|v| v.starts_with("rtwhy "));
-    if !written_by_rtwhy || dat.info().file_len > FACTS_PRESCAN_MAX {
-        return facts;
-    }
-    let Ok(mut records) = dat.records() else {
-        return facts;
-    };
-    let mut decoder = EventDecoder::new();
-    // A damaged page ends the search; the main pass reports it.
-    while let Ok(true) = records.advance() {
-        let Some(record) = records.current() else {
-            break;
-        };
-        if record
-            .format
-            .is_none_or(|f| f.name != "print" && f.name != "bputs")
-        {
-            continue;
-        }
-        if let EventKind::Print { text } = decoder.decode(dat.meta(), &record).kind {
-            if let Some((k, v)) = parse_fact_marker(&text) {
-                facts.push((k.to_string(), v.to_string()));
-            }
-        }
-    }
-    facts
-}
-
-/// Collects the `rtwhy-fact:` markers of a text trace (`trace-cmd report` of a capture
-/// may carry them), read ahead in a pass of its own.
-#[derive(Default)]
-struct TextFactsSink {
-    facts: Vec<(String, String)>,
-}
-
-impl Sink for TextFactsSink {
-    type Error = anyhow::Error;
-
-    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
-        Ok(header.trace_dat.is_none())
-    }
-
-    fn event(&mut self, item: Item<'_>) -> Result<bool> {
-        if let EventKind::Print { text } = item.into_event().kind {
-            if let Some((k, v)) = parse_fact_marker(&text) {
-                self.facts.push((k.to_string(), v.to_string()));
-            }
-        }
-        Ok(true)
-    }
-}
+use rtwhy_model::{Event, EventKind, FieldValue, SystemFacts};
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
 use rtwhy_report::{json, text, Source, Timerlat};
@@ -256,8 +185,6 @@ const BATCHES_IN_FLIGHT: usize = 4;
 struct AnalyzeSink {
     config: Config,
     warnings: Vec<String>,
-    /// Facts read ahead from the trace's markers.
-    facts: Vec<(String, String)>,
     worker: Option<WorkerHandle>,
     batch: Batch,
     /// Buffer names numbered so far.
@@ -313,15 +240,8 @@ impl Sink for AnalyzeSink {
                 "timestamps are raw counter values (clock {clock}), not nanoseconds: latencies and the threshold are in counter ticks"
             ));
         }
-        let mut facts = header.facts.clone();
-        if let Some(dat) = header.trace_dat {
-            self.facts = capture_facts(dat);
-        }
-        for (k, v) in &self.facts {
-            facts.set(k, v);
-        }
         let mut worker = Worker {
-            analyzer: Analyzer::new(self.config.clone(), facts),
+            analyzer: Analyzer::new(self.config.clone(), header.facts.clone()),
             feed: Feed::Waiting(self.config.clone()),
             recent: RecentLines::new(
                 header,
@@ -490,14 +410,7 @@ impl Worker {
 /// Decodes `path` (any input rtwhy-decode recognises) and runs the analyzer over it.
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
     let display = path.display().to_string();
-    let text = input::recognise(path)?.name() != "trace.dat";
-    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= FACTS_PRESCAN_MAX);
-    let mut ahead = TextFactsSink::default();
-    if text && small {
-        input::read(path, &mut ahead)?;
-    }
     let mut sink = AnalyzeSink {
-        facts: ahead.facts,
         config: config.clone(),
         warnings: Vec::new(),
         worker: None,

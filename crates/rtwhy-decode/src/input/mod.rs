@@ -101,8 +101,9 @@ pub struct Header<'a> {
     pub path: &'a Path,
     /// Its format's [`Format::name`].
     pub format: &'static str,
-    /// The machine and clock facts the file records (kernel release, CPU count); the
-    /// recording's own `rtwhy-fact:` markers add the rest as the events pass.
+    /// The machine and clock facts the file records (kernel release, CPU count) and, for
+    /// one of rtwhy's captures (or its report text), the `rtwhy-fact:` markers its
+    /// recorder wrote at the end, read ahead so that every event is judged with them.
     pub facts: SystemFacts,
     /// Whether timestamps are nanoseconds (a trace.dat may hold raw counter ticks).
     pub ts_in_nanos: bool,
@@ -358,6 +359,40 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), FORMATS.len());
+    }
+
+    /// Keeps the header's facts.
+    struct Facts(Option<SystemFacts>);
+
+    impl Sink for Facts {
+        type Error = Error;
+        fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
+            self.0 = Some(header.facts.clone());
+            Ok(false)
+        }
+        fn event(&mut self, _item: Item<'_>) -> Result<bool> {
+            Ok(false)
+        }
+    }
+
+    #[test]
+    fn a_capture_says_its_recorded_facts_before_its_first_event() {
+        // rtwhy's recorder writes the facts at the end of the capture (recorded in the
+        // PREEMPT_RT guest with CPU 1 isolated); every sink gets them up front.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/rt_irq_on_isolated_cpu/capture.dat");
+        let mut sink = Facts(None);
+        read(&path, &mut sink).unwrap();
+        let facts = sink.0.unwrap();
+        assert!(facts.isolated.contains(1), "{:?}", facts.isolated);
+        assert_eq!(facts.preempt.as_deref(), Some("rt"));
+        // trace-cmd's own file of the same run carries no markers: nothing is made up.
+        let path = path.with_file_name("irq_thread.dat");
+        let mut sink = Facts(None);
+        read(&path, &mut sink).unwrap();
+        let facts = sink.0.unwrap();
+        assert!(facts.isolated.is_empty(), "{:?}", facts.isolated);
+        assert_eq!(facts.preempt, None);
     }
 
     #[test]

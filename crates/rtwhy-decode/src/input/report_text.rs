@@ -6,6 +6,7 @@ use std::path::Path;
 use super::{Finish, Format, Header, Item, Push};
 use crate::error::{Error, Result};
 use crate::text::{looks_like_report_text, TextReader};
+use crate::tracedat::FACT_MARKERS_MAX;
 
 /// Report text, and the kernel's `trace` file, which shares its event lines.
 pub(super) struct ReportText;
@@ -27,7 +28,7 @@ impl Format for ReportText {
         let header = Header {
             path,
             format: self.name(),
-            facts: rtwhy_model::SystemFacts::default(),
+            facts: text_fact_markers(path),
             ts_in_nanos: true,
             trace_dat: None,
             meta: None,
@@ -54,4 +55,25 @@ impl Format for ReportText {
             warnings,
         })
     }
+}
+
+/// The `rtwhy-fact:` markers of a text trace (`trace-cmd report` of one of rtwhy's
+/// captures carries them, at its end), read ahead in a pass of their own for files up to
+/// [`FACT_MARKERS_MAX`] bytes.
+fn text_fact_markers(path: &Path) -> rtwhy_model::SystemFacts {
+    let mut facts = rtwhy_model::SystemFacts::default();
+    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= FACT_MARKERS_MAX);
+    let Some(f) = small.then(|| std::fs::File::open(path).ok()).flatten() else {
+        return facts;
+    };
+    let mut reader = TextReader::new(BufReader::new(f));
+    // A line that cannot be read ends the search; the reading of the events reports it.
+    while let Some(Ok(ev)) = reader.next_event() {
+        if let rtwhy_model::EventKind::Print { text } = &ev.kind {
+            if let Some((k, v)) = rtwhy_model::parse_fact_marker(text) {
+                facts.set(k, v);
+            }
+        }
+    }
+    facts
 }

@@ -26,10 +26,14 @@ impl Format for TraceDat {
             source: Box::new(e),
         })?;
         let meta = file.meta();
+        let mut facts = file.system_facts();
+        for (k, v) in file.fact_markers() {
+            facts.set(&k, &v);
+        }
         let header = Header {
             path,
             format: self.name(),
-            facts: file.system_facts(),
+            facts,
             ts_in_nanos: meta.ts_in_nanos(),
             trace_dat: Some(&file),
             meta: Some(file.meta_arc()),

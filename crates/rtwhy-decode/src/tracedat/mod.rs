@@ -31,6 +31,10 @@ pub use stream::RecordStream;
 pub use writer::{TraceBuilder, TraceDatWriter};
 
 use crate::meta::TraceMeta;
+
+/// Files up to this size are searched ahead for their `rtwhy-fact:` markers
+/// ([`TraceFile::fact_markers`], and text read by [`crate::input`]).
+pub const FACT_MARKERS_MAX: u64 = 128 << 20;
 use crate::{Error, Result};
 
 /// The magic bytes every trace.dat file starts with.
@@ -199,6 +203,48 @@ impl TraceFile {
             }
         }
         facts.cpus = Some(self.info.cpus);
+        facts
+    }
+
+    /// The `rtwhy-fact:` markers (key, value) of a capture rtwhy wrote (its writer names
+    /// itself `rtwhy <version>`), which its recorder writes at the end of the capture, read
+    /// ahead so that every event can be judged with them; only `print` records are
+    /// decoded. Empty for files rtwhy did not write (trace-cmd records the top-level buffer
+    /// or its own instances, never the marker file of rtwhy's instance) and for files over
+    /// [`FACT_MARKERS_MAX`] bytes (captures are a few MB).
+    pub fn fact_markers(&self) -> Vec<(String, String)> {
+        let mut facts = Vec::new();
+        let written_by_rtwhy = self
+            .info
+            .tracer_version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("rtwhy "));
+        if !written_by_rtwhy || self.info.file_len > FACT_MARKERS_MAX {
+            return facts;
+        }
+        let Ok(mut records) = self.records() else {
+            return facts;
+        };
+        let mut decoder = crate::typed::EventDecoder::new();
+        // A damaged page ends the search; the reading of the events reports it.
+        while let Ok(true) = records.advance() {
+            let Some(record) = records.current() else {
+                break;
+            };
+            if record
+                .format
+                .is_none_or(|f| f.name != "print" && f.name != "bputs")
+            {
+                continue;
+            }
+            if let rtwhy_model::EventKind::Print { text } =
+                decoder.decode(self.meta(), &record).kind
+            {
+                if let Some((k, v)) = rtwhy_model::parse_fact_marker(&text) {
+                    facts.push((k.to_string(), v.to_string()));
+                }
+            }
+        }
         facts
     }
 
