@@ -7,8 +7,8 @@ use rtwhy_model::{
     Evidence, Finding, Nanos, SoftirqContext, Spike, SpikeKind, SyscallKind, TaskRef,
 };
 
-use crate::breakdown::{self, Replay, Segment, Window};
-use crate::line::trace_line;
+use crate::breakdown::{self, Replay, Window};
+use crate::ctx::{irq_work, is_local_timer, ChainLink, Ctx, LockStory};
 use crate::remedy;
 use crate::rules;
 use crate::tracker::{is_lock_op, Episode, Tracker};
@@ -22,67 +22,6 @@ const MIN_CONTRIBUTOR_SHARE: f64 = 0.1;
 const DEEP_IDLE_STATE: u32 = 2;
 /// Idle-exit delay above which a late timer is not a C-state exit any more.
 const MAX_IDLE_EXIT: u64 = 500_000;
-
-/// What the lock holder did while the victim waited.
-#[derive(Debug, Default)]
-pub(crate) struct LockStory {
-    /// The task that woke the victim: the holder of the lock it waited for.
-    pub holder: Option<TaskRef>,
-    /// When the holder was itself waiting for a lock: that lock's holder, and so on
-    /// (at most [`MAX_CHAIN`]).
-    pub chain: Vec<ChainLink>,
-    /// Time a holder of the chain was preempted by tasks that outrank it but not the
-    /// victim, while it was runnable.
-    pub medium_ns: u64,
-    pub top_medium: Option<(TaskRef, u64)>,
-    pub medium_switch: Option<Event>,
-    pub pi_boost: Option<Event>,
-    pub waking: Option<Event>,
-    /// An event of the last holder of the chain (the holder itself when there is no
-    /// chain) while the lock it held was waited for: it ran.
-    pub holder_ran: Option<Event>,
-    /// Why the chain was not followed to its end (too deep, or a cycle).
-    pub cut: Option<String>,
-}
-
-/// A holder that held the lock an earlier holder of the chain was waiting for.
-#[derive(Debug, Clone)]
-pub(crate) struct ChainLink {
-    pub holder: TaskRef,
-    /// The earlier holder's futex call for this lock.
-    pub asked: Event,
-    /// This holder's wake-up of the earlier one: the lock released.
-    pub released: Event,
-    /// This holder's futex call that released it (FUTEX_WAKE, FUTEX_UNLOCK_PI).
-    pub unlock: Event,
-}
-
-impl LockStory {
-    /// The task at the end of the chain: the one that really kept the victim waiting.
-    pub(crate) fn culprit(&self) -> Option<&TaskRef> {
-        self.chain
-            .last()
-            .map(|l| &l.holder)
-            .or(self.holder.as_ref())
-    }
-
-    /// ", which was itself waiting for a lock held by B, which was waiting for one held
-    /// by C": empty without a chain.
-    pub(crate) fn chain_text(&self) -> String {
-        let mut s = String::new();
-        for (i, l) in self.chain.iter().enumerate() {
-            if i == 0 {
-                s.push_str(&format!(
-                    ", which was itself waiting for a lock held by {}",
-                    l.holder
-                ));
-            } else {
-                s.push_str(&format!(", which was waiting for one held by {}", l.holder));
-            }
-        }
-        s
-    }
-}
 
 pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     let latency = ep.end.0 - ep.start.0;
@@ -428,127 +367,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     }
 }
 
-/// Everything the rules and the advice look at.
-pub(crate) struct Ctx<'a> {
-    pub tr: &'a Tracker,
-    pub ep: &'a Episode,
-    pub replay: &'a Replay,
-    pub items: &'a [BreakdownItem],
-    pub lock: Option<&'a LockStory>,
-    pub freq: Option<&'a (u32, Event)>,
-    pub isolated: bool,
-    /// The search for a refused RT class, made when the victim is real-time and idle or
-    /// lower work took part of its window.
-    pub throttle: Option<Result<rules::rt_throttling::Throttle, String>>,
-    /// The victim's move between CPUs, when it waited for one.
-    pub moved: Option<rules::migration::Move>,
-}
-
-/// One interrupt's share of a spike: its hard handler and its thread, together.
-pub(crate) struct IrqWork {
-    pub irq: i32,
-    pub name: String,
-    pub hard_ns: u64,
-    pub thread_ns: u64,
-    /// Its `irq/N-name` thread, when that ran (the priority it ran at).
-    pub thread: Option<TaskRef>,
-}
-
-/// The interrupts of a breakdown, the hard-IRQ half and the thread of each IRQ summed,
-/// largest first.
-pub(crate) fn irq_work(items: &[BreakdownItem]) -> Vec<IrqWork> {
-    let mut out: Vec<IrqWork> = Vec::new();
-    for i in items {
-        let (irq, name, thread) = match &i.bucket {
-            Bucket::Irq { irq, name } => (*irq, name, None),
-            Bucket::IrqThread {
-                irq, name, thread, ..
-            } => (*irq, name, Some(thread)),
-            _ => continue,
-        };
-        let pos = match out.iter().position(|w| w.irq == irq) {
-            Some(p) => p,
-            None => {
-                out.push(IrqWork {
-                    irq,
-                    name: name.clone(),
-                    hard_ns: 0,
-                    thread_ns: 0,
-                    thread: None,
-                });
-                out.len() - 1
-            }
-        };
-        let Some(w) = out.get_mut(pos) else { continue };
-        match thread {
-            Some(t) => {
-                w.thread_ns += i.ns;
-                if w.thread.is_none() {
-                    w.thread = Some(t.clone());
-                }
-                // The hard handler's own name beats the thread's cut one.
-            }
-            None => {
-                w.hard_ns += i.ns;
-                w.name = name.clone();
-            }
-        }
-    }
-    out.sort_by_key(|w| std::cmp::Reverse(w.hard_ns + w.thread_ns));
-    out
-}
-
-pub(crate) fn is_local_timer(name: &str) -> bool {
-    name.contains("timer") || name == "IPI" || name.starts_with("ipi")
-}
-
 impl Ctx<'_> {
-    pub(crate) fn task_ref(&self, tid: i32) -> TaskRef {
-        let (comm, prio) = self
-            .tr
-            .tasks
-            .get(&tid)
-            .map(|t| (t.comm, t.prio))
-            .unwrap_or_default();
-        TaskRef { tid, comm, prio }
-    }
-
-    fn line(&self, e: &Event) -> String {
-        let comm = if e.pid == 0 {
-            "<idle>".to_string()
-        } else {
-            self.tr
-                .tasks
-                .get(&e.pid)
-                .map(|t| t.comm.to_str_lossy().into_owned())
-                .unwrap_or_else(|| "<...>".to_string())
-        };
-        trace_line(e, &comm)
-    }
-
-    fn sum(&self, f: impl Fn(&Bucket) -> bool) -> u64 {
-        self.items
-            .iter()
-            .filter(|i| f(&i.bucket))
-            .map(|i| i.ns)
-            .sum()
-    }
-
-    fn largest(&self, f: impl Fn(&Bucket) -> bool) -> Option<&Segment> {
-        self.replay
-            .segments
-            .iter()
-            .filter(|s| f(&s.bucket))
-            .max_by_key(|s| s.to.0 - s.from.0)
-    }
-
-    fn top_item(&self, f: impl Fn(&Bucket) -> bool) -> Option<&BreakdownItem> {
-        self.items
-            .iter()
-            .filter(|i| f(&i.bucket))
-            .max_by_key(|i| i.ns)
-    }
-
     fn finding(&self, cause: Cause, share: f64) -> Finding {
         let cpu = self.ep.cpu;
         let victim = &self.ep.victim;
@@ -1149,15 +968,6 @@ impl Ctx<'_> {
         }
         ev.sort_by(|a, b| a.ts.cmp(&b.ts).then(a.cpu.cmp(&b.cpu)));
         ev
-    }
-
-    fn find(&self, cpu: u32, ts: Nanos, f: impl Fn(&EventKind) -> bool) -> Option<Event> {
-        let q = self.tr.history.cpu(cpu);
-        let i = self.tr.history.first_at(cpu, ts);
-        q.range(i..)
-            .take_while(|e| e.ts == ts)
-            .find(|e| f(&e.kind))
-            .cloned()
     }
 }
 

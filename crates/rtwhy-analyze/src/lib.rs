@@ -37,6 +37,7 @@
 mod audit;
 mod breakdown;
 mod config;
+mod ctx;
 mod diagnose;
 mod history;
 mod intmap;

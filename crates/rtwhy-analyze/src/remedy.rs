@@ -2,7 +2,7 @@
 
 use rtwhy_model::{softirq_name, Bucket, Cause, Finding};
 
-use crate::diagnose::Ctx;
+use crate::ctx::Ctx;
 
 pub(crate) fn advice(ctx: &Ctx<'_>, primary: Cause, contributors: &[Finding]) -> Vec<String> {
     let mut out = Vec::new();
@@ -78,7 +78,7 @@ fn for_cause(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
         Cause::Irq | Cause::IrqOnIsolatedCpu => {
             let mut v = Vec::new();
             let hk = housekeeping(ctx);
-            for w in crate::diagnose::irq_work(ctx.items) {
+            for w in crate::ctx::irq_work(ctx.items) {
                 let (irq, name) = (w.irq, &w.name);
                 let fact = facts.irqs.get(&irq);
                 let affinity = fact

@@ -3,7 +3,7 @@
 use rtwhy_model::{Bucket, Cause};
 
 use super::Rule;
-use crate::diagnose::{is_local_timer, Ctx};
+use crate::ctx::{is_local_timer, Ctx};
 
 pub(crate) struct IrqOnIsolatedCpu;
 

@@ -4,7 +4,7 @@ use rtwhy_model::{Bucket, Cause, SpikeSource};
 
 use super::Rule;
 use crate::breakdown::silent_cpus;
-use crate::diagnose::Ctx;
+use crate::ctx::Ctx;
 use crate::tracker::Episode;
 
 /// Functions that turn interrupts back on: a timer interrupt that was held off is

@@ -3,7 +3,7 @@
 use rtwhy_model::{Cause, SpikeKind};
 
 use super::Rule;
-use crate::diagnose::Ctx;
+use crate::ctx::Ctx;
 
 pub(crate) struct LockContention;
 

@@ -1,9 +1,9 @@
 //! `migration`: the victim waited for the stopper thread or to be moved between CPUs.
 
-use rtwhy_model::{Bucket, Cause, Event, EventKind, Nanos};
+use rtwhy_model::{Bucket, Cause, Event, EventKind};
 
 use super::Rule;
-use crate::diagnose::Ctx;
+use crate::ctx::{Ctx, Move};
 use crate::tracker::{Episode, Tracker};
 
 pub(crate) struct Migration;
@@ -12,18 +12,6 @@ pub(crate) struct Migration;
 /// `sched_waking`, on the waker's CPU (select_task_rq, then set_task_cpu): a move from
 /// that close is the wake-up placing the task, not a move it waited for.
 const PLACEMENT_NS: u64 = 50_000;
-
-/// How the victim changed CPUs in its window, when the move is part of what it waited
-/// for.
-#[derive(Debug, Clone)]
-pub(crate) struct Move {
-    /// The event that shows it: the victim's `sched_migrate_task`, or its switch out
-    /// while runnable on another CPU.
-    pub event: Event,
-    /// From when the wait is the move's: the victim left its old CPU (its switch out to
-    /// the stopper thread, or the migration itself) and waited to run on the new one.
-    pub at: Nanos,
-}
 
 /// The victim's move between CPUs in its window, if it waited for one: switched out
 /// runnable on another CPU (to the stopper thread `migration/N`, or preempted and then

@@ -6,7 +6,7 @@
 
 use rtwhy_model::Cause;
 
-use crate::diagnose::Ctx;
+use crate::ctx::Ctx;
 
 mod frequency_ramp;
 mod hwlat;

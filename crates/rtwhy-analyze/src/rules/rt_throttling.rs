@@ -1,10 +1,10 @@
 //! `rt_throttling`: RT bandwidth control (or the fair server) kept the RT class off the
 //! victim's CPU.
 
-use rtwhy_model::{human_duration, Cause, Event, EventKind, Nanos, SystemFacts};
+use rtwhy_model::{human_duration, Cause, EventKind, Nanos, SystemFacts};
 
 use super::Rule;
-use crate::diagnose::Ctx;
+use crate::ctx::{Ctx, Throttle};
 use crate::tracker::{Episode, Tracker};
 
 pub(crate) struct RtThrottling;
@@ -12,23 +12,6 @@ pub(crate) struct RtThrottling;
 /// How far back (in events on the CPU) the search for the switch that refused the RT
 /// class goes.
 const MAX_BACK: usize = 50_000;
-
-/// The RT class refused on a CPU: the switch, an RT task it left runnable, how long the
-/// RT class had held the CPU without a break before it, and when an RT task ran there
-/// again.
-#[derive(Debug, Clone)]
-pub(crate) struct Throttle {
-    pub refused: Event,
-    pub waiting: i32,
-    pub held_before: u64,
-    pub until: Nanos,
-}
-
-impl Throttle {
-    pub(crate) fn stretch(&self) -> u64 {
-        self.until.0.saturating_sub(self.refused.ts.0)
-    }
-}
 
 /// What a used-up runtime looks like: the RT class stays off the CPU until the period
 /// ends (`period - runtime`, 50 ms of the default 1 s, in the steady state; half of it

@@ -1,0 +1,236 @@
+//! What the rules, the findings and the advice look at for one spike: the episode, its
+//! breakdown, and what the searches around it found (the lock's story, a refused RT
+//! class, a move between CPUs). Made by `diagnose`; read by `rules`, `diagnose` and
+//! `remedy`, and depending on none of them.
+
+use rtwhy_model::{BreakdownItem, Bucket, Event, EventKind, Nanos, TaskRef};
+
+use crate::breakdown::{Replay, Segment};
+use crate::line::trace_line;
+use crate::tracker::{Episode, Tracker};
+
+/// What the lock holder did while the victim waited.
+#[derive(Debug, Default)]
+pub(crate) struct LockStory {
+    /// The task that woke the victim: the holder of the lock it waited for.
+    pub holder: Option<TaskRef>,
+    /// When the holder was itself waiting for a lock: that lock's holder, and so on
+    /// (at most `diagnose::MAX_CHAIN`).
+    pub chain: Vec<ChainLink>,
+    /// Time a holder of the chain was preempted by tasks that outrank it but not the
+    /// victim, while it was runnable.
+    pub medium_ns: u64,
+    pub top_medium: Option<(TaskRef, u64)>,
+    pub medium_switch: Option<Event>,
+    pub pi_boost: Option<Event>,
+    pub waking: Option<Event>,
+    /// An event of the last holder of the chain (the holder itself when there is no
+    /// chain) while the lock it held was waited for: it ran.
+    pub holder_ran: Option<Event>,
+    /// Why the chain was not followed to its end (too deep, or a cycle).
+    pub cut: Option<String>,
+}
+
+/// A holder that held the lock an earlier holder of the chain was waiting for.
+#[derive(Debug, Clone)]
+pub(crate) struct ChainLink {
+    pub holder: TaskRef,
+    /// The earlier holder's futex call for this lock.
+    pub asked: Event,
+    /// This holder's wake-up of the earlier one: the lock released.
+    pub released: Event,
+    /// This holder's futex call that released it (FUTEX_WAKE, FUTEX_UNLOCK_PI).
+    pub unlock: Event,
+}
+
+impl LockStory {
+    /// The task at the end of the chain: the one that really kept the victim waiting.
+    pub(crate) fn culprit(&self) -> Option<&TaskRef> {
+        self.chain
+            .last()
+            .map(|l| &l.holder)
+            .or(self.holder.as_ref())
+    }
+
+    /// ", which was itself waiting for a lock held by B, which was waiting for one held
+    /// by C": empty without a chain.
+    pub(crate) fn chain_text(&self) -> String {
+        let mut s = String::new();
+        for (i, l) in self.chain.iter().enumerate() {
+            if i == 0 {
+                s.push_str(&format!(
+                    ", which was itself waiting for a lock held by {}",
+                    l.holder
+                ));
+            } else {
+                s.push_str(&format!(", which was waiting for one held by {}", l.holder));
+            }
+        }
+        s
+    }
+}
+
+/// The RT class refused on a CPU: the switch, an RT task it left runnable, how long the
+/// RT class had held the CPU without a break before it, and when an RT task ran there
+/// again.
+#[derive(Debug, Clone)]
+pub(crate) struct Throttle {
+    pub refused: Event,
+    pub waiting: i32,
+    pub held_before: u64,
+    pub until: Nanos,
+}
+
+impl Throttle {
+    pub(crate) fn stretch(&self) -> u64 {
+        self.until.0.saturating_sub(self.refused.ts.0)
+    }
+}
+
+/// How the victim changed CPUs in its window, when the move is part of what it waited
+/// for.
+#[derive(Debug, Clone)]
+pub(crate) struct Move {
+    /// The event that shows it: the victim's `sched_migrate_task`, or its switch out
+    /// while runnable on another CPU.
+    pub event: Event,
+    /// From when the wait is the move's: the victim left its old CPU (its switch out to
+    /// the stopper thread, or the migration itself) and waited to run on the new one.
+    pub at: Nanos,
+}
+
+/// Everything the rules and the advice look at.
+pub(crate) struct Ctx<'a> {
+    pub tr: &'a Tracker,
+    pub ep: &'a Episode,
+    pub replay: &'a Replay,
+    pub items: &'a [BreakdownItem],
+    pub lock: Option<&'a LockStory>,
+    pub freq: Option<&'a (u32, Event)>,
+    pub isolated: bool,
+    /// The search for a refused RT class, made when the victim is real-time and idle or
+    /// lower work took part of its window.
+    pub throttle: Option<Result<Throttle, String>>,
+    /// The victim's move between CPUs, when it waited for one.
+    pub moved: Option<Move>,
+}
+
+/// One interrupt's share of a spike: its hard handler and its thread, together.
+pub(crate) struct IrqWork {
+    pub irq: i32,
+    pub name: String,
+    pub hard_ns: u64,
+    pub thread_ns: u64,
+    /// Its `irq/N-name` thread, when that ran (the priority it ran at).
+    pub thread: Option<TaskRef>,
+}
+
+/// The interrupts of a breakdown, the hard-IRQ half and the thread of each IRQ summed,
+/// largest first.
+pub(crate) fn irq_work(items: &[BreakdownItem]) -> Vec<IrqWork> {
+    let mut out: Vec<IrqWork> = Vec::new();
+    for i in items {
+        let (irq, name, thread) = match &i.bucket {
+            Bucket::Irq { irq, name } => (*irq, name, None),
+            Bucket::IrqThread {
+                irq, name, thread, ..
+            } => (*irq, name, Some(thread)),
+            _ => continue,
+        };
+        let pos = match out.iter().position(|w| w.irq == irq) {
+            Some(p) => p,
+            None => {
+                out.push(IrqWork {
+                    irq,
+                    name: name.clone(),
+                    hard_ns: 0,
+                    thread_ns: 0,
+                    thread: None,
+                });
+                out.len() - 1
+            }
+        };
+        let Some(w) = out.get_mut(pos) else { continue };
+        match thread {
+            Some(t) => {
+                w.thread_ns += i.ns;
+                if w.thread.is_none() {
+                    w.thread = Some(t.clone());
+                }
+                // The hard handler's own name beats the thread's cut one.
+            }
+            None => {
+                w.hard_ns += i.ns;
+                w.name = name.clone();
+            }
+        }
+    }
+    out.sort_by_key(|w| std::cmp::Reverse(w.hard_ns + w.thread_ns));
+    out
+}
+
+pub(crate) fn is_local_timer(name: &str) -> bool {
+    name.contains("timer") || name == "IPI" || name.starts_with("ipi")
+}
+
+impl Ctx<'_> {
+    pub(crate) fn task_ref(&self, tid: i32) -> TaskRef {
+        let (comm, prio) = self
+            .tr
+            .tasks
+            .get(&tid)
+            .map(|t| (t.comm, t.prio))
+            .unwrap_or_default();
+        TaskRef { tid, comm, prio }
+    }
+
+    pub(crate) fn line(&self, e: &Event) -> String {
+        let comm = if e.pid == 0 {
+            "<idle>".to_string()
+        } else {
+            self.tr
+                .tasks
+                .get(&e.pid)
+                .map(|t| t.comm.to_str_lossy().into_owned())
+                .unwrap_or_else(|| "<...>".to_string())
+        };
+        trace_line(e, &comm)
+    }
+
+    pub(crate) fn sum(&self, f: impl Fn(&Bucket) -> bool) -> u64 {
+        self.items
+            .iter()
+            .filter(|i| f(&i.bucket))
+            .map(|i| i.ns)
+            .sum()
+    }
+
+    pub(crate) fn largest(&self, f: impl Fn(&Bucket) -> bool) -> Option<&Segment> {
+        self.replay
+            .segments
+            .iter()
+            .filter(|s| f(&s.bucket))
+            .max_by_key(|s| s.to.0 - s.from.0)
+    }
+
+    pub(crate) fn top_item(&self, f: impl Fn(&Bucket) -> bool) -> Option<&BreakdownItem> {
+        self.items
+            .iter()
+            .filter(|i| f(&i.bucket))
+            .max_by_key(|i| i.ns)
+    }
+
+    pub(crate) fn find(
+        &self,
+        cpu: u32,
+        ts: Nanos,
+        f: impl Fn(&EventKind) -> bool,
+    ) -> Option<Event> {
+        let q = self.tr.history.cpu(cpu);
+        let i = self.tr.history.first_at(cpu, ts);
+        q.range(i..)
+            .take_while(|e| e.ts == ts)
+            .find(|e| f(&e.kind))
+            .cloned()
+    }
+}
