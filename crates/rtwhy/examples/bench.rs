@@ -418,7 +418,16 @@ the synthetic one; peak RSS from GNU time).\nEvents per second = events in the f
     md.push_str("\nThe synthetic file repeats the events of `fixtures/recorded/vm-net-v7-zstd.dat` (recorded on this project's VM) with shifted timestamps, written by rtwhy's own v6 writer, which trace-cmd reads too.\nMemory stays flat with trace size because records are read a block of pages (or one compressed chunk) per CPU at a time.\n");
     md.push_str(&analysis_section(&analysis));
     let out = root.join("docs/PERFORMANCE.md");
-    std::fs::write(&out, &md).expect("write docs/PERFORMANCE.md");
+    // The sections from "## Recording overhead" on are written by hand from other
+    // scripts' runs: kept as they are.
+    let kept = std::fs::read_to_string(&out)
+        .ok()
+        .and_then(|old| {
+            old.find("\n## Recording overhead")
+                .map(|i| old[i..].to_string())
+        })
+        .unwrap_or_default();
+    std::fs::write(&out, format!("{md}{kept}")).expect("write docs/PERFORMANCE.md");
     print!("{md}");
     if keep {
         eprintln!("kept {}", synthetic.display());

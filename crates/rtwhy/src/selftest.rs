@@ -768,9 +768,16 @@ fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
         .max()
         .unwrap_or(0)
         .max(34);
+    // Scenario names run to 34 characters (priority_inversion_preempted_first).
+    let name = rows
+        .iter()
+        .map(|r| r.scenario.name().len())
+        .max()
+        .unwrap_or(0)
+        .max(22);
     writeln!(
         out,
-        "{:<22} {:>6} {:>10}  {:<wide$} {:<22} {:>6}  verdict",
+        "{:<name$} {:>6} {:>10}  {:<wide$} {:<22} {:>6}  verdict",
         "scenario", "spikes", "worst", "diagnosis", "expected", "share"
     )?;
     for r in rows {
@@ -794,7 +801,7 @@ fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
         };
         writeln!(
             out,
-            "{:<22} {:>6} {:>10}  {:<wide$} {:<22} {:>6}  {}{tries}",
+            "{:<name$} {:>6} {:>10}  {:<wide$} {:<22} {:>6}  {}{tries}",
             r.scenario.name(),
             spikes,
             worst,
