@@ -162,6 +162,38 @@ fn report_text_is_diagnosed_like_the_trace_it_came_from() {
 }
 
 #[test]
+fn a_capture_printed_as_text_keeps_the_facts_recorded_at_its_end() {
+    // rtwhy's recorder writes its facts (CPU 1 isolated, preempt=rt: the PREEMPT_RT
+    // guest) as markers at the end of a capture; pasted as report text, the capture
+    // must be judged with them from its first event, as the trace.dat is.
+    let dat = workspace().join("fixtures/rt_irq_on_isolated_cpu/capture.dat");
+    let dump = Command::new(rtwhy())
+        .arg("dump")
+        .arg(&dat)
+        .output()
+        .expect("runs");
+    assert!(dump.status.success());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pasted = dir.path().join("capture.txt");
+    std::fs::write(&pasted, &dump.stdout).expect("write");
+    let (_, a) = analyze_json(&dat, &["--threshold", "2ms"]);
+    let (_, b) = analyze_json(&pasted, &["--threshold", "2ms"]);
+    for doc in [&a, &b] {
+        assert_eq!(doc["facts"]["isolated"], serde_json::json!([1]));
+        assert_eq!(doc["facts"]["preempt"], "rt");
+    }
+    let causes = |v: &Value| -> Vec<String> {
+        v["spikes"]
+            .as_array()
+            .expect("spikes")
+            .iter()
+            .map(|s| s["primary"]["cause"].to_string())
+            .collect()
+    };
+    assert_eq!(causes(&a), causes(&b));
+}
+
+#[test]
 fn every_wild_trace_is_analyzed_or_refused_in_one_line() {
     for dat in rtwhy_tests::dat_files(&wild_corpus()) {
         let out = analyze(&dat, &["--format", "json"]);

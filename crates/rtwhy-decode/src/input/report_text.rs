@@ -1,6 +1,6 @@
 //! `trace-cmd report` (and `report -R`) text and the kernel's tracefs `trace` text.
 
-use std::io::BufReader;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use super::{Finish, Format, Header, Item, Push};
@@ -63,7 +63,10 @@ impl Format for ReportText {
 fn text_fact_markers(path: &Path) -> rtwhy_model::SystemFacts {
     let mut facts = rtwhy_model::SystemFacts::default();
     let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= FACT_MARKERS_MAX);
-    let Some(f) = small.then(|| std::fs::File::open(path).ok()).flatten() else {
+    if !small || !has_fact_marker(path) {
+        return facts;
+    }
+    let Ok(f) = std::fs::File::open(path) else {
         return facts;
     };
     let mut reader = TextReader::new(BufReader::new(f));
@@ -76,4 +79,26 @@ fn text_fact_markers(path: &Path) -> rtwhy_model::SystemFacts {
         }
     }
     facts
+}
+
+/// Whether any line of the file mentions a fact marker: a scan far cheaper than parsing
+/// the events, so text without markers (most of it) is parsed once.
+fn has_fact_marker(path: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut r = BufReader::new(f);
+    let mut line = Vec::new();
+    let needle = rtwhy_model::FACT_PREFIX.as_bytes();
+    loop {
+        line.clear();
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {
+                if line.windows(needle.len()).any(|w| w == needle) {
+                    return true;
+                }
+            }
+        }
+    }
 }
