@@ -82,10 +82,10 @@ impl Checker {
         if spikes.is_empty() {
             return Some(report);
         }
-        let t = self
-            .traces
-            .entry(path.to_path_buf())
-            .or_insert_with(|| Trace::new(events_of(path)));
+        let t = self.traces.entry(path.to_path_buf()).or_insert_with(|| {
+            let (events, dropped) = events_of(path);
+            Trace::new(events, &dropped)
+        });
         let isolated_arg = args.iter().any(|a| a == "--isolated");
         let ends_of = |tid: i64| -> Vec<u64> {
             spikes
@@ -155,30 +155,32 @@ pub fn check_captures(dir: &Path, args: &[String]) -> Report {
     total
 }
 
-fn events_of(path: &Path) -> Vec<Event> {
+/// The events of a trace in time order, and per event whether the ring buffer dropped
+/// events of its CPU just before it.
+fn events_of(path: &Path) -> (Vec<Event>, Vec<bool>) {
     let mut out = Vec::new();
     if path.extension().is_some_and(|e| e == "dat") {
         let Ok(file) = TraceFile::open(path) else {
-            return out;
+            return (Vec::new(), Vec::new());
         };
         let mut dec = EventDecoder::new();
         let Ok(mut recs) = file.records() else {
-            return out;
+            return (Vec::new(), Vec::new());
         };
         while let Ok(Some(r)) = recs.next_record() {
-            out.push(dec.decode(file.meta(), &r));
+            out.push((dec.decode(file.meta(), &r), r.missed_before.is_some()));
         }
     } else {
         let Ok(f) = std::fs::File::open(path) else {
-            return out;
+            return (Vec::new(), Vec::new());
         };
         let mut rd = TextReader::new(BufReader::new(f));
         while let Some(Ok(e)) = rd.next_event() {
-            out.push(e);
+            out.push((e, rd.event_dropped().is_some()));
         }
     }
-    out.sort_by_key(|e| e.ts);
-    out
+    out.sort_by_key(|(e, _)| e.ts);
+    out.into_iter().unzip()
 }
 
 /// What the whole trace says, indexed for the checks.
@@ -191,10 +193,22 @@ struct Trace {
     max_freq: u32,
     /// Every task's priority and name as the scheduler events last gave them.
     tasks: HashMap<i32, (i32, String)>,
+    /// Per CPU, the stretches (last event before, first event after) whose events the
+    /// ring buffer dropped.
+    drops: HashMap<u32, Vec<(u64, u64)>>,
 }
 
 impl Trace {
-    fn new(events: Vec<Event>) -> Trace {
+    fn new(events: Vec<Event>, dropped: &[bool]) -> Trace {
+        let mut drops: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+        let mut last: HashMap<u32, u64> = HashMap::new();
+        for (e, d) in events.iter().zip(dropped) {
+            if *d {
+                let before = last.get(&e.cpu).copied().unwrap_or(0);
+                drops.entry(e.cpu).or_default().push((before, e.ts.0));
+            }
+            last.insert(e.cpu, e.ts.0);
+        }
         let mut per_cpu: HashMap<u32, Vec<usize>> = HashMap::new();
         let mut rt_kernel = false;
         let mut max_freq = 0;
@@ -231,6 +245,7 @@ impl Trace {
             rt_kernel,
             max_freq,
             tasks,
+            drops,
         }
     }
 
@@ -657,6 +672,18 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
     let cause = sp.s["primary"]["cause"].as_str().unwrap_or("");
     let (cpu, start, end) = (sp.cpu, sp.start, sp.end);
     let holder = sp.s["waker"]["tid"].as_i64().map(|t| t as i32);
+    // A cause named from a window whose events were partly dropped is named from a
+    // guess.
+    if cause != "unknown" {
+        let hole = t.drops.get(&cpu).into_iter().flatten();
+        if let Some((a, b)) = hole.into_iter().find(|(a, b)| *b > start && *a < end) {
+            return Err(format!(
+                "the ring buffer dropped events of CPU {cpu} between {} and {}, in the window",
+                Nanos(*a),
+                Nanos(*b)
+            ));
+        }
+    }
     match cause {
         "unknown" => Ok(()),
         "rt_throttling" => throttled(t, sp, facts),

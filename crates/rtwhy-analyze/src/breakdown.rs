@@ -8,7 +8,7 @@
 
 use rtwhy_model::{Bucket, Comm, Event, EventKind, Nanos, SoftirqContext, TaskRef};
 
-use crate::history::History;
+use crate::history::{Dropped, History};
 
 /// The shortest event-free stretch that may count as a stopped CPU.
 const MIN_STOP: u64 = 50_000;
@@ -84,6 +84,9 @@ pub(crate) struct Replay {
     pub truncated: bool,
     /// Who was current on the CPU when the window began (0: idle, -1: not known).
     pub start_curr: i32,
+    /// Events the ring buffer dropped on the CPU between the switch the replay starts
+    /// from and the window's end: who ran and which handler was open are not known.
+    pub dropped: Option<Dropped>,
 }
 
 #[derive(Debug, Clone)]
@@ -131,6 +134,8 @@ pub(crate) fn replay(
             }
         }
     }
+    let known_from = q.get(begin).map_or(w.from, |e| e.ts.min(w.from));
+    out.dropped = history.drop_within(w.cpu, known_from, w.to);
     let mut last_open: Option<Event> = None;
     let mut prio: Option<i32> = None;
     for e in q.range(begin..i0) {

@@ -9,6 +9,7 @@ use rtwhy_model::{
 
 use crate::breakdown::{self, Replay, Window};
 use crate::ctx::{irq_work, is_local_timer, ChainLink, Ctx, LockStory};
+use crate::history::Dropped;
 use crate::remedy;
 use crate::rules;
 use crate::tracker::{is_lock_op, Episode, Tracker};
@@ -61,7 +62,17 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         );
     }
     for s in &replay.segments {
-        add(s.bucket.clone(), s.to.0 - s.from.0);
+        // What the replay says of a stretch whose events were dropped is a guess (a
+        // handler left open, a task that may have switched out): that part is lost.
+        let lost = replay.dropped.map_or(0, |d| {
+            s.to.0
+                .min(d.before.0)
+                .saturating_sub(s.from.0.max(d.after.0))
+        });
+        add(s.bucket.clone(), s.to.0 - s.from.0 - lost);
+        if let Some(d) = replay.dropped {
+            add(Bucket::Dropped { count: d.count }, lost);
+        }
     }
     items.sort_by_key(|i| std::cmp::Reverse(i.ns));
 
@@ -211,7 +222,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 }
                 _ => &[Cause::LockContention],
             },
-            Bucket::Victim => &[],
+            Bucket::Victim | Bucket::Dropped { .. } => &[],
         };
         let mut ns = item.ns;
         let mut candidates = candidates;
@@ -272,14 +283,19 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         }
     };
     // The last gate: a cause is printed only with its preconditions.
+    // No cause is named from a history with a hole in it: the events that would have
+    // shown a switch, a handler's exit or a wake-up may be the ones dropped.
     let mut ranked: Vec<(Cause, u64)> = groups
         .into_iter()
-        .filter(|(c, _)| *c != Cause::Unknown)
+        .filter(|(c, _)| *c != Cause::Unknown && replay.dropped.is_none())
         .filter(|(c, _)| checked.holds(*c, &ctx))
         .collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
 
-    let missing = missing_events(tr, ep);
+    let mut missing = missing_events(tr, ep);
+    if let Some(d) = replay.dropped {
+        missing.insert(0, dropped_note(ep.cpu, d));
+    }
     let (primary, contributors): (Finding, Vec<Finding>) = match ranked.first() {
         Some(&(cause, ns)) if share(ns) >= MIN_PRIMARY_SHARE => {
             let primary = ctx.finding(cause, share(ns));
@@ -302,7 +318,9 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 .filter(|i| i.bucket == Bucket::Idle)
                 .map(|i| i.ns)
                 .sum::<u64>();
-            let mut summary = if share(idle) >= MIN_PRIMARY_SHARE {
+            let mut summary = if replay.dropped.is_some() {
+                "no cause can be named: the events of this window are incomplete".to_string()
+            } else if share(idle) >= MIN_PRIMARY_SHARE {
                 format!(
                     "CPU {} stayed idle for {} after {} was woken for it, and the trace does not say why (a slow idle exit, a late wake-up IPI, or a stopped CPU)",
                     ep.cpu,
@@ -1369,6 +1387,24 @@ fn frequency_story(tr: &Tracker, replay: &Replay) -> Option<(u32, Event)> {
         })
         .min_by_key(|(s, _)| *s)?;
     (u64::from(low.0) * 10 <= u64::from(tr.max_freq) * 7).then(|| (low.0, low.1.clone()))
+}
+
+/// What a drop of events on the spike's CPU means for it, and how to avoid one.
+fn dropped_note(cpu: u32, d: Dropped) -> String {
+    let count = match d.count {
+        0 => "events".to_string(),
+        n => format!("{n} events"),
+    };
+    // Rounded to the microsecond as trace-cmd prints the two events around the drop.
+    let at = |t: Nanos| {
+        let us = t.0.saturating_add(500) / 1_000;
+        format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
+    };
+    format!(
+        "the ring buffer dropped {count} of CPU {cpu} between {} and {}, across this spike's window: record with a larger buffer (rtwhy record --buffer-kb) or fewer events",
+        at(d.after),
+        at(d.before)
+    )
 }
 
 /// What the trace lacks that would matter for this spike.

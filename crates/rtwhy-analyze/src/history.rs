@@ -11,8 +11,22 @@ use rtwhy_model::{Event, Nanos};
 /// Per-CPU event queues, trimmed as time advances.
 pub(crate) struct History {
     cpus: Vec<VecDeque<Event>>,
+    /// Per CPU, the stretches whose events the ring buffer dropped.
+    drops: Vec<VecDeque<Dropped>>,
     horizon: u64,
     max_per_cpu: usize,
+}
+
+/// Events of one CPU the ring buffer dropped (a page marked with missed events): its
+/// history between `after` and `before` is not complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Dropped {
+    /// The CPU's last event before the drop (the start of its history if none is kept).
+    pub after: Nanos,
+    /// The first event after it.
+    pub before: Nanos,
+    /// How many were dropped (0: the kernel did not count them).
+    pub count: u64,
 }
 
 /// Most CPUs a trace may name; events on higher CPUs are kept on this last queue.
@@ -22,6 +36,7 @@ impl History {
     pub(crate) fn new(horizon: Nanos, max_per_cpu: usize) -> History {
         History {
             cpus: Vec::new(),
+            drops: Vec::new(),
             horizon: horizon.0,
             max_per_cpu: max_per_cpu.max(1024),
         }
@@ -43,6 +58,36 @@ impl History {
             q.pop_front();
         }
         q.push_back(ev);
+        if let Some(d) = self.drops.get_mut(cpu) {
+            while d.front().is_some_and(|g| g.before.0 < oldest_kept) {
+                d.pop_front();
+            }
+        }
+    }
+
+    /// Events of `cpu` were dropped before its next event, at `before`.
+    pub(crate) fn dropped(&mut self, cpu: u32, before: Nanos, count: u64) {
+        let after = self.cpu(cpu).back().map_or(Nanos(0), |e| e.ts);
+        let cpu = (cpu as usize).min(MAX_CPUS - 1);
+        if cpu >= self.drops.len() {
+            self.drops.resize_with(cpu + 1, VecDeque::new);
+        }
+        if let Some(d) = self.drops.get_mut(cpu) {
+            d.push_back(Dropped {
+                after,
+                before,
+                count,
+            });
+        }
+    }
+
+    /// The first drop on `cpu` that overlaps `from..to`.
+    pub(crate) fn drop_within(&self, cpu: u32, from: Nanos, to: Nanos) -> Option<Dropped> {
+        self.drops
+            .get(cpu as usize)?
+            .iter()
+            .find(|d| d.before > from && d.after < to)
+            .copied()
     }
 
     /// The queue of `cpu` (empty when the CPU was never seen).
@@ -96,5 +141,26 @@ mod tests {
             h.push(ev(t, 0));
         }
         assert_eq!(h.cpu(0).len(), 1024);
+    }
+
+    #[test]
+    fn a_drop_spans_from_the_last_event_kept_to_the_next() {
+        let mut h = History::new(Nanos(1000), 2000);
+        h.push(ev(10, 1));
+        h.dropped(1, Nanos(500), 42);
+        h.push(ev(500, 1));
+        let d = Dropped {
+            after: Nanos(10),
+            before: Nanos(500),
+            count: 42,
+        };
+        assert_eq!(h.drop_within(1, Nanos(100), Nanos(200)), Some(d));
+        assert_eq!(h.drop_within(1, Nanos(0), Nanos(11)), Some(d));
+        assert_eq!(h.drop_within(1, Nanos(500), Nanos(600)), None);
+        assert_eq!(h.drop_within(1, Nanos(0), Nanos(10)), None);
+        assert_eq!(h.drop_within(0, Nanos(100), Nanos(200)), None);
+        // Forgotten with the events around it.
+        h.push(ev(2000, 1));
+        assert_eq!(h.drop_within(1, Nanos(100), Nanos(200)), None);
     }
 }

@@ -51,7 +51,7 @@ pub use audit::{audit, CHECKS};
 pub use config::{parse_duration, Config, TaskFilter};
 pub use rtwhy_model::{Analysis, Seen, VictimStats, MAX_SPIKES};
 
-use rtwhy_model::{Event, Spike, SystemFacts};
+use rtwhy_model::{Event, Nanos, Spike, SystemFacts};
 
 use tracker::{Outcome, Tracker};
 
@@ -106,6 +106,13 @@ impl Analyzer {
                 }
             }
         }
+    }
+
+    /// The ring buffer dropped events of `cpu` before its next event, at `before`
+    /// (`count` of them; 0 when the kernel did not count): call it before pushing that
+    /// event. No cause is named for a spike whose window the drop overlaps.
+    pub fn dropped(&mut self, cpu: u32, before: Nanos, count: u64) {
+        self.tracker.history.dropped(cpu, before, count);
     }
 
     /// The events kept of the recent past (every CPU's last `horizon`), in time order:

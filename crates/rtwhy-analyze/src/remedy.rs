@@ -240,6 +240,9 @@ fn for_cause(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
                 ),
             ]
         }
+        Cause::Unknown if ctx.replay.dropped.is_some() => vec![format!(
+            "Record again so that CPU {cpu}'s ring buffer keeps every event: a larger buffer (rtwhy record --buffer-kb, trace-cmd record -b) or fewer events (trace-cmd report --stat shows which fire most)."
+        )],
         Cause::Unknown => vec![
             "Record again with the missing events enabled (rtwhy record enables them by default), then analyze the new trace.".to_string(),
         ],

@@ -84,6 +84,11 @@ pub struct TextReader<R: BufRead> {
     pending: Option<Event>,
     /// Line where `pending` began.
     pending_line: usize,
+    /// Events dropped before the next event line, before the pending event, before the
+    /// event last returned (a `CPU:N [K EVENTS DROPPED]` notice).
+    next_dropped: Option<u64>,
+    pending_dropped: Option<u64>,
+    event_dropped: Option<u64>,
     /// Line where the event last returned began.
     event_line: usize,
     /// The text of the line where `pending` began.
@@ -107,6 +112,9 @@ impl<R: BufRead> TextReader<R> {
             line_no: 0,
             pending: None,
             pending_line: 0,
+            next_dropped: None,
+            pending_dropped: None,
+            event_dropped: None,
             event_line: 0,
             pending_text: String::new(),
             event_text: String::new(),
@@ -143,10 +151,17 @@ impl<R: BufRead> TextReader<R> {
         &self.event_text
     }
 
+    /// Whether trace-cmd said events of its CPU were dropped before the event last
+    /// returned (`CPU:N [K EVENTS DROPPED]`): `Some(K)`, `Some(0)` when it gave no count.
+    pub fn event_dropped(&self) -> Option<u64> {
+        self.event_dropped
+    }
+
     /// Makes the pending event's line the returned event's line.
     fn hand_over_text(&mut self) {
         std::mem::swap(&mut self.event_text, &mut self.pending_text);
         self.pending_text.clear();
+        self.event_dropped = self.pending_dropped.take();
     }
 
     /// The next event, or `None` at the end of the input (or after a fatal error).
@@ -186,6 +201,8 @@ impl<R: BufRead> TextReader<R> {
                         std::mem::swap(&mut self.event_text, &mut self.pending_text);
                         self.pending_text.clear();
                         self.pending_text.push_str(line);
+                        self.event_dropped =
+                            std::mem::replace(&mut self.pending_dropped, self.next_dropped.take());
                         if let Some(prev) = self.pending.replace(ev) {
                             self.event_line = began;
                             return Some(Ok(finish(prev)));
@@ -214,7 +231,13 @@ impl<R: BufRead> TextReader<R> {
             self.cpus = Some(n);
             return;
         }
-        if is_notice(line) || (!self.seen_event && line.starts_with('#')) {
+        if is_notice(line) {
+            if let Some(n) = dropped_notice(line) {
+                self.next_dropped = Some(n);
+            }
+            return;
+        }
+        if !self.seen_event && line.starts_with('#') {
             return;
         }
         if let Some(ev) = &mut self.pending {
@@ -330,6 +353,22 @@ fn is_notice(line: &str) -> bool {
     }
     let tail = tail.trim();
     (tail.starts_with('[') && tail.ends_with(']') && tail.contains("EVENTS")) || tail == "is empty"
+}
+
+/// The count of a notice that events were dropped (`CPU:0 [12 EVENTS DROPPED]`,
+/// `CPU:0 [LOST 12 EVENTS]`; 0 for `CPU:0 [EVENTS DROPPED]`), of a line [`is_notice`]
+/// accepted.
+fn dropped_notice(line: &str) -> Option<u64> {
+    let inner = line.rsplit_once('[')?.1.strip_suffix(']')?;
+    if !inner.contains("DROPPED") && !inner.contains("LOST") {
+        return None;
+    }
+    Some(
+        inner
+            .split_whitespace()
+            .find_map(|w| w.parse().ok())
+            .unwrap_or(0),
+    )
 }
 
 fn finish(mut ev: Event) -> Event {
@@ -1338,6 +1377,34 @@ mod tests {
                 "fig: cpu=0\n gid=4",
                 "hit latency threshold (120 > 100)",
                 "a: b"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_dropped_events_notice_belongs_to_the_event_after_it() {
+        let text = "cpus=2\n\
+            <idle>-0     [001]   683.783929: ipi_send_cpu:         cpu=0 callsite=x callback=y\n\
+            CPU:1 [42841 EVENTS DROPPED]\n\
+            <idle>-0     [001]   684.118674: ipi_send_cpu:         cpu=0 callsite=x callback=y\n\
+            <idle>-0     [001]   684.118675: ipi_send_cpu:         cpu=0 callsite=x callback=y\n\
+            CPU:0 [EVENTS DROPPED]\n\
+            <idle>-0     [000]   684.118676: ipi_send_cpu:         cpu=0 callsite=x callback=y\n\
+            CPU:1 [LOST 17 EVENTS]\n\
+            <idle>-0     [001]   684.118677: ipi_send_cpu:         cpu=0 callsite=x callback=y\n";
+        let mut r = TextReader::new(text.as_bytes());
+        let mut seen = Vec::new();
+        while let Some(ev) = r.next_event() {
+            seen.push((ev.unwrap().ts.0, r.event_dropped()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (683_783_929_000, None),
+                (684_118_674_000, Some(42841)),
+                (684_118_675_000, None),
+                (684_118_676_000, Some(0)),
+                (684_118_677_000, Some(17)),
             ]
         );
     }

@@ -308,6 +308,12 @@ pub enum Bucket {
     },
     /// Time with no event on the CPU at all, ended by a late interrupt: the CPU was stopped.
     Unaccounted,
+    /// Time whose events the ring buffer dropped (a page marked with missed events): what
+    /// happened on the CPU then is not known.
+    Dropped {
+        /// How many events were dropped (0: the kernel did not count them).
+        count: u64,
+    },
     /// The victim's own CPU time inside the window (switch-in not recorded).
     Victim,
 }
@@ -394,6 +400,10 @@ impl fmt::Display for Bucket {
             Bucket::LockWait { holder: Some(h) } => write!(f, "lock wait, held by {h}"),
             Bucket::LockWait { holder: None } => f.write_str("lock wait, holder unknown"),
             Bucket::Unaccounted => f.write_str("unaccounted: no events, CPU stopped"),
+            Bucket::Dropped { count: 0 } => f.write_str("events dropped by the ring buffer"),
+            Bucket::Dropped { count } => {
+                write!(f, "{count} events dropped by the ring buffer")
+            }
             Bucket::Victim => f.write_str("the victim itself (switch-in not recorded)"),
         }
     }

@@ -245,6 +245,7 @@ impl Sink for Loader {
     }
 
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        let dropped = item.dropped_before();
         let off = self.offset(self.arena.len())?;
         let index = self.events.len();
         let entry = match (&item.raw, &mut self.body) {
@@ -307,6 +308,9 @@ impl Sink for Loader {
             };
             last.ty = u16::try_from(ty).unwrap_or(u16::MAX);
             last.pid = ev.pid;
+        }
+        if let (Some(n), Some(a)) = (dropped, self.analyzer.as_mut()) {
+            a.dropped(ev.cpu, ev.ts, n);
         }
         self.observe(ev);
         Ok(true)

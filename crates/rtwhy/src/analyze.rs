@@ -155,7 +155,8 @@ enum Feed {
 /// records (or their lines) for the evidence printer.
 #[derive(Default)]
 struct Batch {
-    events: Vec<(Event, Src)>,
+    /// Each event, where its line comes from, and the events its CPU dropped before it.
+    events: Vec<(Event, Src, Option<u64>)>,
     /// The records' bytes, back to back.
     bytes: Vec<u8>,
     /// Buffer names first met in this batch, in the order they were numbered.
@@ -294,8 +295,9 @@ impl Sink for AnalyzeSink {
             }
             Raw::Line(line) => Src::Line(line.to_string()),
         };
+        let dropped = item.dropped_before();
         let ev = item.into_event_fields_of(fields_read);
-        self.batch.events.push((ev, src));
+        self.batch.events.push((ev, src, dropped));
         if self.batch.events.len() >= BATCH_EVENTS {
             self.send()?;
         }
@@ -324,7 +326,7 @@ impl Worker {
     /// Analyses the events of `batch` and empties it.
     fn take(&mut self, batch: &mut Batch) {
         self.buffers.append(&mut batch.new_buffers);
-        for (ev, src) in batch.events.drain(..) {
+        for (ev, src, dropped) in batch.events.drain(..) {
             let line = match &src {
                 Src::Record { start, len, buffer } => {
                     let data = batch
@@ -367,6 +369,9 @@ impl Worker {
             }
             if let Feed::On(feed) = &mut self.feed {
                 feed.push(&ev, line);
+            }
+            if let Some(n) = dropped {
+                self.analyzer.dropped(ev.cpu, ev.ts, n);
             }
             self.analyzer.push(ev);
             if self.analyzer.spikes().len() > self.printed || self.analyzer.has_rediagnosed() {

@@ -76,6 +76,7 @@ impl Sink for ConvertSink {
     }
 
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
+        let dropped = item.dropped_before();
         let lost = item.record().is_some_and(|r| r.missed_before.is_some());
         let ev = item.into_event();
         if let Some(w) = self.writer.as_mut() {
@@ -83,6 +84,9 @@ impl Sink for ConvertSink {
                 .with_context(|| format!("cannot write {}", self.tmp.display()))?;
         }
         if let Some(a) = self.analyzer.as_mut() {
+            if let Some(n) = dropped {
+                a.dropped(ev.cpu, ev.ts, n);
+            }
             a.push(ev);
         }
         Ok(true)

@@ -161,6 +161,9 @@ pub struct Item<'a> {
     /// Where it came from.
     pub raw: Raw<'a>,
     typed: Typed<'a>,
+    /// A text line's `CPU:N [K EVENTS DROPPED]` notice before it (a record carries its
+    /// page's count itself).
+    line_dropped: Option<u64>,
 }
 
 impl<'a> Item<'a> {
@@ -179,15 +182,27 @@ impl<'a> Item<'a> {
                 meta,
                 record,
             },
+            line_dropped: None,
         }
     }
 
-    pub(crate) fn from_line(event: Event, line: &'a str) -> Item<'a> {
+    pub(crate) fn from_line(event: Event, line: &'a str, dropped: Option<u64>) -> Item<'a> {
         Item {
             ts: event.ts.0,
             cpu: event.cpu,
             raw: Raw::Line(line),
             typed: Typed::Ready(event),
+            line_dropped: dropped,
+        }
+    }
+
+    /// Whether the ring buffer dropped events of this CPU just before this one: `Some(n)`
+    /// (0 when the kernel did not count them), from the record's page or from the
+    /// report text's `CPU:N [n EVENTS DROPPED]` line.
+    pub fn dropped_before(&self) -> Option<u64> {
+        match &self.raw {
+            Raw::Record { record, .. } => record.missed_before,
+            Raw::Line(_) => self.line_dropped,
         }
     }
 

@@ -37,7 +37,11 @@ impl Format for ReportText {
         if to.begin(&header) {
             while let Some(ev) = reader.next_event() {
                 let ev = ev.map_err(|e| e.in_file(path))?;
-                if !to.event(Item::from_line(ev, reader.event_text())) {
+                if !to.event(Item::from_line(
+                    ev,
+                    reader.event_text(),
+                    reader.event_dropped(),
+                )) {
                     break;
                 }
             }
