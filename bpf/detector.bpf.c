@@ -35,8 +35,9 @@ const volatile bool rt_only = true;
 const volatile bool want_stack = true;
 
 /*
- * One late wake-up. User space parses it by offset (crates/rtwhy-record/src/bpf.rs,
- * `parse_breach`): change both together.
+ * One late wake-up. This is the record's only definition: user space reads every field at
+ * the offset the skeleton's generated `types::breach` gives it
+ * (crates/rtwhy-record/src/bpf/record.rs).
  */
 struct breach {
 	u64 latency;        /* 0 */
@@ -63,10 +64,12 @@ struct breach {
 	u64 timer_stack[STACK_DEPTH]; /* 368 */
 };
 
+/* No padding the compiler chose: the generated Rust struct must lay out the same bytes. */
 _Static_assert(sizeof(struct breach) == 368 + 8 * STACK_DEPTH, "struct breach layout");
-_Static_assert(__builtin_offsetof(struct breach, timer_fired) == 352, "struct breach layout");
-_Static_assert(__builtin_offsetof(struct breach, comm) == 56, "struct breach layout");
-_Static_assert(__builtin_offsetof(struct breach, stack_bytes) == 88, "struct breach layout");
+
+/* Never written or read: a global of the record's type puts `struct breach` into the
+ * skeleton's generated types (a ring buffer map has no value type to carry it). */
+struct breach breach_layout;
 
 /* What is known about one tracked thread between its sleep and its switch-in. */
 struct thread_state {

@@ -1,38 +1,27 @@
-//! The detector's ring-buffer record (`struct breach` in `bpf/detector.bpf.c`), parsed
-//! by offset. The layout, all integers in the machine's byte order:
-//!
-//! | offset | size | field |
-//! |---|---|---|
-//! | 0 | 8 | latency (ns) |
-//! | 8 | 8 | timer expiry (ns), 0 when the wake-up was not the thread's timer |
-//! | 16 | 8 | `sched_waking` time (ns) |
-//! | 24 | 8 | switch-in time (ns) |
-//! | 32 | 4 | tid |
-//! | 36 | 4 | CPU |
-//! | 40 | 4 | kernel prio at switch-in (signed) |
-//! | 44 | 4 | waker tid, 0 for the timer interrupt |
-//! | 48 | 4 | prev tid |
-//! | 52 | 4 | rt_throttled: 0, 1, 2 = unknown |
-//! | 56 | 16 | comm, NUL-padded |
-//! | 72 | 16 | prev comm, NUL-padded |
-//! | 88 | 4 | stack bytes written by `bpf_get_stack` (signed, negative on error) |
-//! | 92 | 4 | padding |
-//! | 96 | 8 * 32 | kernel stack addresses, innermost first |
-//! | 352 | 8 | when the thread's timer ran, if at least the threshold late; else 0 |
-//! | 360 | 4 | stack bytes at that late timer (signed, negative on error) |
-//! | 364 | 4 | padding |
-//! | 368 | 8 * 32 | kernel stack at the late timer, innermost first |
+//! The detector's ring-buffer record, `struct breach` in `bpf/detector.bpf.c`: its only
+//! definition. The skeleton generates it as `types::breach` (`#[repr(C)]`, the same bytes);
+//! every field is read here at the offset that type gives, in the machine's byte order,
+//! from a record that may be shorter than the type (never trusted to be whole).
+
+use std::mem::{offset_of, size_of};
 
 use rtwhy_model::{BreachRecord, Comm, Nanos};
 
+use super::skel::types::breach as Layout;
 use super::Breach;
 
 /// Size of one record in bytes.
-pub const BREACH_SIZE: usize = TIMER_STACK_OFFSET + 8 * STACK_DEPTH;
+pub const BREACH_SIZE: usize = size_of::<Layout>();
 
-const STACK_DEPTH: usize = 32;
-const STACK_OFFSET: usize = 96;
-const TIMER_STACK_OFFSET: usize = 368;
+/// The field `$f` of the record's layout: its offset.
+macro_rules! at {
+    ($f:ident) => {
+        offset_of!(Layout, $f)
+    };
+}
+
+/// Addresses in each of the record's stacks (the first array runs up to `timer_fired`).
+const STACK_DEPTH: usize = (at!(timer_fired) - at!(stack)) / size_of::<u64>();
 
 /// The addresses of a `bpf_get_stack` array whose result was `stack_bytes`.
 fn stack_at(data: &[u8], bytes_at: usize, array_at: usize) -> Option<Vec<u64>> {
@@ -73,28 +62,29 @@ pub fn parse_breach(data: &[u8], threshold_ns: u64) -> Option<Breach> {
     if data.len() < BREACH_SIZE {
         return None;
     }
-    let expiry = u64_at(data, 8)?;
-    let stack = stack_at(data, 88, STACK_OFFSET)?;
-    let timer_fired = u64_at(data, 352)?;
+    let expiry = u64_at(data, at!(expiry))?;
+    let stack = stack_at(data, at!(stack_bytes), at!(stack))?;
+    let timer_fired = u64_at(data, at!(timer_fired))?;
     let timer_stack = if timer_fired == 0 {
         Vec::new()
     } else {
-        stack_at(data, 360, TIMER_STACK_OFFSET)?
+        stack_at(data, at!(timer_stack_bytes), at!(timer_stack))?
     };
+    let comm = |f: usize| data.get(f..f + size_of::<[i8; 16]>()).map(Comm::from_bytes);
     let record = BreachRecord {
-        tid: tid_at(data, 32)?,
-        comm: Comm::from_bytes(data.get(56..72)?),
-        cpu: u32_at(data, 36)?,
-        prio: Some(i32_at(data, 40)?),
-        latency: Nanos(u64_at(data, 0)?),
+        tid: tid_at(data, at!(tid))?,
+        comm: comm(at!(comm))?,
+        cpu: u32_at(data, at!(cpu))?,
+        prio: Some(i32_at(data, at!(prio))?),
+        latency: Nanos(u64_at(data, at!(latency))?),
         threshold: Some(Nanos(threshold_ns)),
         expiry: (expiry != 0).then_some(Nanos(expiry)),
-        waking: Some(Nanos(u64_at(data, 16)?)),
-        switch_in: Nanos(u64_at(data, 24)?),
-        waker_tid: Some(tid_at(data, 44)?),
-        prev_tid: Some(tid_at(data, 48)?),
-        prev_comm: Some(Comm::from_bytes(data.get(72..88)?)),
-        rt_throttled: match u32_at(data, 52)? {
+        waking: Some(Nanos(u64_at(data, at!(waking))?)),
+        switch_in: Nanos(u64_at(data, at!(switch_in))?),
+        waker_tid: Some(tid_at(data, at!(waker_tid))?),
+        prev_tid: Some(tid_at(data, at!(prev_tid))?),
+        prev_comm: Some(comm(at!(prev_comm))?),
+        rt_throttled: match u32_at(data, at!(rt_throttled))? {
             0 => Some(false),
             1 => Some(true),
             _ => None,
@@ -120,21 +110,21 @@ mod tests {
     fn raw(stack: &[u64], stack_bytes: i32, throttled: u32, expiry: u64) -> Vec<u8> {
         let mut d = vec![0u8; BREACH_SIZE];
         let mut put = |at: usize, b: &[u8]| d[at..at + b.len()].copy_from_slice(b);
-        put(0, &153_210u64.to_ne_bytes());
-        put(8, &expiry.to_ne_bytes());
-        put(16, &308_556_570_000u64.to_ne_bytes());
-        put(24, &308_556_723_000u64.to_ne_bytes());
-        put(32, &4242u32.to_ne_bytes());
-        put(36, &1u32.to_ne_bytes());
-        put(40, &19i32.to_ne_bytes());
-        put(44, &0u32.to_ne_bytes());
-        put(48, &11850u32.to_ne_bytes());
-        put(52, &throttled.to_ne_bytes());
-        put(56, b"cyclictest\0\0\0\0\0\0");
-        put(72, b"rtwhy-spinner-1\0");
-        put(88, &stack_bytes.to_ne_bytes());
+        put(at!(latency), &153_210u64.to_ne_bytes());
+        put(at!(expiry), &expiry.to_ne_bytes());
+        put(at!(waking), &308_556_570_000u64.to_ne_bytes());
+        put(at!(switch_in), &308_556_723_000u64.to_ne_bytes());
+        put(at!(tid), &4242u32.to_ne_bytes());
+        put(at!(cpu), &1u32.to_ne_bytes());
+        put(at!(prio), &19i32.to_ne_bytes());
+        put(at!(waker_tid), &0u32.to_ne_bytes());
+        put(at!(prev_tid), &11850u32.to_ne_bytes());
+        put(at!(rt_throttled), &throttled.to_ne_bytes());
+        put(at!(comm), b"cyclictest\0\0\0\0\0\0");
+        put(at!(prev_comm), b"rtwhy-spinner-1\0");
+        put(at!(stack_bytes), &stack_bytes.to_ne_bytes());
         for (i, a) in stack.iter().enumerate() {
-            put(96 + 8 * i, &a.to_ne_bytes());
+            put(at!(stack) + 8 * i, &a.to_ne_bytes());
         }
         d
     }
@@ -143,8 +133,8 @@ mod tests {
     fn late_timer_and_its_stack() {
         let mut d = raw(&[], 0, 0, 308_556_569_790);
         let mut put = |at: usize, b: &[u8]| d[at..at + b.len()].copy_from_slice(b);
-        put(352, &308_556_690_000u64.to_ne_bytes());
-        put(360, &24i32.to_ne_bytes());
+        put(at!(timer_fired), &308_556_690_000u64.to_ne_bytes());
+        put(at!(timer_stack_bytes), &24i32.to_ne_bytes());
         for (i, a) in [
             0xffff_ffff_8100_0010u64,
             0xffff_ffff_8100_0020,
@@ -153,14 +143,14 @@ mod tests {
         .iter()
         .enumerate()
         {
-            put(368 + 8 * i, &a.to_ne_bytes());
+            put(at!(timer_stack) + 8 * i, &a.to_ne_bytes());
         }
         let b = parse_breach(&d, 100_000).unwrap();
         assert_eq!(b.record.timer_fired, Some(Nanos(308_556_690_000)));
         assert_eq!(b.timer_stack.len(), 3);
         // Not late: the timer stack's slots are not read.
         let mut d = d.clone();
-        d[352..360].copy_from_slice(&0u64.to_ne_bytes());
+        d[at!(timer_fired)..at!(timer_fired) + 8].copy_from_slice(&0u64.to_ne_bytes());
         let b = parse_breach(&d, 100_000).unwrap();
         assert_eq!(b.record.timer_fired, None);
         assert!(b.timer_stack.is_empty());
