@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use crate::input::{Header, Item, Raw};
+use crate::input::{BufferNames, Header, Item, Raw};
 use crate::print::Printer;
 use crate::record::Record;
 
@@ -57,7 +57,7 @@ impl CpuQueue {
 pub struct RecentLines {
     printer: Option<Printer>,
     cpus: Vec<CpuQueue>,
-    buffers: Vec<String>,
+    buffers: BufferNames,
     horizon: u64,
     max_per_cpu: usize,
     seq: u64,
@@ -71,7 +71,7 @@ impl RecentLines {
         RecentLines {
             printer: header.meta.clone().map(Printer::new),
             cpus: Vec::new(),
-            buffers: Vec::new(),
+            buffers: BufferNames::default(),
             horizon,
             max_per_cpu: max_per_cpu.max(1024),
             seq: 0,
@@ -97,13 +97,7 @@ impl RecentLines {
             }
             Raw::Line(line) => (line.as_bytes(), ""),
         };
-        let buffer = match self.buffers.iter().position(|b| b == buffer) {
-            Some(i) => i,
-            None => {
-                self.buffers.push(buffer.to_string());
-                self.buffers.len() - 1
-            }
-        };
+        let (buffer, _) = self.buffers.number(buffer);
         let cpu = (cpu as usize).min(MAX_CPUS - 1);
         if cpu >= self.cpus.len() {
             self.cpus.resize_with(cpu + 1, CpuQueue::default);
@@ -172,12 +166,7 @@ impl RecentLines {
                         missed_before: None,
                         following: &[],
                     };
-                    p.set_instance(
-                        self.buffers
-                            .get(usize::from(k.buffer))
-                            .map(String::as_str)
-                            .unwrap_or(""),
-                    );
+                    p.set_instance(self.buffers.name(usize::from(k.buffer)));
                     p.write_report_as_of(&rec, k.seq, &mut out);
                     // A stack's frames follow on lines of their own; the event's line is
                     // the first.

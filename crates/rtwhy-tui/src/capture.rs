@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rtwhy_analyze::{Analysis, Analyzer, Config};
-use rtwhy_decode::input::{self, Finish, Header, Item, Raw, Sink};
+use rtwhy_decode::input::{self, BufferNames, Finish, Header, Item, Raw, Sink};
 use rtwhy_decode::print::Printer;
 use rtwhy_decode::{Record, TraceMeta};
 use rtwhy_model::{Comm, Event, EventKind};
@@ -45,7 +45,7 @@ pub struct Ev {
 struct Dat {
     meta: Arc<TraceMeta>,
     /// Buffer names by index (empty for the top level).
-    buffers: Vec<String>,
+    buffers: BufferNames,
     /// Events dropped before each flagged event: event index (ascending) and count.
     missed: Vec<(usize, u64)>,
     printer: RefCell<Printer>,
@@ -236,7 +236,7 @@ impl Sink for Loader {
         if let Some(meta) = &header.meta {
             self.body = Body::Dat(Box::new(Dat {
                 meta: Arc::clone(meta),
-                buffers: Vec::new(),
+                buffers: BufferNames::default(),
                 missed: Vec::new(),
                 printer: RefCell::new(Printer::new(Arc::clone(meta))),
             }));
@@ -250,13 +250,7 @@ impl Sink for Loader {
         let index = self.events.len();
         let entry = match (&item.raw, &mut self.body) {
             (Raw::Record { record, buffer }, Body::Dat(d)) => {
-                let b = match d.buffers.iter().position(|b| b == buffer) {
-                    Some(i) => i,
-                    None => {
-                        d.buffers.push(buffer.to_string());
-                        d.buffers.len() - 1
-                    }
-                };
+                let (b, _) = d.buffers.number(buffer);
                 let len = record.data.len().min(usize::from(u16::MAX));
                 self.arena
                     .extend_from_slice(record.data.get(..len).unwrap_or_default());
@@ -454,12 +448,7 @@ impl Capture {
                     following: &[],
                 };
                 let mut p = printer.borrow_mut();
-                p.set_instance(
-                    buffers
-                        .get(usize::from(ev.buffer))
-                        .map(String::as_str)
-                        .unwrap_or(""),
-                );
+                p.set_instance(buffers.name(usize::from(ev.buffer)));
                 p.write_report(&rec, out);
             }
         }

@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use anyhow::{bail, Result};
 use rtwhy_analyze::timerlat::TimerlatAnalyzer;
 use rtwhy_analyze::{Analysis, Analyzer, Config};
-use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
+use rtwhy_decode::input::{self, BufferNames, Header, Item, Raw, Sink};
 use rtwhy_decode::osnoise::{is_osnoise_name, osnoise_record};
 use rtwhy_decode::recent::{event_name, RecentLines};
 use rtwhy_decode::{Record, TraceMeta};
@@ -189,7 +189,7 @@ struct AnalyzeSink {
     worker: Option<WorkerHandle>,
     batch: Batch,
     /// Buffer names numbered so far.
-    buffers: Vec<String>,
+    buffers: BufferNames,
 }
 
 struct WorkerHandle {
@@ -277,14 +277,11 @@ impl Sink for AnalyzeSink {
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
         let src = match &item.raw {
             Raw::Record { record, buffer } => {
-                let buffer = match self.buffers.iter().position(|b| b == buffer) {
-                    Some(i) => i,
-                    None => {
-                        self.buffers.push(buffer.to_string());
-                        self.batch.new_buffers.push(buffer.to_string());
-                        self.buffers.len() - 1
-                    }
-                };
+                let (buffer, new) = self.buffers.number(buffer);
+                if new {
+                    let name = self.buffers.name(buffer).to_owned();
+                    self.batch.new_buffers.push(name);
+                }
                 let start = self.batch.bytes.len();
                 self.batch.bytes.extend_from_slice(record.data);
                 Src::Record {
@@ -420,7 +417,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         warnings: Vec::new(),
         worker: None,
         batch: Batch::default(),
-        buffers: Vec::new(),
+        buffers: BufferNames::default(),
     };
     let read = input::read(path, &mut sink);
     // The analysis thread ends whether or not the reading did.

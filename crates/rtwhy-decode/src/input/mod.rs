@@ -95,6 +95,39 @@ pub trait Sink {
     }
 }
 
+/// The names of a trace's ring buffers (`""` for the top level) numbered in the order
+/// they are first met, so that a sink keeps a small number per record, not the name.
+#[derive(Debug, Default, Clone)]
+pub struct BufferNames {
+    names: Vec<String>,
+    last: usize,
+}
+
+impl BufferNames {
+    /// The number of buffer `name`, and whether this is its first time (a new number).
+    pub fn number(&mut self, name: &str) -> (usize, bool) {
+        // Records come in long runs from one buffer, nearly always the top level: the
+        // last one first, by length alone when both are empty.
+        if let Some(n) = self.names.get(self.last) {
+            if n.len() == name.len() && (name.is_empty() || n == name) {
+                return (self.last, false);
+            }
+        }
+        if let Some(i) = self.names.iter().position(|n| n == name) {
+            self.last = i;
+            return (i, false);
+        }
+        self.names.push(name.to_owned());
+        self.last = self.names.len() - 1;
+        (self.last, true)
+    }
+
+    /// The name of buffer number `i` (`""` for a number never given).
+    pub fn name(&self, i: usize) -> &str {
+        self.names.get(i).map_or("", String::as_str)
+    }
+}
+
 /// What a file says about itself before its events.
 pub struct Header<'a> {
     /// The file.
