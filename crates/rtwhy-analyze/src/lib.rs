@@ -79,7 +79,9 @@ impl Analyzer {
     /// Takes the next event (events must come in time order).
     pub fn push(&mut self, ev: Event) {
         let outcomes = self.tracker.observe(&ev);
-        self.tracker.history.push(ev);
+        let t = &mut self.tracker;
+        t.refusals.observe(&ev, &t.tasks, t.config.horizon.0);
+        t.history.push(ev);
         for o in outcomes {
             match o {
                 Outcome::Spike(ep) => {
@@ -113,6 +115,7 @@ impl Analyzer {
     /// event. No cause is named for a spike whose window the drop overlaps.
     pub fn dropped(&mut self, cpu: u32, before: Nanos, count: u64) {
         self.tracker.history.dropped(cpu, before, count);
+        self.tracker.refusals.dropped(cpu);
     }
 
     /// The events kept of the recent past (every CPU's last `horizon`), in time order:

@@ -139,6 +139,8 @@ pub(crate) struct Tracker {
     pub config: Config,
     pub facts: SystemFacts,
     pub history: History,
+    /// The RT class's refusals on every CPU (for `rt_throttling`).
+    pub refusals: crate::rules::rt_throttling::Refusals,
     pub tasks: IntMap<i32, Task>,
     cpus: Vec<CpuState>,
     timers: IntMap<u64, i64>,
@@ -186,6 +188,7 @@ impl Tracker {
             config,
             facts,
             history,
+            refusals: Default::default(),
             tasks: IntMap::default(),
             cpus: Vec::new(),
             timers: IntMap::default(),

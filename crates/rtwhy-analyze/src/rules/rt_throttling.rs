@@ -1,17 +1,17 @@
 //! `rt_throttling`: RT bandwidth control (or the fair server) kept the RT class off the
 //! victim's CPU.
 
-use rtwhy_model::{human_duration, Cause, EventKind, Nanos, SystemFacts};
+use std::collections::VecDeque;
+
+use rtwhy_model::{human_duration, Cause, Event, EventKind, Nanos, SystemFacts};
 
 use super::Rule;
 use crate::ctx::{Ctx, Throttle};
-use crate::tracker::{Episode, Tracker};
+use crate::history::MAX_CPUS;
+use crate::intmap::IntMap;
+use crate::tracker::{Episode, Task, Tracker};
 
 pub(crate) struct RtThrottling;
-
-/// How far back (in events on the CPU) the search for the switch that refused the RT
-/// class goes.
-const MAX_BACK: usize = 50_000;
 
 /// What a used-up runtime looks like: the RT class stays off the CPU until the period
 /// ends (`period - runtime`, 50 ms of the default 1 s, in the steady state; half of it
@@ -38,10 +38,9 @@ pub(crate) fn budget(facts: &SystemFacts) -> Option<Budget> {
     })
 }
 
-fn is_rt(tr: &Tracker, pid: i32) -> bool {
+fn is_rt(tasks: &IntMap<i32, Task>, pid: i32) -> bool {
     pid > 0
-        && tr
-            .tasks
+        && tasks
             .get(&pid)
             .is_some_and(|t| rtwhy_model::is_rt(t.prio) && !is_stopper(t.comm.as_bytes()))
 }
@@ -51,44 +50,79 @@ fn is_stopper(comm: &[u8]) -> bool {
     super::migration::is_stopper(comm)
 }
 
-/// The longest refusal of the RT class on the victim's CPU that overlaps the spike: a
-/// switch to idle or to a task of priority 100 or more while a real-time task was
-/// runnable on that CPU (switched out with `R` there, or woken for it, and neither run
-/// nor moved since), up to the next time a real-time task ran there.
-pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
-    let cpu = ep.cpu;
-    let q = tr.history.cpu(cpu);
-    let i_start = tr.history.first_at(cpu, ep.start);
-    let i_end = tr.history.first_at(cpu, ep.end);
-    let from = i_start.saturating_sub(MAX_BACK);
-    let mut waiting: Vec<i32> = Vec::new();
-    // Since when the RT class has held the CPU without idle or a normal task.
-    let mut rt_since: Option<Nanos> = None;
-    let mut open: Option<(usize, i32, u64)> = None;
-    let mut best: Option<Throttle> = None;
-    // Who the events say is current: only a change needs the task's priority.
-    let mut curr: i32 = -1;
-    let close =
-        |open: &mut Option<(usize, i32, u64)>, until: Nanos, best: &mut Option<Throttle>| {
-            if let Some((i, waiting, held_before)) = open.take() {
-                if until <= ep.start {
-                    return;
-                }
-                if let Some(refused) = q.get(i) {
-                    let t = Throttle {
-                        refused: refused.clone(),
-                        waiting,
-                        held_before,
-                        until,
-                    };
-                    if best.as_ref().is_none_or(|b| b.stretch() < t.stretch()) {
-                        *best = Some(t);
-                    }
-                }
-            }
+/// The refusals of the RT class on every CPU, followed event by event: a switch to idle or
+/// to a task of priority 100 or more while a real-time task was runnable on that CPU
+/// (switched out with `R` there, or woken for it, and neither run nor moved since), up to
+/// the next time a real-time task ran there. Kept for the history's horizon; [`find`]
+/// picks a spike's from them (it once scanned up to 50000 events back for each spike,
+/// 18 % of an analysis with a spike every few milliseconds).
+#[derive(Default)]
+pub(crate) struct Refusals {
+    cpus: Vec<CpuRefusals>,
+}
+
+#[derive(Default)]
+struct CpuRefusals {
+    /// Real-time tasks runnable on the CPU and not run since, with when they became so.
+    waiting: Vec<(i32, Nanos)>,
+    /// Since when the RT class has held the CPU without idle or a normal task.
+    rt_since: Option<Nanos>,
+    /// Who the events say is current (-1: not known).
+    curr: i32,
+    /// The refusal under way: the switch, the task it kept waiting, how long the RT class
+    /// had held the CPU before.
+    open: Option<(Event, i32, u64)>,
+    /// Refusals that ended, oldest first.
+    closed: VecDeque<Throttle>,
+}
+
+/// Most real-time tasks remembered as waiting on one CPU.
+const MAX_WAITING: usize = 64;
+
+impl CpuRefusals {
+    fn new() -> CpuRefusals {
+        CpuRefusals {
+            curr: -1,
+            ..CpuRefusals::default()
+        }
+    }
+
+    fn close(&mut self, until: Nanos) {
+        if let Some((refused, waiting, held_before)) = self.open.take() {
+            self.closed.push_back(Throttle {
+                refused,
+                waiting,
+                held_before,
+                until,
+            });
+        }
+    }
+
+    /// A real-time task runs on the CPU.
+    fn rt_runs(&mut self, at: Nanos) {
+        self.close(at);
+        if self.rt_since.is_none() {
+            self.rt_since = Some(at);
+        }
+    }
+}
+
+impl Refusals {
+    /// Follows `e` (`tasks`: every task's name and priority as last seen); forgets what
+    /// ended more than `horizon` before it.
+    pub(crate) fn observe(&mut self, e: &Event, tasks: &IntMap<i32, Task>, horizon: u64) {
+        let cpu = (e.cpu as usize).min(MAX_CPUS - 1);
+        if cpu >= self.cpus.len() {
+            self.cpus.resize_with(cpu + 1, CpuRefusals::new);
+        }
+        let Some(c) = self.cpus.get_mut(cpu) else {
+            return;
         };
-    for (n, e) in q.range(from..i_end).enumerate() {
-        let i = from + n;
+        let oldest = e.ts.0.saturating_sub(horizon);
+        while c.closed.front().is_some_and(|t| t.until.0 < oldest) {
+            c.closed.pop_front();
+        }
+        c.waiting.retain(|(_, since)| since.0 >= oldest);
         match &e.kind {
             EventKind::SchedSwitch {
                 prev_pid,
@@ -99,35 +133,32 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
                 next_prio,
                 next_comm,
             } => {
-                waiting.retain(|p| p != next_pid && p != prev_pid);
+                c.waiting.retain(|(p, _)| p != next_pid && p != prev_pid);
                 if *prev_pid > 0
                     && rtwhy_model::is_rt(*prev_prio)
                     && prev_state.is_runnable()
                     && !is_stopper(prev_comm.as_bytes())
                 {
-                    waiting.push(*prev_pid);
-                    if waiting.len() > 64 {
-                        waiting.remove(0);
+                    c.waiting.push((*prev_pid, e.ts));
+                    if c.waiting.len() > MAX_WAITING {
+                        c.waiting.remove(0);
                     }
                 }
-                curr = *next_pid;
+                c.curr = *next_pid;
                 let lower = *next_pid == 0 || *next_prio >= 100;
                 if *next_pid > 0
                     && rtwhy_model::is_rt(*next_prio)
                     && !is_stopper(next_comm.as_bytes())
                 {
-                    close(&mut open, e.ts, &mut best);
-                    if rt_since.is_none() {
-                        rt_since = Some(e.ts);
-                    }
+                    c.rt_runs(e.ts);
                 } else if lower {
-                    if open.is_none() {
-                        if let Some(&w) = waiting.first() {
-                            let held = rt_since.map_or(0, |s| e.ts.0.saturating_sub(s.0));
-                            open = Some((i, w, held));
+                    if c.open.is_none() {
+                        if let Some(&(w, _)) = c.waiting.first() {
+                            let held = c.rt_since.map_or(0, |s| e.ts.0.saturating_sub(s.0));
+                            c.open = Some((e.clone(), w, held));
                         }
                     }
-                    rt_since = None;
+                    c.rt_since = None;
                 }
             }
             EventKind::SchedWaking {
@@ -142,32 +173,69 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
                 target_cpu,
                 ..
             } => {
-                if *target_cpu == cpu as i32 && rtwhy_model::is_rt(*prio) {
-                    if !waiting.contains(pid) {
-                        waiting.push(*pid);
+                if *target_cpu == e.cpu as i32 && rtwhy_model::is_rt(*prio) {
+                    if !c.waiting.iter().any(|(p, _)| p == pid) {
+                        c.waiting.push((*pid, e.ts));
                     }
                 } else {
-                    waiting.retain(|p| p != pid);
+                    c.waiting.retain(|(p, _)| p != pid);
                 }
             }
-            EventKind::SchedMigrateTask { pid, orig_cpu, .. } if *orig_cpu == cpu as i32 => {
-                waiting.retain(|p| p != pid);
+            EventKind::SchedMigrateTask { pid, orig_cpu, .. } if *orig_cpu == e.cpu as i32 => {
+                c.waiting.retain(|(p, _)| p != pid);
             }
-            _ if e.pid != curr => {
-                curr = e.pid;
+            _ if e.pid != c.curr => {
+                c.curr = e.pid;
                 // A real-time task's own event: it runs (its switch-in may be lost).
-                if is_rt(tr, e.pid) {
-                    close(&mut open, e.ts, &mut best);
-                    if rt_since.is_none() {
-                        rt_since = Some(e.ts);
-                    }
+                if is_rt(tasks, e.pid) {
+                    c.rt_runs(e.ts);
                 }
             }
             _ => {}
         }
     }
-    // Still refused when the victim, a real-time task, finally ran.
-    close(&mut open, ep.end, &mut best);
+
+    /// The CPU's events were dropped before `at`: who waits and who runs there is not
+    /// known any more.
+    pub(crate) fn dropped(&mut self, cpu: u32) {
+        if let Some(c) = self.cpus.get_mut(cpu as usize) {
+            let closed = std::mem::take(&mut c.closed);
+            *c = CpuRefusals {
+                closed,
+                ..CpuRefusals::new()
+            };
+        }
+    }
+}
+
+/// The longest refusal of the RT class on the victim's CPU that overlaps the spike, as
+/// the events before the spike's end show it (one still under way then ends there).
+pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
+    let cpu = ep.cpu;
+    let mut best: Option<Throttle> = None;
+    if let Some(c) = tr.refusals.cpus.get(cpu as usize) {
+        let open = c
+            .open
+            .iter()
+            .map(|(refused, waiting, held_before)| Throttle {
+                refused: refused.clone(),
+                waiting: *waiting,
+                held_before: *held_before,
+                until: ep.end,
+            });
+        for t in c.closed.iter().cloned().chain(open) {
+            if t.refused.ts >= ep.end {
+                continue;
+            }
+            let t = Throttle {
+                until: t.until.min(ep.end),
+                ..t
+            };
+            if t.until > ep.start && best.as_ref().is_none_or(|b| b.stretch() < t.stretch()) {
+                best = Some(t);
+            }
+        }
+    }
     best.ok_or_else(|| {
         format!(
             "no switch put idle or a normal task on CPU {cpu} while a real-time task was runnable there"
