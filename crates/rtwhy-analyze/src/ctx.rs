@@ -7,6 +7,7 @@ use rtwhy_model::{BreakdownItem, Bucket, Event, EventKind, Nanos, TaskRef};
 
 use crate::breakdown::{Replay, Segment};
 use crate::line::trace_line;
+pub(crate) use crate::refusals::Throttle;
 use crate::tracker::{Episode, Tracker};
 
 /// What the lock holder did while the victim waited.
@@ -67,23 +68,6 @@ impl LockStory {
             }
         }
         s
-    }
-}
-
-/// The RT class refused on a CPU: the switch, an RT task it left runnable, how long the
-/// RT class had held the CPU without a break before it, and when an RT task ran there
-/// again.
-#[derive(Debug, Clone)]
-pub(crate) struct Throttle {
-    pub refused: Event,
-    pub waiting: i32,
-    pub held_before: u64,
-    pub until: Nanos,
-}
-
-impl Throttle {
-    pub(crate) fn stretch(&self) -> u64 {
-        self.until.0.saturating_sub(self.refused.ts.0)
     }
 }
 
@@ -232,5 +216,19 @@ impl Ctx<'_> {
             .take_while(|e| e.ts == ts)
             .find(|e| f(&e.kind))
             .cloned()
+    }
+}
+
+/// The CPUs an IRQ may be moved to: those not isolated (of the recorded CPUs, else of
+/// the CPUs the trace has), else a placeholder.
+pub(crate) fn housekeeping(ctx: &Ctx<'_>) -> String {
+    let facts = &ctx.tr.facts;
+    let isolated = ctx.tr.config.isolated.as_ref().unwrap_or(&facts.isolated);
+    let n = facts.cpus.unwrap_or(ctx.tr.history.cpu_count() as u32);
+    let hk: Vec<u32> = (0..n).filter(|c| !isolated.contains(*c)).collect();
+    if hk.is_empty() || isolated.is_empty() {
+        "<housekeeping CPUs>".to_string()
+    } else {
+        rtwhy_model::CpuList(hk).to_string()
     }
 }

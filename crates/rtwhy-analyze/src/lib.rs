@@ -42,6 +42,7 @@ mod diagnose;
 mod history;
 mod intmap;
 mod line;
+mod refusals;
 mod remedy;
 mod rules;
 pub mod timerlat;
@@ -80,7 +81,14 @@ impl Analyzer {
     pub fn push(&mut self, ev: Event) {
         let outcomes = self.tracker.observe(&ev);
         let t = &mut self.tracker;
-        t.refusals.observe(&ev, &t.tasks, t.config.horizon.0);
+        let tasks = &t.tasks;
+        let is_rt = |pid: i32| {
+            pid > 0
+                && tasks.get(&pid).is_some_and(|k| {
+                    rtwhy_model::is_rt(k.prio) && !refusals::is_stopper(k.comm.as_bytes())
+                })
+        };
+        t.refusals.observe(&ev, is_rt, t.config.horizon.0);
         t.history.push(ev);
         for o in outcomes {
             match o {

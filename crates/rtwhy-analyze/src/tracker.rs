@@ -140,7 +140,7 @@ pub(crate) struct Tracker {
     pub facts: SystemFacts,
     pub history: History,
     /// The RT class's refusals on every CPU (for `rt_throttling`).
-    pub refusals: crate::rules::rt_throttling::Refusals,
+    pub refusals: crate::refusals::Refusals,
     pub tasks: IntMap<i32, Task>,
     cpus: Vec<CpuState>,
     timers: IntMap<u64, i64>,

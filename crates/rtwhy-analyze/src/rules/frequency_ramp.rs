@@ -1,6 +1,6 @@
 //! `frequency_ramp`: a low CPU clock in the window.
 
-use rtwhy_model::Cause;
+use rtwhy_model::{Bucket, Cause, Confidence};
 
 use super::Rule;
 use crate::ctx::Ctx;
@@ -25,5 +25,37 @@ impl Rule for FrequencyRamp {
                 ctx.ep.cpu
             ))
         }
+    }
+
+    fn summary(&self, ctx: &Ctx<'_>, _share: f64, _confidence: &mut Confidence) -> String {
+        let cpu = ctx.ep.cpu;
+        let victim = &ctx.ep.victim;
+        match ctx.freq {
+            Some((low, _)) => format!(
+                "low clock on CPU {cpu}: {} MHz, {:.0}% of the {} MHz seen in the trace, slowed everything it did for {victim}",
+                low / 1000,
+                *low as f64 * 100.0 / ctx.tr.max_freq.max(1) as f64,
+                ctx.tr.max_freq / 1000
+            ),
+            None => format!("low clock on CPU {cpu}"),
+        }
+    }
+
+    fn advice(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        let cpu = ctx.ep.cpu;
+        let facts = &ctx.tr.facts;
+        let gov = facts
+            .governors
+            .get(&cpu)
+            .map(|g| format!(" (governor now: {g})"))
+            .unwrap_or_default();
+        vec![format!(
+            "Keep CPU {cpu} fast{gov}: the performance governor or a raised scaling_min_freq (/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_min_freq)."
+        )]
+    }
+
+    /// No stretch of its own: the evidence is the lock's events or the clock's.
+    fn shows(&self, _ctx: &Ctx<'_>, _bucket: &Bucket) -> bool {
+        false
     }
 }

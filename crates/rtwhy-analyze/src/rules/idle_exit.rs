@@ -1,6 +1,6 @@
 //! `idle_exit`: the victim was woken on an idle CPU that left idle late.
 
-use rtwhy_model::{Bucket, Cause, SpikeKind};
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence, SpikeKind};
 
 use super::Rule;
 use crate::ctx::Ctx;
@@ -61,5 +61,47 @@ impl Rule for IdleExit {
             ));
         }
         Ok(())
+    }
+
+    fn summary(&self, ctx: &Ctx<'_>, _share: f64, _confidence: &mut Confidence) -> String {
+        let cpu = ctx.ep.cpu;
+        let victim = &ctx.ep.victim;
+        let ns = ctx.sum(|b| {
+            matches!(
+                b,
+                Bucket::Idle | Bucket::TimerIrqDelay | Bucket::Unaccounted
+            )
+        });
+        let state = match &ctx.replay.idle_before {
+            Some((state, e)) => format!(" (idle state {state} entered at {})", e.ts),
+            None => " (no power:cpu_idle events: the idle state is not known)".to_string(),
+        };
+        format!(
+            "idle exit on CPU {cpu}: {victim} was woken while the CPU idled{state}, and the CPU took {} to leave idle and run it, with no other task in between: a C-state exit on hardware, a halt exit in a VM",
+            human_duration(ns)
+        )
+    }
+
+    fn advice(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        let cpu = ctx.ep.cpu;
+        let facts = &ctx.tr.facts;
+        let states = facts
+            .idle_states
+            .get(&cpu)
+            .map(|s| format!(" (idle states: {s})"))
+            .unwrap_or_default();
+        vec![
+            format!(
+                "Keep CPU {cpu} out of deep idle states{states}: hold /dev/cpu_dma_latency open with 0 while the real-time work runs, or disable the deep states in /sys/devices/system/cpu/cpu{cpu}/cpuidle/state*/disable; for a dedicated CPU, idle=poll (or processor.max_cstate=/intel_idle.max_cstate= on the command line)."
+            ),
+            "In a VM the idle exit is a halt exit to the host: raise the host's halt_poll_ns (KVM) or give the guest dedicated vCPUs with idle=poll, or fix it on the host.".to_string(),
+        ]
+    }
+
+    fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
+        matches!(
+            bucket,
+            Bucket::Idle | Bucket::Unaccounted | Bucket::TimerIrqDelay
+        )
     }
 }

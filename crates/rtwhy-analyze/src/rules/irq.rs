@@ -1,6 +1,7 @@
 //! `irq`: hard interrupt handlers on a CPU that is not isolated.
 
-use rtwhy_model::{Bucket, Cause};
+use crate::ctx::irq_work;
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence};
 
 use super::Rule;
 use crate::ctx::Ctx;
@@ -28,4 +29,120 @@ impl Rule for Irq {
             ))
         }
     }
+
+    fn summary(&self, ctx: &Ctx<'_>, _share: f64, _confidence: &mut Confidence) -> String {
+        irq_summary(ctx, Cause::Irq)
+    }
+
+    fn advice(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        irq_advice(ctx, Cause::Irq)
+    }
+
+    fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
+        matches!(bucket, Bucket::Irq { .. } | Bucket::IrqThread { .. })
+    }
+}
+
+/// The sentence for hard interrupt work, on any CPU or on an isolated one.
+pub(super) fn irq_summary(ctx: &Ctx<'_>, cause: Cause) -> String {
+    let cpu = ctx.ep.cpu;
+    let victim = &ctx.ep.victim;
+    let parts: Vec<String> = irq_work(ctx.items)
+        .iter()
+        .map(|w| {
+            let mut s = format!(
+                "IRQ {} ({}) {}",
+                w.irq,
+                w.name,
+                human_duration(w.hard_ns + w.thread_ns)
+            );
+            if let Some(t) = &w.thread {
+                s.push_str(&format!(
+                    " (hard handler {}, thread {t} {}{})",
+                    human_duration(w.hard_ns),
+                    human_duration(w.thread_ns),
+                    if t.prio <= victim.prio {
+                        ", which outranks the victim"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            if let Some(a) = ctx
+                .tr
+                .facts
+                .irqs
+                .get(&w.irq)
+                .and_then(|f| f.affinity.as_deref())
+            {
+                s.push_str(&format!(", affinity {a}"));
+            }
+            s
+        })
+        .collect();
+    if cause == Cause::IrqOnIsolatedCpu {
+        let src = ctx
+            .tr
+            .facts
+            .isolated_source
+            .clone()
+            .filter(|_| ctx.tr.config.isolated.is_none())
+            .unwrap_or_else(|| "--isolated".to_string());
+        format!(
+            "device interrupts on isolated CPU {cpu} (isolated per {src}): {}",
+            parts.join(", ")
+        )
+    } else {
+        format!("hard interrupt handlers on CPU {cpu}: {}", parts.join(", "))
+    }
+}
+
+/// What to do about a device interrupt on the victim's CPU.
+pub(super) fn irq_advice(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
+    let cpu = ctx.ep.cpu;
+    let victim = &ctx.ep.victim;
+    let facts = &ctx.tr.facts;
+    let mut v = Vec::new();
+    let hk = crate::ctx::housekeeping(ctx);
+    for w in crate::ctx::irq_work(ctx.items) {
+        let (irq, name) = (w.irq, &w.name);
+        let fact = facts.irqs.get(&irq);
+        let affinity = fact
+            .and_then(|f| f.affinity.clone())
+            .map(|a| format!(" (its affinity is {a})"))
+            .unwrap_or_default();
+        if fact.is_some_and(|f| f.managed) {
+            v.push(format!(
+                "IRQ {irq} ({name}) is a managed interrupt{affinity}: its affinity cannot be changed; boot with isolcpus=managed_irq,{cpu} (or keep the device's queues off CPU {cpu}) to keep it away."
+            ));
+        } else {
+            // The recorded irqbalance fact (the one `rtwhy doctor` checks)
+            // says whether anything would move the IRQ back.
+            let keep = match facts.irqbalance {
+                Some(true) => format!(", and ban CPU {cpu} from irqbalance, which is running and would move it back (IRQBALANCE_BANNED_CPULIST={cpu})"),
+                Some(false) => ", and make it permanent with irqaffinity= on the kernel command line".to_string(),
+                None => ", and stop irqbalance from moving it back (IRQBALANCE_BANNED_CPUS or irqaffinity= on the kernel command line)".to_string(),
+            };
+            v.push(format!(
+                "Move IRQ {irq} ({name}) off CPU {cpu}{affinity}: echo {hk} > /proc/irq/{irq}/smp_affinity_list{keep}."
+            ));
+        }
+        if let Some(t) = &w.thread {
+            if t.prio <= victim.prio {
+                let above = rtwhy_model::rt_priority_from_kernel_prio(t.prio)
+                    .map(|p| format!(" (above {p})"))
+                    .unwrap_or_default();
+                v.push(format!(
+                    "Its thread {t} outranks {}: if {} does not depend on this device, give it a higher real-time priority than the IRQ thread{above} (chrt -f -p <prio> {}); the hard handler then costs it only microseconds.",
+                    victim.comm, victim.comm, victim.tid
+                ));
+            }
+        }
+    }
+    if cause == Cause::Irq && !ctx.isolated {
+        v.push(format!(
+            "CPU {cpu} is not isolated: for a dedicated real-time CPU boot with isolcpus=/nohz_full=/irqaffinity= so device IRQs stay on housekeeping CPUs."
+        ));
+    }
+    v
 }

@@ -1,6 +1,6 @@
 //! `irq_on_isolated_cpu`: a device interrupt on a CPU meant to be isolated.
 
-use rtwhy_model::{Bucket, Cause};
+use rtwhy_model::{Bucket, Cause, Confidence};
 
 use super::Rule;
 use crate::ctx::{is_local_timer, Ctx};
@@ -33,5 +33,17 @@ impl Rule for IrqOnIsolatedCpu {
         } else {
             Err("only local timer or IPI handlers ran in the window".to_string())
         }
+    }
+
+    fn summary(&self, ctx: &Ctx<'_>, _share: f64, _confidence: &mut Confidence) -> String {
+        super::irq::irq_summary(ctx, Cause::IrqOnIsolatedCpu)
+    }
+
+    fn advice(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        super::irq::irq_advice(ctx, Cause::IrqOnIsolatedCpu)
+    }
+
+    fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
+        matches!(bucket, Bucket::Irq { .. } | Bucket::IrqThread { .. })
     }
 }

@@ -1,6 +1,6 @@
 //! `kernel_nonpreemptible`: a lower-priority task kept the CPU after the wake-up.
 
-use rtwhy_model::{Bucket, Cause, SpikeSource};
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence, SpikeSource};
 
 use super::Rule;
 use crate::breakdown::silent_cpus;
@@ -165,5 +165,96 @@ impl Rule for KernelNonpreemptible {
             ),
             Model::Unknown => Ok(()),
         }
+    }
+
+    fn summary(&self, ctx: &Ctx<'_>, share: f64, confidence: &mut Confidence) -> String {
+        let cpu = ctx.ep.cpu;
+        let victim = &ctx.ep.victim;
+        if crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).is_some() {
+            let (late, at, code) =
+                crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).unwrap_or_default();
+            // The stack was taken inside the late interrupt itself: direct evidence.
+            if share >= 0.5 {
+                *confidence = Confidence::High;
+            }
+            format!(
+                "interrupts disabled on CPU {cpu}: {victim}'s timer interrupt came {} late and was delivered at {at} in {code}, so kernel code ({}) kept interrupts off until then (stack from rtwhy's BPF detector in that interrupt)",
+                human_duration(late),
+                crate::rules::kernel_nonpreemptible::function_of(code)
+            )
+        } else {
+            let interrupts_seen = ctx.tr.seen.irq && ctx.tr.seen.softirq;
+            if !interrupts_seen {
+                *confidence = (*confidence).min(Confidence::Medium);
+            }
+            let interrupts = if interrupts_seen {
+                ", with no IRQ or softirq to explain it"
+            } else {
+                "; IRQ/softirq events were not recorded, so interrupt work may hide in this time"
+            };
+            let who = ctx.top_item(|b| {
+                matches!(
+                    b,
+                    Bucket::Task {
+                        outranks_victim: false,
+                        ..
+                    }
+                )
+            });
+            let model = match crate::rules::kernel_nonpreemptible::model(ctx) {
+                crate::rules::kernel_nonpreemptible::Model::Recorded(m) => {
+                    format!(" (preemption model: {m}, from the recorded facts)")
+                }
+                _ => {
+                    *confidence = (*confidence).min(Confidence::Medium);
+                    " (preemption model not recorded)".to_string()
+                }
+            };
+            match who {
+                Some(i) => format!(
+                    "non-preemptible kernel section on CPU {cpu}: {} kept the CPU for {} after {victim} was woken{interrupts}{model}",
+                    i.bucket,
+                    human_duration(i.ns)
+                ),
+                None => format!("non-preemptible kernel section on CPU {cpu}{model}"),
+            }
+        }
+    }
+
+    fn advice(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        let cpu = ctx.ep.cpu;
+        let facts = &ctx.tr.facts;
+        if crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).is_some() {
+            let (_, _, code) =
+                crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).unwrap_or_default();
+            let f = crate::rules::kernel_nonpreemptible::function_of(code);
+            vec![
+                format!(
+                    "{f} ran on CPU {cpu} with interrupts off: no preemption model helps there. Find what called it on that CPU (the full stack is in the capture's rtwhy-breach marker, key timer_stack) and move that work off CPU {cpu}: its IRQ's smp_affinity_list, the kernel thread's or task's affinity, or the triggering operation."
+                ),
+                "If it is a driver or subsystem holding a lock with interrupts off for this long, report it upstream with the stack: on PREEMPT_RT only raw spinlocks and explicit local_irq_disable() sections do this.".to_string(),
+            ]
+        } else {
+            let model = facts.preempt_model().unwrap_or("unknown");
+            vec![
+                format!(
+                    "A lower-priority task held CPU {cpu} in kernel code that cannot be preempted (preemption model {model}): boot with preempt=full (PREEMPT_DYNAMIC) or use a PREEMPT_RT kernel."
+                ),
+                format!(
+                    "Or keep such work off CPU {cpu}: kernel threads (kworker, kdamond, kswapd) with their own affinity settings, user tasks with taskset/cpusets."
+                ),
+            ]
+        }
+    }
+
+    fn shows(&self, ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
+        matches!(
+            bucket,
+            Bucket::Task {
+                outranks_victim: false,
+                ..
+            }
+        ) || (irqs_held_off(ctx).is_some()
+            && matches!(bucket, Bucket::Unaccounted | Bucket::TimerIrqDelay))
     }
 }

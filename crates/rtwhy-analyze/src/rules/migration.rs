@@ -1,6 +1,6 @@
 //! `migration`: the victim waited for the stopper thread or to be moved between CPUs.
 
-use rtwhy_model::{Bucket, Cause, Event, EventKind};
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Event, EventKind};
 
 use super::Rule;
 use crate::ctx::{Ctx, Move};
@@ -73,9 +73,7 @@ fn migrate_event(tr: &Tracker, ep: &Episode) -> Option<Event> {
 }
 
 /// Whether a task is the per-CPU stopper thread.
-pub(crate) fn is_stopper(comm: &[u8]) -> bool {
-    comm.starts_with(b"migration/")
-}
+pub(crate) use crate::refusals::is_stopper;
 
 impl Rule for Migration {
     fn cause(&self) -> Cause {
@@ -100,5 +98,50 @@ impl Rule for Migration {
                 ctx.ep.cpu
             ))
         }
+    }
+
+    fn summary(&self, ctx: &Ctx<'_>, _share: f64, _confidence: &mut Confidence) -> String {
+        let cpu = ctx.ep.cpu;
+        let victim = &ctx.ep.victim;
+        let stopper = ctx.top_item(|b| match b {
+            Bucket::Task { comm, .. } => crate::rules::migration::is_stopper(comm.as_bytes()),
+            _ => false,
+        });
+        let moved = ctx.moved.as_ref().map(|m| &m.event).map(|e| match &e.kind {
+            EventKind::SchedMigrateTask {
+                orig_cpu, dest_cpu, ..
+            } => {
+                format!("{victim} was moved from CPU {orig_cpu} to CPU {dest_cpu} while it waited")
+            }
+            EventKind::SchedSwitch { .. } => format!(
+                "{victim} was switched out on CPU {} and ran again on CPU {cpu}",
+                e.cpu
+            ),
+            _ => format!("{victim} was woken for another CPU and ran on CPU {cpu}"),
+        });
+        match (stopper, moved) {
+            (Some(i), m) => format!(
+                "migration on CPU {cpu}: the stopper thread {} held the CPU for {}{}",
+                i.bucket,
+                human_duration(i.ns),
+                m.map(|m| format!("; {m}")).unwrap_or_default()
+            ),
+            (None, Some(m)) => format!("migration: {m}"),
+            (None, None) => format!("migration on CPU {cpu}"),
+        }
+    }
+
+    fn advice(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        let victim = &ctx.ep.victim;
+        vec![
+            format!(
+                "{} waited for the stopper thread migration/N or to be moved between CPUs: pin it (taskset/sched_setaffinity once at start, not in the loop), avoid affinity changes and CPU hotplug while it runs, and keep stop_machine users (module loading, ftrace changes, CPU hotplug) away from production.",
+                victim.comm
+            ),
+        ]
+    }
+
+    fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
+        matches!(bucket, Bucket::Task { .. } | Bucket::Idle)
     }
 }

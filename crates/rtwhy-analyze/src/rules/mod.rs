@@ -4,7 +4,7 @@
 //! cause whose preconditions fail is never named; the next candidate, or `unknown`
 //! saying what was missing, is.
 
-use rtwhy_model::Cause;
+use rtwhy_model::{Bucket, Cause, Confidence};
 
 use crate::ctx::Ctx;
 
@@ -27,6 +27,19 @@ pub(crate) trait Rule: Sync {
     fn cause(&self) -> Cause;
     /// `Err` says what the events lack for this spike to be given to the cause.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String>;
+    /// The finding's sentence for people, from the spike's share `share` of the latency;
+    /// raises or lowers `confidence` where the events are decisive or thin.
+    fn summary(&self, ctx: &Ctx<'_>, share: f64, confidence: &mut Confidence) -> String;
+    /// What to do about it, in terms of the recorded facts.
+    fn advice(&self, ctx: &Ctx<'_>) -> Vec<String>;
+    /// Whether a stretch of the breakdown is this cause's kind: the largest such stretch
+    /// gives the evidence its first and last event.
+    fn shows(&self, ctx: &Ctx<'_>, bucket: &Bucket) -> bool;
+}
+
+/// The rule of `cause` (`None` for `unknown`).
+pub(crate) fn rule(cause: Cause) -> Option<&'static dyn Rule> {
+    RULES.iter().copied().find(|r| r.cause() == cause)
 }
 
 /// Every rule; `unknown` has none (it needs nothing).
@@ -47,7 +60,7 @@ static RULES: [&dyn Rule; 12] = [
 
 /// Whether `cause` may be named for the spike in `ctx`.
 pub(crate) fn preconditions(cause: Cause, ctx: &Ctx<'_>) -> Result<(), String> {
-    match RULES.iter().find(|r| r.cause() == cause) {
+    match rule(cause) {
         Some(r) => r.preconditions(ctx),
         None => Ok(()),
     }

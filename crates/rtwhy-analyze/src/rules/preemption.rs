@@ -1,6 +1,6 @@
 //! `preemption`: a task of higher or equal priority held the CPU.
 
-use rtwhy_model::{Bucket, Cause};
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence};
 
 use super::Rule;
 use crate::ctx::Ctx;
@@ -35,5 +35,63 @@ impl Rule for Preemption {
                 ctx.ep.cpu
             ))
         }
+    }
+
+    fn summary(&self, ctx: &Ctx<'_>, _share: f64, _confidence: &mut Confidence) -> String {
+        let cpu = ctx.ep.cpu;
+        let victim = &ctx.ep.victim;
+        let who = ctx
+            .top_item(|b| {
+                matches!(
+                    b,
+                    Bucket::Task {
+                        outranks_victim: true,
+                        ..
+                    }
+                )
+            })
+            .or_else(|| ctx.top_item(|b| matches!(b, Bucket::Task { .. })));
+        match who {
+            Some(i) => format!(
+                "preemption on CPU {cpu}: {} held the CPU for {} while {victim} waited",
+                i.bucket,
+                human_duration(i.ns)
+            ),
+            None => format!("preemption on CPU {cpu}"),
+        }
+    }
+
+    fn advice(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        let cpu = ctx.ep.cpu;
+        let victim = &ctx.ep.victim;
+        let who = ctx.items.iter().find_map(|i| match &i.bucket {
+            Bucket::Task {
+                comm,
+                prio,
+                tid,
+                outranks_victim: true,
+                ..
+            } => Some(rtwhy_model::TaskRef {
+                tid: *tid,
+                comm: *comm,
+                prio: *prio,
+            }),
+            _ => None,
+        });
+        match who {
+            Some(t) => vec![format!(
+                "{t} outranks {} ({}): lower its priority, raise the victim's (chrt -f -p <prio> {}), or move one of them to another CPU.",
+                victim.comm,
+                victim.policy(),
+                victim.tid
+            )],
+            None => vec![format!(
+                "Another task of equal or higher priority held CPU {cpu}: review priorities on that CPU."
+            )],
+        }
+    }
+
+    fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
+        matches!(bucket, Bucket::Task { .. } | Bucket::IrqThread { .. })
     }
 }

@@ -1,6 +1,6 @@
 //! `priority_inversion`: the lock holder was kept off its CPU by medium-priority work.
 
-use rtwhy_model::{Cause, SpikeKind};
+use rtwhy_model::{Bucket, Cause, Confidence, SpikeKind};
 
 use super::Rule;
 use crate::ctx::Ctx;
@@ -39,5 +39,48 @@ impl Rule for PriorityInversion {
             ));
         }
         Ok(())
+    }
+
+    fn summary(&self, ctx: &Ctx<'_>, _share: f64, confidence: &mut Confidence) -> String {
+        super::lock_contention::lock_summary(ctx, Cause::PriorityInversion, confidence)
+    }
+
+    fn advice(&self, ctx: &Ctx<'_>) -> Vec<String> {
+        let victim = &ctx.ep.victim;
+        let holder = ctx
+            .lock
+            .and_then(|l| l.holder.as_ref())
+            .map(|h| h.to_string())
+            .unwrap_or_else(|| "the holder".to_string());
+        let medium = ctx
+            .lock
+            .and_then(|l| l.top_medium.as_ref())
+            .map(|(t, _)| format!(" ({t} preempted it)"))
+            .unwrap_or_default();
+        let chain = ctx.lock.filter(|l| !l.chain.is_empty()).map(|l| {
+            let names: Vec<String> = l.chain.iter().map(|c| c.holder.to_string()).collect();
+            format!(
+                " and the mutexes {holder} waits for while holding it (held by {})",
+                names.join(", ")
+            )
+        });
+        let runs = ctx
+            .lock
+            .and_then(|l| l.culprit())
+            .map(|h| h.to_string())
+            .unwrap_or_else(|| holder.clone());
+        vec![
+            format!(
+                "Make the mutex shared by {} and {holder}{} priority-inheriting: pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT); then {runs} runs at the waiter's priority while it holds the lock{medium}.",
+                victim.comm,
+                chain.unwrap_or_default()
+            ),
+            "Alternatively keep medium-priority work off the CPU where the lock holder runs, or shorten the critical section.".to_string(),
+        ]
+    }
+
+    /// No stretch of its own: the evidence is the lock's events or the clock's.
+    fn shows(&self, _ctx: &Ctx<'_>, _bucket: &Bucket) -> bool {
+        false
     }
 }
