@@ -20,13 +20,13 @@
 
 pub mod load;
 pub mod platform;
+mod scenarios;
 pub mod tweak;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use rtwhy_model::Cause;
-use rtwhy_sys::LockKind;
 
 pub use load::{Load, Stop};
 pub use platform::{BlockIrq, Platform};
@@ -144,11 +144,8 @@ impl Scenario {
     /// The scenario's name: the cause it induces, as `rtwhy` names causes, and for a
     /// second ordering of the same cause, what differs.
     pub fn name(self) -> &'static str {
-        match self {
-            Scenario::PriorityInversionPreemptedFirst => "priority_inversion_preempted_first",
-            Scenario::PriorityInversionNested => "priority_inversion_nested",
-            _ => self.expected().as_str(),
-        }
+        let r = scenarios::recipe(self);
+        r.name().unwrap_or_else(|| r.expected().as_str())
     }
 
     /// The scenario of a name.
@@ -158,90 +155,25 @@ impl Scenario {
 
     /// The primary cause a correct diagnosis names.
     pub fn expected(self) -> Cause {
-        match self {
-            Scenario::RtThrottling => Cause::RtThrottling,
-            Scenario::Preemption => Cause::Preemption,
-            Scenario::PriorityInversion
-            | Scenario::PriorityInversionPreemptedFirst
-            | Scenario::PriorityInversionNested => Cause::PriorityInversion,
-            Scenario::LockContention => Cause::LockContention,
-            Scenario::Softirq => Cause::Softirq,
-            Scenario::IrqOnIsolatedCpu => Cause::IrqOnIsolatedCpu,
-            Scenario::KernelNonpreemptible => Cause::KernelNonpreemptible,
-            Scenario::Hwlat => Cause::Hwlat,
-            Scenario::FrequencyRamp => Cause::FrequencyRamp,
-        }
+        scenarios::recipe(self).expected()
     }
 
     /// What the scenario does, in one line.
     pub fn induces(self) -> &'static str {
-        match self {
-            Scenario::RtThrottling => {
-                "SCHED_FIFO 70 busy loop under the FIFO 80 victim until the RT class is throttled"
-            }
-            Scenario::Preemption => "SCHED_FIFO 90 thread spins 300 us every 10.3 ms",
-            Scenario::PriorityInversion => {
-                "FIFO 10 holds a plain mutex FIFO 80 wants; FIFO 50 preempts the holder"
-            }
-            Scenario::PriorityInversionPreemptedFirst => {
-                "the same, FIFO 50 already running when FIFO 80 blocks on the mutex"
-            }
-            Scenario::PriorityInversionNested => {
-                "nested: FIFO 80 waits for FIFO 60, which holds a second mutex and waits for FIFO 10's; FIFO 50 preempts FIFO 10"
-            }
-            Scenario::LockContention => {
-                "the same with a priority-inheritance mutex: the holder is boosted"
-            }
-            Scenario::Softirq => {
-                "loopback UDP flood from another CPU, receive work steered here by RPS"
-            }
-            Scenario::IrqOnIsolatedCpu => {
-                "O_DIRECT writes from another CPU; the disk's interrupts arrive here"
-            }
-            Scenario::KernelNonpreemptible => {
-                "SCHED_OTHER task here polls 30,000 descriptors per poll() call"
-            }
-            Scenario::Hwlat => "firmware SMIs or a hypervisor taking the CPU away",
-            Scenario::FrequencyRamp => "wake-ups from deep idle at a low clock",
-        }
+        scenarios::recipe(self).induces()
     }
 
     /// How the scenario is run and judged.
     pub fn setup(self) -> Setup {
-        let timer = |interval_us| Victim::Timer { interval_us };
-        let (threshold_us, victim, run_ms, max_spikes) = match self {
-            Scenario::RtThrottling => (10_000, timer(1000), 4000, 10),
-            Scenario::Preemption => (150, timer(1000), 3000, 20),
-            Scenario::PriorityInversion
-            | Scenario::PriorityInversionPreemptedFirst
-            | Scenario::PriorityInversionNested
-            | Scenario::LockContention => (1000, Victim::LabHigh, 5000, 10),
-            Scenario::Softirq => (400, timer(1000), 5000, 20),
-            Scenario::IrqOnIsolatedCpu => (30, timer(200), 3000, 30),
-            Scenario::KernelNonpreemptible => (250, timer(1000), 4000, 20),
-            Scenario::Hwlat | Scenario::FrequencyRamp => (100, timer(1000), 1000, 1),
-        };
-        Setup {
-            threshold: Duration::from_micros(threshold_us),
-            victim,
-            run: Duration::from_millis(run_ms),
-            max_spikes,
-            declare_isolated: self == Scenario::IrqOnIsolatedCpu,
-        }
+        scenarios::recipe(self).setup()
     }
 
     /// Whether this machine allows the scenario on `cpu`; the reason when it does not
     /// (the kernel or hardware does not allow it, which is not rtwhy's failure).
     pub fn check(self, p: &Platform, cpu: u32) -> std::result::Result<(), String> {
-        if self == Scenario::Hwlat {
-            return Err("needs firmware SMIs or a hypervisor taking the CPU away: nothing in Linux causes one on purpose".into());
-        }
-        if self == Scenario::FrequencyRamp {
-            return Err(if p.has_cpufreq(cpu) {
-                "rtwhy-lab has no frequency-ramp generator yet".into()
-            } else {
-                format!("no cpufreq on CPU {cpu}: the clock does not change here (typical of VMs)")
-            });
+        let r = scenarios::recipe(self);
+        if let Some(why) = r.never(p, cpu) {
+            return Err(why);
         }
         if p.online.len() < 2 {
             return Err(format!(
@@ -257,38 +189,7 @@ impl Scenario {
                 "the victim's CPU must not be CPU 0 (no SCHED_FIFO load there); use --cpu".into(),
             );
         }
-        match self {
-            Scenario::RtThrottling => match (p.facts.rt_runtime_us, p.facts.rt_period_us) {
-                (Some(r), _) if r < 0 => Err(
-                    "RT throttling is off (sched_rt_runtime_us = -1): RT tasks may run forever"
-                        .into(),
-                ),
-                (Some(r), Some(per)) if r >= per => Err(format!(
-                    "sched_rt_runtime_us ({r}) is not below sched_rt_period_us ({per}): nothing to throttle"
-                )),
-                (None, _) => Err("sched_rt_runtime_us cannot be read".into()),
-                _ => Ok(()),
-            },
-            Scenario::Softirq => {
-                let f = p.rps_mask_file();
-                if f.exists() {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "{} is missing: no receive packet steering (CONFIG_RPS) to send NET_RX work to CPU {cpu}",
-                        f.display()
-                    ))
-                }
-            }
-            Scenario::IrqOnIsolatedCpu => block_irq_for(p, cpu).map(|_| ()),
-            Scenario::KernelNonpreemptible => match p.preempt_model() {
-                Some(m @ ("full" | "lazy" | "rt")) => Err(format!(
-                    "the kernel preempts kernel code (preempt={m}): long kernel work cannot hold off a woken RT task"
-                )),
-                _ => Ok(()),
-            },
-            _ => Ok(()),
-        }
+        r.check(p, cpu)
     }
 
     /// Changes the settings the scenario needs (journalled in `tweaks`) and starts its
@@ -301,183 +202,19 @@ impl Scenario {
         tweaks: &mut Tweaks,
         stop: Stop,
     ) -> Result<Option<Load>> {
-        let (cpu, housekeeping, scratch) = (at.cpu, at.housekeeping, at.scratch.as_path());
-        self.check(p, cpu).map_err(LabError::Refused)?;
-        let ms = Duration::from_millis;
-        // A task load on the victim's CPU lets the victim start first: cyclictest's
-        // thread is a normal task until it raises itself, and would starve behind a
-        // load that started before. Interrupts cannot starve it, so the disk load
-        // starts at once and the victim's first spikes are already the load's.
-        let delay = match self {
-            Scenario::IrqOnIsolatedCpu => Duration::ZERO,
-            _ => ms(300),
-        };
+        self.check(p, at.cpu).map_err(LabError::Refused)?;
+        let r = scenarios::recipe(self);
         let length = at
             .length
-            .unwrap_or_else(|| self.setup().run.saturating_sub(ms(800)));
-        let load = match self {
-            Scenario::RtThrottling => load::spin::busy(cpu, 70, delay, length, stop)?,
-            Scenario::Preemption => load::spin::periodic(
-                cpu,
-                90,
-                Duration::from_micros(300),
-                Duration::from_micros(10_300),
-                delay,
-                length,
-                stop,
-            )?,
-            Scenario::PriorityInversion
-            | Scenario::PriorityInversionPreemptedFirst
-            | Scenario::PriorityInversionNested
-            | Scenario::LockContention => {
-                let kind = if self == Scenario::LockContention {
-                    LockKind::PriorityInheritance
-                } else {
-                    LockKind::Plain
-                };
-                load::inversion::start(
-                    load::inversion::Inversion {
-                        kind,
-                        cpu,
-                        iterations: 3,
-                        critical: Duration::from_micros(3000),
-                        medium: ms(30),
-                        medium_first: self == Scenario::PriorityInversionPreemptedFirst,
-                        nested: self == Scenario::PriorityInversionNested,
-                    },
-                    stop,
-                )?
-            }
-            Scenario::Softirq => {
-                let mask = 1u64 << cpu.min(63);
-                tweaks.set(&p.rps_mask_file(), &format!("{mask:x}"))?;
-                load::flood::start(
-                    load::flood::Flood {
-                        cpu: housekeeping,
-                        senders: 2,
-                        fanout: 32,
-                        delay,
-                        length,
-                    },
-                    stop,
-                )?
-            }
-            Scenario::IrqOnIsolatedCpu => {
-                let irq = block_irq_for(p, cpu).map_err(LabError::Refused)?;
-                // An isolated CPU runs no unbound kernel thread (kdamond, kswapd,
-                // kcompactd ...); this one is only declared isolated, so they move to
-                // the housekeeping CPU for the scenario, as isolcpus would have kept them.
-                for pid in unbound_kthreads_on(p, cpu) {
-                    tweaks.pin_task(pid, &[housekeeping])?;
-                }
-                if !irq.cpus.contains(cpu) {
-                    tweaks.set(
-                        &p.path(&format!("proc/irq/{}/smp_affinity_list", irq.irq)),
-                        &cpu.to_string(),
-                    )?;
-                }
-                // Completions finished on the submitting CPU (by IPI), not in a BLOCK
-                // softirq on the victim's: what the victim's CPU pays is hard-IRQ time.
-                if let Some(rq) = rq_affinity_file(scratch) {
-                    tweaks.set(&rq, "2")?;
-                }
-                load::blockio::start(
-                    load::blockio::BlockIo {
-                        cpu: housekeeping,
-                        dir: scratch.to_path_buf(),
-                        depth: 64,
-                        delay,
-                        length,
-                    },
-                    stop,
-                )?
-            }
-            Scenario::KernelNonpreemptible => load::kwork::start(cpu, delay, length, stop)?,
-            Scenario::Hwlat | Scenario::FrequencyRamp => return Ok(None),
-        };
-        Ok(Some(load))
+            .unwrap_or_else(|| self.setup().run.saturating_sub(Duration::from_millis(800)));
+        r.start(p, at, tweaks, stop, r.delay(), length)
     }
-}
-
-/// The block-device interrupt that will arrive on `cpu`: one already routed there, or
-/// one whose affinity can be changed.
-fn block_irq_for(p: &Platform, cpu: u32) -> std::result::Result<BlockIrq, String> {
-    let irqs = p.block_irqs();
-    if irqs.is_empty() {
-        return Err("no block-device queue interrupt found (virtio-blk, NVMe, AHCI, MMC)".into());
-    }
-    if let Some(i) = irqs.iter().find(|i| i.cpus.contains(cpu)) {
-        return Ok(i.clone());
-    }
-    if let Some(i) = irqs.iter().find(|i| !i.managed) {
-        return Ok(i.clone());
-    }
-    let names: Vec<&str> = irqs.iter().map(|i| i.name.as_str()).collect();
-    Err(format!(
-        "the disk's interrupts ({}) are managed by the kernel and none is routed to CPU {cpu}",
-        names.join(", ")
-    ))
-}
-
-/// `queue/rq_affinity` of the disk holding `dir`.
-fn rq_affinity_file(dir: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::metadata(dir).ok()?.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let node = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
-    // A partition's queue is its disk's.
-    let disk = if node.join("partition").exists() {
-        node.parent()?.to_path_buf()
-    } else {
-        node
-    };
-    let f = disk.join("queue/rq_affinity");
-    f.exists().then_some(f)
 }
 
 /// The default directory for the disk-interrupt scenario's scratch file: on a block
 /// device, unlike `/tmp` on many systems.
 pub fn default_scratch_dir() -> PathBuf {
     PathBuf::from("/var/tmp")
-}
-
-/// Kernel threads (`PF_KTHREAD`) allowed on `cpu` and on others: the ones an isolated
-/// CPU would not run. Per-CPU threads (allowed on one CPU) are left out.
-fn unbound_kthreads_on(p: &Platform, cpu: u32) -> Vec<i32> {
-    const PF_KTHREAD: u64 = 0x0020_0000;
-    let Ok(dir) = std::fs::read_dir(p.path("proc")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // Fields after the command name (which may hold spaces): state is the first,
-        // flags the seventh.
-        let flags = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(6))
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0);
-        if flags & PF_KTHREAD == 0 {
-            continue;
-        }
-        let allowed = std::fs::read_to_string(e.path().join("status"))
-            .ok()
-            .and_then(|st| {
-                st.lines()
-                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                    .and_then(|l| rtwhy_model::CpuList::parse(l.trim()))
-            });
-        if allowed.is_some_and(|a| a.0.len() > 1 && a.contains(cpu)) {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

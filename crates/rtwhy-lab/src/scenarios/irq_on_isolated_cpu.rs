@@ -1,0 +1,155 @@
+//! `irq_on_isolated_cpu`: block-device interrupts delivered to the victim's CPU, declared
+//! isolated, while another CPU writes with O_DIRECT.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rtwhy_model::Cause;
+
+use super::{setup, timer, Recipe};
+use crate::{load, BlockIrq, LabError, Load, Placement, Platform, Result, Setup, Stop, Tweaks};
+
+pub(crate) struct IrqOnIsolatedCpu;
+
+impl Recipe for IrqOnIsolatedCpu {
+    fn expected(&self) -> Cause {
+        Cause::IrqOnIsolatedCpu
+    }
+
+    fn induces(&self) -> &'static str {
+        "O_DIRECT writes from another CPU; the disk's interrupts arrive here"
+    }
+
+    fn setup(&self) -> Setup {
+        Setup {
+            declare_isolated: true,
+            ..setup(30, timer(200), 3000, 30)
+        }
+    }
+
+    fn check(&self, p: &Platform, cpu: u32) -> std::result::Result<(), String> {
+        block_irq_for(p, cpu).map(|_| ())
+    }
+
+    /// Interrupts cannot starve the victim, so the disk load starts at once and the
+    /// victim's first spikes are already the load's.
+    fn delay(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    fn start(
+        &self,
+        p: &Platform,
+        at: &Placement,
+        tweaks: &mut Tweaks,
+        stop: Stop,
+        delay: Duration,
+        length: Duration,
+    ) -> Result<Option<Load>> {
+        let (cpu, housekeeping, scratch) = (at.cpu, at.housekeeping, at.scratch.as_path());
+        let irq = block_irq_for(p, cpu).map_err(LabError::Refused)?;
+        // An isolated CPU runs no unbound kernel thread (kdamond, kswapd, kcompactd ...);
+        // this one is only declared isolated, so they move to the housekeeping CPU for
+        // the scenario, as isolcpus would have kept them.
+        for pid in unbound_kthreads_on(p, cpu) {
+            tweaks.pin_task(pid, &[housekeeping])?;
+        }
+        if !irq.cpus.contains(cpu) {
+            tweaks.set(
+                &p.path(&format!("proc/irq/{}/smp_affinity_list", irq.irq)),
+                &cpu.to_string(),
+            )?;
+        }
+        // Completions finished on the submitting CPU (by IPI), not in a BLOCK softirq on
+        // the victim's: what the victim's CPU pays is hard-IRQ time.
+        if let Some(rq) = rq_affinity_file(scratch) {
+            tweaks.set(&rq, "2")?;
+        }
+        load::blockio::start(
+            load::blockio::BlockIo {
+                cpu: housekeeping,
+                dir: scratch.to_path_buf(),
+                depth: 64,
+                delay,
+                length,
+            },
+            stop,
+        )
+        .map(Some)
+    }
+}
+
+/// The block-device interrupt that will arrive on `cpu`: one already routed there, or
+/// one whose affinity can be changed.
+fn block_irq_for(p: &Platform, cpu: u32) -> std::result::Result<BlockIrq, String> {
+    let irqs = p.block_irqs();
+    if irqs.is_empty() {
+        return Err("no block-device queue interrupt found (virtio-blk, NVMe, AHCI, MMC)".into());
+    }
+    if let Some(i) = irqs.iter().find(|i| i.cpus.contains(cpu)) {
+        return Ok(i.clone());
+    }
+    if let Some(i) = irqs.iter().find(|i| !i.managed) {
+        return Ok(i.clone());
+    }
+    let names: Vec<&str> = irqs.iter().map(|i| i.name.as_str()).collect();
+    Err(format!(
+        "the disk's interrupts ({}) are managed by the kernel and none is routed to CPU {cpu}",
+        names.join(", ")
+    ))
+}
+
+/// `queue/rq_affinity` of the disk holding `dir`.
+fn rq_affinity_file(dir: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let node = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    // A partition's queue is its disk's.
+    let disk = if node.join("partition").exists() {
+        node.parent()?.to_path_buf()
+    } else {
+        node
+    };
+    let f = disk.join("queue/rq_affinity");
+    f.exists().then_some(f)
+}
+
+/// Kernel threads (`PF_KTHREAD`) allowed on `cpu` and on others: the ones an isolated
+/// CPU would not run. Per-CPU threads (allowed on one CPU) are left out.
+fn unbound_kthreads_on(p: &Platform, cpu: u32) -> Vec<i32> {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Ok(dir) = std::fs::read_dir(p.path("proc")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces): state is the first,
+        // flags the seventh.
+        let flags = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(6))
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0);
+        if flags & PF_KTHREAD == 0 {
+            continue;
+        }
+        let allowed = std::fs::read_to_string(e.path().join("status"))
+            .ok()
+            .and_then(|st| {
+                st.lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .and_then(|l| rtwhy_model::CpuList::parse(l.trim()))
+            });
+        if allowed.is_some_and(|a| a.0.len() > 1 && a.contains(cpu)) {
+            out.push(pid);
+        }
+    }
+    out
+}

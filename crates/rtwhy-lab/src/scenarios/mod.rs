@@ -1,0 +1,100 @@
+//! One file per scenario: what it induces, the cause a correct diagnosis names, how it is
+//! run and judged, what this machine must allow, and its load. [`crate::Scenario`] names
+//! them; [`recipe`] finds a name's file.
+
+use std::time::Duration;
+
+use rtwhy_model::Cause;
+
+use crate::{Load, Placement, Platform, Result, Setup, Stop, Tweaks};
+
+mod frequency_ramp;
+mod hwlat;
+mod inversion;
+mod irq_on_isolated_cpu;
+mod kernel_nonpreemptible;
+mod preemption;
+mod rt_throttling;
+mod softirq;
+
+/// A scenario's own parts; what every scenario shares (two CPUs, never CPU 0, bounded
+/// loads) is [`crate::Scenario`]'s.
+pub(crate) trait Recipe: Sync {
+    /// The primary cause a correct diagnosis names.
+    fn expected(&self) -> Cause;
+    /// The scenario's name, when it is not its cause's (a second ordering of a cause).
+    fn name(&self) -> Option<&'static str> {
+        None
+    }
+    /// What it does, in one line.
+    fn induces(&self) -> &'static str;
+    /// How it is run and judged.
+    fn setup(&self) -> Setup;
+    /// What this scenario needs beyond two online CPUs and a victim's CPU other than 0:
+    /// the reason when the machine does not allow it.
+    fn check(&self, _p: &Platform, _cpu: u32) -> std::result::Result<(), String> {
+        Ok(())
+    }
+    /// A reason this scenario cannot be induced here whatever the CPU (nothing in
+    /// software causes it, or the hardware lacks it), checked before anything else.
+    fn never(&self, _p: &Platform, _cpu: u32) -> Option<String> {
+        None
+    }
+    /// How long after the victim the load starts.
+    fn delay(&self) -> Duration {
+        // A task load on the victim's CPU lets the victim start first: cyclictest's
+        // thread is a normal task until it raises itself, and would starve behind a
+        // load that started before.
+        Duration::from_millis(300)
+    }
+    /// Changes the settings the load needs (journalled in `tweaks`) and starts it; it
+    /// ends by itself after `length`.
+    fn start(
+        &self,
+        p: &Platform,
+        at: &Placement,
+        tweaks: &mut Tweaks,
+        stop: Stop,
+        delay: Duration,
+        length: Duration,
+    ) -> Result<Option<Load>>;
+}
+
+/// A cyclic timer victim waking every `interval_us`.
+pub(crate) fn timer(interval_us: u64) -> crate::Victim {
+    crate::Victim::Timer { interval_us }
+}
+
+/// The run and judgement of a scenario: threshold (us), victim, run time (ms), captures.
+pub(crate) fn setup(
+    threshold_us: u64,
+    victim: crate::Victim,
+    run_ms: u64,
+    max_spikes: usize,
+) -> Setup {
+    Setup {
+        threshold: Duration::from_micros(threshold_us),
+        victim,
+        run: Duration::from_millis(run_ms),
+        max_spikes,
+        declare_isolated: false,
+    }
+}
+
+/// The recipe of `s`.
+pub(crate) fn recipe(s: crate::Scenario) -> &'static dyn Recipe {
+    use crate::Scenario as S;
+    match s {
+        S::RtThrottling => &rt_throttling::RtThrottling,
+        S::Preemption => &preemption::Preemption,
+        S::PriorityInversion => &inversion::PRIORITY_INVERSION,
+        S::PriorityInversionPreemptedFirst => &inversion::PREEMPTED_FIRST,
+        S::PriorityInversionNested => &inversion::NESTED,
+        S::LockContention => &inversion::LOCK_CONTENTION,
+        S::Softirq => &softirq::Softirq,
+        S::IrqOnIsolatedCpu => &irq_on_isolated_cpu::IrqOnIsolatedCpu,
+        S::KernelNonpreemptible => &kernel_nonpreemptible::KernelNonpreemptible,
+        S::Hwlat => &hwlat::Hwlat,
+        S::FrequencyRamp => &frequency_ramp::FrequencyRamp,
+    }
+}
