@@ -144,3 +144,46 @@ fn every_evidence_line_is_trace_cmds_line_for_that_event() {
     assert!(checked > 0, "no evidence line was compared");
     eprintln!("{checked} evidence lines equal trace-cmd's");
 }
+
+/// The viewer's diagnosis pane shows the same evidence lines: each is `trace-cmd
+/// report`'s line for its event (the pane once showed the analyzer's own rendering,
+/// `function=0xffffffff814204b0` where trace-cmd prints `function=hrtimer_wakeup/0x0`).
+#[test]
+fn the_viewer_shows_each_evidence_line_as_trace_cmd_prints_it() {
+    let mut checked = 0usize;
+    let mut wrong = Vec::new();
+    for dat in dats_below(&workspace().join("fixtures")) {
+        let Ok(capture) = rtwhy_tui::Capture::open(&dat, &rtwhy_analyze::Config::default()) else {
+            continue;
+        };
+        let spikes = &capture.analysis.spikes;
+        if spikes.iter().all(|s| s.evidence.is_empty()) {
+            continue;
+        }
+        let Some(report) = trace_cmd_report(&dat) else {
+            return;
+        };
+        let lines = index(&report);
+        for e in spikes.iter().flat_map(|s| &s.evidence) {
+            let name = name_of(&e.line).unwrap_or_default();
+            let keys = [trace_cmd_ts(e.ts.0), e.ts.0.to_string()];
+            let found = keys.iter().any(|ts| {
+                lines
+                    .get(&(e.cpu, ts.clone(), name.clone()))
+                    .is_some_and(|l| l.contains(&e.line))
+            });
+            checked += 1;
+            if !found {
+                wrong.push(format!("{}: {}", dat.display(), e.line));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {checked} evidence lines in the viewer differ from trace-cmd's:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(checked > 0, "no evidence line was compared");
+    eprintln!("{checked} evidence lines in the viewer equal trace-cmd's");
+}

@@ -206,7 +206,7 @@ impl Loader {
         let analyzer = self
             .analyzer
             .unwrap_or_else(|| Analyzer::new(self.config, Default::default()));
-        Capture {
+        let mut capture = Capture {
             path: self.path,
             events: self.events,
             arena: self.arena,
@@ -223,7 +223,9 @@ impl Loader {
             dropped,
             warnings,
             ts_in_nanos: self.ts_in_nanos,
-        }
+        };
+        capture.print_evidence();
+        capture
     }
 }
 
@@ -257,6 +259,9 @@ impl Sink for Loader {
                 if let Some(n) = record.missed_before {
                     d.missed.push((index, n));
                 }
+                // Task names as trace-cmd knows them at each record: it prints a pid
+                // whose name it has not met yet as `<...>`.
+                d.printer.get_mut().learn(record, index as u64);
                 Ev {
                     ts: record.ts,
                     off,
@@ -327,6 +332,52 @@ fn by_thread(v: Vec<(u64, i32)>) -> HashMap<i32, Vec<u64>> {
 }
 
 impl Capture {
+    /// Each evidence line as the events pane prints its event, `trace-cmd report`'s line,
+    /// instead of the analyzer's own rendering of the event (which has no symbols, and
+    /// truncates where trace-cmd rounds the timestamp).
+    fn print_evidence(&mut self) {
+        let mut fixed: Vec<(usize, usize, String)> = Vec::new();
+        for (si, s) in self.analysis.spikes.iter().enumerate() {
+            for (ei, e) in s.evidence.iter().enumerate() {
+                let name = event_name(&e.line);
+                let from = self.events.partition_point(|x| x.ts < e.ts.0);
+                let same = self.events.get(from..).unwrap_or_default();
+                let line = same
+                    .iter()
+                    .take_while(|x| x.ts == e.ts.0)
+                    .enumerate()
+                    .filter(|(_, x)| u32::from(x.cpu) == e.cpu)
+                    .map(|(k, _)| self.own_line(from + k))
+                    .find(|l| event_name(l) == name);
+                if let Some(line) = line {
+                    fixed.push((si, ei, line));
+                }
+            }
+        }
+        for (si, ei, line) in fixed {
+            if let Some(e) = self
+                .analysis
+                .spikes
+                .get_mut(si)
+                .and_then(|s| s.evidence.get_mut(ei))
+            {
+                e.line = line;
+            }
+        }
+    }
+
+    /// Event `i`'s own line: without a dropped-events notice before it or a stack's
+    /// frames after it.
+    fn own_line(&self, i: usize) -> String {
+        let mut out = String::new();
+        self.write_line(i, &mut out);
+        let own = match self.events.get(i) {
+            Some(ev) if ev.dropped_before => out.split_once('\n').map_or("", |x| x.1),
+            _ => out.as_str(),
+        };
+        own.lines().next().unwrap_or_default().to_string()
+    }
+
     /// Reads the trace at `path` (any format rtwhy-decode recognises) once: keeps every
     /// event compact, builds the lanes and analyzes it with `config`.
     pub fn open(path: &Path, config: &Config) -> Result<Capture> {
@@ -449,7 +500,7 @@ impl Capture {
                 };
                 let mut p = printer.borrow_mut();
                 p.set_instance(buffers.name(usize::from(ev.buffer)));
-                p.write_report(&rec, out);
+                p.write_report_as_of(&rec, i as u64, out);
             }
         }
     }
@@ -502,6 +553,15 @@ pub fn capture_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     v.sort();
     Ok(v)
+}
+
+/// The event name of a report line (`comm-pid [cpu] ts: name: fields`).
+fn event_name(line: &str) -> &str {
+    line.split_once("] ")
+        .and_then(|(_, rest)| rest.split_once(": "))
+        .and_then(|(_, ev)| ev.split(':').next())
+        .unwrap_or_default()
+        .trim()
 }
 
 #[cfg(test)]
