@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use rtwhy_model::report_time;
 use rtwhy_tests::{oracle, require, rtwhy, wild_corpus, workspace};
 
 /// Every `.dat` under `dir`, at any depth, sorted.
@@ -56,12 +57,6 @@ fn index(report: &str) -> HashMap<(u32, String, String), Vec<String>> {
             .push(line.to_string());
     }
     m
-}
-
-/// The timestamp as trace-cmd prints it: microseconds, rounded to nearest.
-fn trace_cmd_ts(ns: u64) -> String {
-    let us = ns / 1000 + u64::from(ns % 1000 >= 500);
-    format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
 }
 
 /// The event name of an evidence line (`... [cpu] ts: name: ...`).
@@ -122,7 +117,7 @@ fn every_evidence_line_is_trace_cmds_line_for_that_event() {
                 let cpu = e["cpu"].as_u64().unwrap_or_default() as u32;
                 let name = name_of(line).unwrap_or_default();
                 // A counter clock prints its raw value instead of seconds.
-                let keys = [trace_cmd_ts(ns), ns.to_string()];
+                let keys = [report_time(ns), ns.to_string()];
                 let found = keys.iter().any(|ts| {
                     lines
                         .get(&(cpu, ts.clone(), name.clone()))
@@ -166,7 +161,7 @@ fn the_viewer_shows_each_evidence_line_as_trace_cmd_prints_it() {
         let lines = index(&report);
         for e in spikes.iter().flat_map(|s| &s.evidence) {
             let name = name_of(&e.line).unwrap_or_default();
-            let keys = [trace_cmd_ts(e.ts.0), e.ts.0.to_string()];
+            let keys = [report_time(e.ts.0), e.ts.0.to_string()];
             let found = keys.iter().any(|ts| {
                 lines
                     .get(&(e.cpu, ts.clone(), name.clone()))

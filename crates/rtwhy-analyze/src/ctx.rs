@@ -3,6 +3,8 @@
 //! class, a move between CPUs). Made by `diagnose`; read by `rules`, `diagnose` and
 //! `remedy`, and depending on none of them.
 
+use std::cell::OnceCell;
+
 use rtwhy_model::{BreakdownItem, Bucket, Event, EventKind, Nanos, TaskRef};
 
 use crate::breakdown::{Replay, Segment};
@@ -97,6 +99,10 @@ pub(crate) struct Ctx<'a> {
     pub throttle: Option<Result<Throttle, String>>,
     /// The victim's move between CPUs, when it waited for one.
     pub moved: Option<Move>,
+    /// Kernel code that kept interrupts off (`rules::kernel_nonpreemptible::irqs_held_off`),
+    /// found once per spike: the preconditions, the finding, the advice and the evidence
+    /// all ask.
+    pub irqs_off: OnceCell<Option<(u64, &'a str, &'a str)>>,
 }
 
 /// One interrupt's share of a spike: its hard handler and its thread, together.

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use rtwhy_model::{
-    human_duration, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind, Evidence, Finding,
-    Nanos, Spike, SpikeKind, SyscallKind, TaskRef,
+    human_duration, report_time, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind,
+    Evidence, Finding, Nanos, Spike, SpikeKind, SyscallKind, TaskRef,
 };
 
 use crate::breakdown::{self, Replay, Window};
@@ -120,6 +120,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         isolated,
         throttle,
         moved,
+        irqs_off: Default::default(),
     };
     let mut checked = rules::Checked::default();
     let irqs_off = rules::kernel_nonpreemptible::irqs_held_off(&ctx).is_some();
@@ -986,15 +987,11 @@ fn dropped_note(cpu: u32, d: Dropped) -> String {
         0 => "events".to_string(),
         n => format!("{n} events"),
     };
-    // Rounded to the microsecond as trace-cmd prints the two events around the drop.
-    let at = |t: Nanos| {
-        let us = t.0.saturating_add(500) / 1_000;
-        format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
-    };
+    // The times of the two events around the drop, as trace-cmd prints them.
     format!(
         "the ring buffer dropped {count} of CPU {cpu} between {} and {}, across this spike's window: record with a larger buffer (rtwhy record --buffer-kb) or fewer events",
-        at(d.after),
-        at(d.before)
+        report_time(d.after.0),
+        report_time(d.before.0)
     )
 }
 

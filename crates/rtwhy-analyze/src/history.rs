@@ -32,6 +32,11 @@ pub(crate) struct Dropped {
 /// Most CPUs a trace may name; events on higher CPUs are kept on this last queue.
 pub(crate) const MAX_CPUS: usize = 4096;
 
+/// The queue a CPU's events are kept on (a trace may name any CPU number).
+pub(crate) fn slot(cpu: u32) -> usize {
+    (cpu as usize).min(MAX_CPUS - 1)
+}
+
 impl History {
     pub(crate) fn new(horizon: Nanos, max_per_cpu: usize) -> History {
         History {
@@ -43,7 +48,7 @@ impl History {
     }
 
     pub(crate) fn push(&mut self, ev: Event) {
-        let cpu = (ev.cpu as usize).min(MAX_CPUS - 1);
+        let cpu = slot(ev.cpu);
         if cpu >= self.cpus.len() {
             self.cpus.resize_with(cpu + 1, VecDeque::new);
         }
@@ -68,7 +73,7 @@ impl History {
     /// Events of `cpu` were dropped before its next event, at `before`.
     pub(crate) fn dropped(&mut self, cpu: u32, before: Nanos, count: u64) {
         let after = self.cpu(cpu).back().map_or(Nanos(0), |e| e.ts);
-        let cpu = (cpu as usize).min(MAX_CPUS - 1);
+        let cpu = slot(cpu);
         if cpu >= self.drops.len() {
             self.drops.resize_with(cpu + 1, VecDeque::new);
         }
@@ -84,7 +89,7 @@ impl History {
     /// The first drop on `cpu` that overlaps `from..to`.
     pub(crate) fn drop_within(&self, cpu: u32, from: Nanos, to: Nanos) -> Option<Dropped> {
         self.drops
-            .get(cpu as usize)?
+            .get(slot(cpu))?
             .iter()
             .find(|d| d.before > from && d.after < to)
             .copied()
@@ -93,7 +98,7 @@ impl History {
     /// The queue of `cpu` (empty when the CPU was never seen).
     pub(crate) fn cpu(&self, cpu: u32) -> &VecDeque<Event> {
         static EMPTY: VecDeque<Event> = VecDeque::new();
-        self.cpus.get(cpu as usize).unwrap_or(&EMPTY)
+        self.cpus.get(slot(cpu)).unwrap_or(&EMPTY)
     }
 
     /// Number of CPU queues.

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use rtwhy_model::{Event, EventKind, Nanos};
 
-use crate::history::MAX_CPUS;
+use crate::history::slot;
 
 /// The RT class refused on a CPU: the switch, an RT task it left runnable, how long the
 /// RT class had held the CPU without a break before it, and when an RT task ran there
@@ -91,7 +91,7 @@ impl Refusals {
     /// Follows `e` (`is_rt`: whether a thread id is a real-time task other than the
     /// stopper, as last seen); forgets what ended more than `horizon` before it.
     pub(crate) fn observe(&mut self, e: &Event, is_rt: impl Fn(i32) -> bool, horizon: u64) {
-        let cpu = (e.cpu as usize).min(MAX_CPUS - 1);
+        let cpu = slot(e.cpu);
         if cpu >= self.cpus.len() {
             self.cpus.resize_with(cpu + 1, CpuRefusals::new);
         }
@@ -175,10 +175,10 @@ impl Refusals {
         }
     }
 
-    /// The CPU's events were dropped before `at`: who waits and who runs there is not
-    /// known any more.
+    /// Events of `cpu` were dropped: who waits and who runs there is not known any more
+    /// (the refusals that ended before stay).
     pub(crate) fn dropped(&mut self, cpu: u32) {
-        if let Some(c) = self.cpus.get_mut(cpu as usize) {
+        if let Some(c) = self.cpus.get_mut(slot(cpu)) {
             let closed = std::mem::take(&mut c.closed);
             *c = CpuRefusals {
                 closed,
@@ -190,7 +190,7 @@ impl Refusals {
     /// The longest refusal on `cpu` that overlaps `start..end`, as the events before `end`
     /// show it: one that ended later, or is still under way, ends at `end`.
     pub(crate) fn longest(&self, cpu: u32, start: Nanos, end: Nanos) -> Option<Throttle> {
-        let c = self.cpus.get(cpu as usize)?;
+        let c = self.cpus.get(slot(cpu))?;
         let open = c
             .open
             .iter()

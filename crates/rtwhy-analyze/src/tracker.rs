@@ -228,7 +228,7 @@ impl Tracker {
     }
 
     fn cpu(&mut self, cpu: u32) -> &mut CpuState {
-        let i = (cpu as usize).min(crate::history::MAX_CPUS - 1);
+        let i = crate::history::slot(cpu);
         if i >= self.cpus.len() {
             self.cpus.resize_with(i + 1, CpuState::default);
         }

@@ -49,7 +49,7 @@ pub use prio::{
     rt_priority_from_kernel_prio,
 };
 pub use session::SessionDir;
-pub use time::{human_duration, human_duration_compact, Nanos};
+pub use time::{human_duration, human_duration_compact, report_time, Nanos};
 pub use timerlat::{
     BlockingThread, Interference, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
     TimerlatSpike, RTLA_EXIT_FROM_IDLE_NS,

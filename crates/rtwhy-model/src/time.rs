@@ -30,7 +30,8 @@ impl Nanos {
 }
 
 impl fmt::Display for Nanos {
-    /// `seconds.microseconds`, the way `trace-cmd report` prints a timestamp.
+    /// `seconds.microseconds`, the microseconds cut off (trace-cmd rounds them:
+    /// [`report_time`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -39,6 +40,17 @@ impl fmt::Display for Nanos {
             (self.0 % 1_000_000_000) / 1_000
         )
     }
+}
+
+/// A timestamp as `trace-cmd report` prints it: `seconds.microseconds`, rounded to the
+/// nearest microsecond, so that a time rtwhy names reads like the line it points at.
+///
+/// ```
+/// assert_eq!(rtwhy_model::report_time(683_783_928_585), "683.783929");
+/// ```
+pub fn report_time(ns: u64) -> String {
+    let us = ns / 1_000 + u64::from(ns % 1_000 >= 500);
+    format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
 }
 
 /// A duration for people: `12.3 us` below a millisecond, `1.234 ms` below ten,

@@ -19,8 +19,7 @@ pub fn fmt_offset(d: i128) -> String {
 /// A timestamp as `trace-cmd report` prints it: seconds.microseconds, rounded to the
 /// nearest microsecond, so the cursor's time reads like the events pane's lines.
 pub fn fmt_ts(ns: u64) -> String {
-    let us = ns / 1_000 + u64::from(ns % 1_000 >= 500);
-    format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
+    rtwhy_model::report_time(ns)
 }
 
 #[cfg(test)]

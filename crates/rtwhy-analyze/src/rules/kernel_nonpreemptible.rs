@@ -53,6 +53,10 @@ pub(crate) fn function_of(frame: &str) -> &str {
 /// (SMI, the hypervisor) delivers its pending interrupt wherever it resumes, and that
 /// may be a short interrupts-off section that did not cause the wait.
 pub(crate) fn irqs_held_off<'a>(ctx: &Ctx<'a>) -> Option<(u64, &'a str, &'a str)> {
+    *ctx.irqs_off.get_or_init(|| find_irqs_held_off(ctx))
+}
+
+fn find_irqs_held_off<'a>(ctx: &Ctx<'a>) -> Option<(u64, &'a str, &'a str)> {
     let gap = ctx
         .replay
         .segments
@@ -170,9 +174,7 @@ impl Rule for KernelNonpreemptible {
     fn summary(&self, ctx: &Ctx<'_>, share: f64, confidence: &mut Confidence) -> String {
         let cpu = ctx.ep.cpu;
         let victim = &ctx.ep.victim;
-        if crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).is_some() {
-            let (late, at, code) =
-                crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).unwrap_or_default();
+        if let Some((late, at, code)) = irqs_held_off(ctx) {
             // The stack was taken inside the late interrupt itself: direct evidence.
             if share >= 0.5 {
                 *confidence = Confidence::High;
@@ -180,7 +182,7 @@ impl Rule for KernelNonpreemptible {
             format!(
                 "interrupts disabled on CPU {cpu}: {victim}'s timer interrupt came {} late and was delivered at {at} in {code}, so kernel code ({}) kept interrupts off until then (stack from rtwhy's BPF detector in that interrupt)",
                 human_duration(late),
-                crate::rules::kernel_nonpreemptible::function_of(code)
+                function_of(code)
             )
         } else {
             let interrupts_seen = ctx.tr.seen.irq && ctx.tr.seen.softirq;
@@ -201,8 +203,8 @@ impl Rule for KernelNonpreemptible {
                     }
                 )
             });
-            let model = match crate::rules::kernel_nonpreemptible::model(ctx) {
-                crate::rules::kernel_nonpreemptible::Model::Recorded(m) => {
+            let model = match model(ctx) {
+                Model::Recorded(m) => {
                     format!(" (preemption model: {m}, from the recorded facts)")
                 }
                 _ => {
@@ -224,10 +226,8 @@ impl Rule for KernelNonpreemptible {
     fn advice(&self, ctx: &Ctx<'_>) -> Vec<String> {
         let cpu = ctx.ep.cpu;
         let facts = &ctx.tr.facts;
-        if crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).is_some() {
-            let (_, _, code) =
-                crate::rules::kernel_nonpreemptible::irqs_held_off(ctx).unwrap_or_default();
-            let f = crate::rules::kernel_nonpreemptible::function_of(code);
+        if let Some((_, _, code)) = irqs_held_off(ctx) {
+            let f = function_of(code);
             vec![
                 format!(
                     "{f} ran on CPU {cpu} with interrupts off: no preemption model helps there. Find what called it on that CPU (the full stack is in the capture's rtwhy-breach marker, key timer_stack) and move that work off CPU {cpu}: its IRQ's smp_affinity_list, the kernel thread's or task's affinity, or the triggering operation."

@@ -104,7 +104,7 @@ impl Rule for Migration {
         let cpu = ctx.ep.cpu;
         let victim = &ctx.ep.victim;
         let stopper = ctx.top_item(|b| match b {
-            Bucket::Task { comm, .. } => crate::rules::migration::is_stopper(comm.as_bytes()),
+            Bucket::Task { comm, .. } => is_stopper(comm.as_bytes()),
             _ => false,
         });
         let moved = ctx.moved.as_ref().map(|m| &m.event).map(|e| match &e.kind {
