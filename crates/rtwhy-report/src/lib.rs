@@ -35,6 +35,7 @@
 
 pub mod bundle;
 pub mod json;
+pub mod lanes;
 pub mod markdown;
 pub mod perfetto;
 pub mod perfetto_trace;

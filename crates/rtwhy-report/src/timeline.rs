@@ -1,11 +1,13 @@
 //! What ran where in a spike's window: per-CPU spans of tasks, hard IRQs and softirqs,
 //! and markers for the moments that matter. Both the SVG and the Perfetto output draw
-//! from this one model, so they always agree.
+//! from this one model, so they always agree; its spans are the window's
+//! [`crate::lanes`], the model of the terminal viewer's timeline, with names and kinds.
 
 use std::collections::HashMap;
 
 use rtwhy_model::{softirq_name, Comm, EventKind, Nanos, Spike, SpikeKind};
 
+use crate::lanes::{Intr, LaneBuilder};
 use crate::Window;
 
 /// What a span shows.
@@ -23,7 +25,8 @@ pub enum SpanKind {
     Irq,
     /// A softirq.
     Softirq,
-    /// A stretch with no event at all on the CPU (a stopped CPU or vCPU looks like this).
+    /// A stretch with no event at all on the CPU while a task ran (a stopped CPU or vCPU
+    /// looks like this; an idle CPU is quiet by nature and shows as idle).
     NoEvents,
 }
 
@@ -102,68 +105,19 @@ pub struct Timeline {
     pub markers: Vec<Marker>,
 }
 
-#[derive(Clone)]
-struct Running {
-    tid: i32,
-    prio: i32,
-    since: Nanos,
-}
-
-struct Cpu {
-    task: Option<Running>,
-    irq: Option<(Nanos, String)>,
-    softirq: Option<(Nanos, u32)>,
-}
-
-/// Builds the timeline of `spike` from the events of `window`.
+/// Builds the timeline of `spike` from the events of `window`: the window's lanes
+/// ([`crate::lanes`], the model the terminal viewer draws too), named and coloured.
 pub fn build(spike: &Spike, window: &Window) -> Timeline {
-    let mut names: HashMap<i32, (Comm, i32)> = HashMap::new();
-    let mut cpus: HashMap<u32, Cpu> = HashMap::new();
-    let mut spans = Vec::new();
     let victim = spike.victim.tid;
-    names.insert(victim, (spike.victim.comm, spike.victim.prio));
-    let task_kind = |tid: i32, prio: i32| {
-        if tid == 0 {
-            SpanKind::Idle
-        } else if tid == victim {
-            SpanKind::Victim
-        } else if rtwhy_model::is_rt(prio) {
-            SpanKind::RtTask
-        } else {
-            SpanKind::Task
-        }
-    };
-    let label = |names: &HashMap<i32, (Comm, i32)>, tid: i32| match names.get(&tid) {
-        Some((c, _)) => format!("{c}-{tid}"),
-        None if tid == 0 => "idle".to_string(),
-        None => format!("<...>-{tid}"),
-    };
-    let clip = |t: Nanos| Nanos(t.0.clamp(window.from.0, window.to.0));
+    // Names and priorities as the window's events give them; IRQ names from entries.
+    let mut names: HashMap<i32, (Comm, i32)> = HashMap::new();
+    let mut irq_names: HashMap<i32, &str> = HashMap::new();
     // A silence this long on a CPU is worth seeing: a quarter of the latency, at least
     // 100 us (a busy task between ticks is quieter than that only on tickless CPUs).
     let silence = (spike.latency_ns / 4).max(100_000);
-    let mut last_event: HashMap<u32, Nanos> = HashMap::new();
+    let mut builder = LaneBuilder::new(silence).starting_at(window.from.0);
     for ev in &window.events {
-        if let Some(prev) = last_event.insert(ev.cpu, ev.ts) {
-            if ev.ts.0.saturating_sub(prev.0) >= silence {
-                spans.push(Span {
-                    cpu: ev.cpu,
-                    kind: SpanKind::NoEvents,
-                    from: clip(prev),
-                    to: clip(ev.ts),
-                    label: format!(
-                        "no events for {}",
-                        rtwhy_model::human_duration(ev.ts.0 - prev.0)
-                    ),
-                    tid: 0,
-                });
-            }
-        }
-        let cpu = cpus.entry(ev.cpu).or_insert(Cpu {
-            task: None,
-            irq: None,
-            softirq: None,
-        });
+        builder.observe(ev);
         match &ev.kind {
             EventKind::SchedSwitch {
                 prev_comm,
@@ -176,55 +130,6 @@ pub fn build(spike: &Spike, window: &Window) -> Timeline {
             } => {
                 names.insert(*prev_pid, (*prev_comm, *prev_prio));
                 names.insert(*next_pid, (*next_comm, *next_prio));
-                let since = match &cpu.task {
-                    Some(r) if r.tid == *prev_pid => r.since,
-                    Some(r) => {
-                        // A switch-in that ftrace dropped: what we believed ran ends here.
-                        push_task(&mut spans, ev.cpu, r, ev.ts, &names, task_kind, label);
-                        ev.ts
-                    }
-                    None => window.from,
-                };
-                let prev = Running {
-                    tid: *prev_pid,
-                    prio: *prev_prio,
-                    since,
-                };
-                push_task(&mut spans, ev.cpu, &prev, ev.ts, &names, task_kind, label);
-                cpu.task = Some(Running {
-                    tid: *next_pid,
-                    prio: *next_prio,
-                    since: ev.ts,
-                });
-            }
-            EventKind::IrqHandlerEntry { irq, name } => {
-                cpu.irq = Some((ev.ts, format!("IRQ {irq} {name}")));
-            }
-            EventKind::IrqHandlerExit { irq, .. } => {
-                let (from, name) = cpu
-                    .irq
-                    .take()
-                    .unwrap_or((window.from, format!("IRQ {irq}")));
-                spans.push(Span {
-                    cpu: ev.cpu,
-                    kind: SpanKind::Irq,
-                    from: clip(from),
-                    to: clip(ev.ts),
-                    label: name,
-                    tid: 0,
-                });
-            }
-            EventKind::SoftirqEntry { vec } => cpu.softirq = Some((ev.ts, *vec)),
-            EventKind::SoftirqExit { vec } => {
-                let (from, vec) = cpu.softirq.take().unwrap_or((window.from, *vec));
-                spans.push(Span {
-                    cpu: ev.cpu,
-                    kind: SpanKind::Softirq,
-                    from: clip(from),
-                    to: clip(ev.ts),
-                    label: softirq_name(vec).to_string(),
-                    tid: 0,
-                });
             }
             EventKind::SchedWaking {
                 comm, pid, prio, ..
@@ -237,53 +142,78 @@ pub fn build(spike: &Spike, window: &Window) -> Timeline {
             } => {
                 names.insert(*pid, (*comm, *prio));
             }
+            EventKind::IrqHandlerEntry { irq, name } => {
+                irq_names.insert(*irq, name);
+            }
             _ => {}
         }
-        // `common_pid` is the task current on the CPU. ftrace on some kernels drops the
-        // idle-to-task switch, and the window may start between switches: an event of
-        // another task than the one we believe runs tells who does.
-        if !matches!(ev.kind, EventKind::SchedSwitch { .. }) {
-            let since = match &cpu.task {
-                Some(r) if r.tid == ev.pid => None,
-                Some(r) => {
-                    push_task(&mut spans, ev.cpu, r, ev.ts, &names, task_kind, label);
-                    Some(ev.ts)
-                }
-                None => Some(window.from),
-            };
-            if let Some(since) = since {
-                let prio = names.get(&ev.pid).map_or(120, |(_, p)| *p);
-                cpu.task = Some(Running {
-                    tid: ev.pid,
-                    prio,
-                    since,
-                });
-            }
-        }
     }
-    let mut open: Vec<(u32, Cpu)> = cpus.into_iter().collect();
-    open.sort_by_key(|(c, _)| *c);
-    for (c, cpu) in &open {
-        if let Some(r) = &cpu.task {
-            push_task(&mut spans, *c, r, window.to, &names, task_kind, label);
-        }
-        if let Some((from, name)) = &cpu.irq {
+    names.insert(victim, (spike.victim.comm, spike.victim.prio));
+    let lanes = builder.finish(window.to.0);
+
+    let clip = |t: u64| Nanos(t.clamp(window.from.0, window.to.0));
+    let mut spans = Vec::new();
+    for lane in &lanes {
+        for r in &lane.runs {
+            let prio = match (r.prio, names.get(&r.tid)) {
+                (p, _) if p >= 0 => p,
+                (_, Some((_, p))) => *p,
+                _ => 120,
+            };
+            let kind = if r.tid == 0 {
+                SpanKind::Idle
+            } else if r.tid == victim {
+                SpanKind::Victim
+            } else if rtwhy_model::is_rt(prio) {
+                SpanKind::RtTask
+            } else {
+                SpanKind::Task
+            };
+            // Every CPU's idle task is thread 0, named after its CPU.
+            let label = match names.get(&r.tid) {
+                _ if r.tid == 0 => format!("swapper/{}-0", lane.cpu),
+                Some((c, _)) => format!("{c}-{}", r.tid),
+                None => format!("<...>-{}", r.tid),
+            };
             spans.push(Span {
-                cpu: *c,
-                kind: SpanKind::Irq,
-                from: clip(*from),
-                to: window.to,
-                label: name.clone(),
+                cpu: lane.cpu,
+                kind,
+                from: clip(r.start),
+                to: clip(r.end),
+                label,
+                tid: r.tid,
+            });
+        }
+        for i in &lane.intrs {
+            let (kind, label) = match i.kind {
+                Intr::Irq(irq) => (
+                    SpanKind::Irq,
+                    match irq_names.get(&irq) {
+                        Some(name) => format!("IRQ {irq} {name}"),
+                        None => format!("IRQ {irq}"),
+                    },
+                ),
+                Intr::Softirq(vec) => (SpanKind::Softirq, softirq_name(vec).to_string()),
+            };
+            spans.push(Span {
+                cpu: lane.cpu,
+                kind,
+                from: clip(i.start),
+                to: clip(i.end),
+                label,
                 tid: 0,
             });
         }
-        if let Some((from, vec)) = cpu.softirq {
+        for &(from, to) in &lane.gaps {
             spans.push(Span {
-                cpu: *c,
-                kind: SpanKind::Softirq,
+                cpu: lane.cpu,
+                kind: SpanKind::NoEvents,
                 from: clip(from),
-                to: window.to,
-                label: softirq_name(vec).to_string(),
+                to: clip(to),
+                label: format!(
+                    "no events for {}",
+                    rtwhy_model::human_duration(to.saturating_sub(from))
+                ),
                 tid: 0,
             });
         }
@@ -291,7 +221,7 @@ pub fn build(spike: &Spike, window: &Window) -> Timeline {
     spans.retain(|s| s.to > s.from);
     spans.sort_by_key(|s| (s.cpu, s.from, s.to));
 
-    let mut lanes: Vec<u32> = open.iter().map(|(c, _)| *c).collect();
+    let mut lanes: Vec<u32> = lanes.iter().map(|l| l.cpu).collect();
     lanes.retain(|c| *c != spike.cpu);
     lanes.insert(0, spike.cpu);
 
@@ -336,25 +266,6 @@ pub fn start_label(spike: &Spike) -> &'static str {
         SpikeKind::Preempted => "preempted",
         SpikeKind::LockWait => "blocked",
     }
-}
-
-fn push_task(
-    spans: &mut Vec<Span>,
-    cpu: u32,
-    r: &Running,
-    to: Nanos,
-    names: &HashMap<i32, (Comm, i32)>,
-    kind: impl Fn(i32, i32) -> SpanKind,
-    label: impl Fn(&HashMap<i32, (Comm, i32)>, i32) -> String,
-) {
-    spans.push(Span {
-        cpu,
-        kind: kind(r.tid, r.prio),
-        from: r.since,
-        to,
-        label: label(names, r.tid),
-        tid: r.tid,
-    });
 }
 
 #[cfg(test)]

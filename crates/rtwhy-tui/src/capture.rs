@@ -16,7 +16,7 @@ use rtwhy_decode::print::Printer;
 use rtwhy_decode::{Record, TraceMeta};
 use rtwhy_model::{Comm, Event, EventKind};
 
-use crate::lanes::{Lane, LaneBuilder};
+use rtwhy_report::lanes::{Lane, LaneBuilder};
 use crate::{Error, Result};
 
 /// One event as the viewer keeps it: 24 bytes plus the record's payload in an arena.

@@ -36,7 +36,6 @@ mod events;
 mod fmt;
 mod help;
 pub mod keys;
-pub mod lanes;
 mod spikes;
 mod theme;
 mod timeline;

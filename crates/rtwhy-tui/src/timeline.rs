@@ -29,7 +29,7 @@ use rtwhy_model::{Spike, SpikeKind};
 use crate::app::{App, Pane};
 use crate::capture::Capture;
 use crate::fmt::{fmt_dur, fmt_offset, fmt_ts};
-use crate::lanes::{Cover, Lane};
+use rtwhy_report::lanes::{Cover, Lane};
 use crate::theme::{self, Theme};
 
 /// The lanes in display order: the victim's CPU, the CPUs the evidence names, the rest.

@@ -1,6 +1,7 @@
-//! Each CPU's history as spans, built once while the capture loads: who ran (a task or
-//! idle), hard IRQ handlers, softirqs, and stretches with no event at all while a task
-//! ran (time the trace cannot account for).
+//! Each CPU's history as spans: who ran (a task or idle), hard IRQ handlers, softirqs,
+//! and stretches with no event at all while a task ran (time the trace cannot account
+//! for). One model for every view: the terminal viewer builds it once over a whole
+//! capture, the SVG and Perfetto timelines over one spike's window ([`crate::timeline`]).
 //!
 //! Spans of one kind never overlap on a CPU and are sorted by start, so the spans that
 //! intersect a window are found by binary search.
@@ -10,12 +11,15 @@ use rtwhy_model::{Event, EventKind};
 /// A task (or idle, thread id 0) holding a CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Run {
-    /// Switch-in time (or the CPU's first event).
+    /// Switch-in time (or the CPU's first event, or the window's start).
     pub start: u64,
-    /// Switch-out time (or the capture's last event).
+    /// Switch-out time (or the end given to [`LaneBuilder::finish`]).
     pub end: u64,
     /// Thread id; 0 is idle.
     pub tid: i32,
+    /// The kernel priority it was switched in with; -1 where no switch said (a run
+    /// inferred from `common_pid`, or one under way when the events begin).
+    pub prio: i32,
 }
 
 /// What kind of interrupt work a span is.
@@ -256,10 +260,34 @@ impl Lane {
 #[derive(Debug, Default)]
 struct CpuState {
     lane: Lane,
-    running: Option<(u64, i32)>,
+    /// Since when, thread id, priority (-1: unknown).
+    running: Option<(u64, i32, i32)>,
     irq: Option<(u64, i32)>,
     softirq: Option<(u64, u32)>,
+    /// A switch the trace lost, seen in one event of another task: when, to whom, at
+    /// what priority (see [`LaneBuilder::observe`]).
+    pending: Option<(u64, i32, i32)>,
+    /// Whether a handler of each kind began on this CPU yet.
+    irq_seen: bool,
+    softirq_seen: bool,
     last_ts: Option<u64>,
+}
+
+impl CpuState {
+    /// Ends the run under way at `at` and starts `tid`'s.
+    fn switch_to(&mut self, at: u64, tid: i32, prio: i32) {
+        if let Some((start, old, old_prio)) = self.running {
+            if at > start {
+                self.lane.runs.push(Run {
+                    start,
+                    end: at,
+                    tid: old,
+                    prio: old_prio,
+                });
+            }
+        }
+        self.running = Some((at, tid, prio));
+    }
 }
 
 /// Builds lanes from events in time order.
@@ -267,14 +295,27 @@ struct CpuState {
 pub struct LaneBuilder {
     cpus: Vec<CpuState>,
     gap: u64,
+    from: Option<u64>,
 }
 
 impl LaneBuilder {
-    /// A builder that reports silences longer than `gap_ns` as gaps.
+    /// A builder that reports silences longer than `gap_ns` as gaps. A CPU's lane
+    /// begins at its first event.
     pub fn new(gap_ns: u64) -> LaneBuilder {
         LaneBuilder {
             cpus: Vec::new(),
             gap: gap_ns.max(1),
+            from: None,
+        }
+    }
+
+    /// The events are a cut of a longer trace starting at `from`: what a CPU's first
+    /// events show under way (the task they run in, a handler they exit) is drawn from
+    /// `from`.
+    pub fn starting_at(self, from: u64) -> LaneBuilder {
+        LaneBuilder {
+            from: Some(from),
+            ..self
         }
     }
 
@@ -298,52 +339,99 @@ impl LaneBuilder {
             return;
         };
         let ts = ev.ts.0;
-        if let (Some(last), Some((_, tid))) = (st.last_ts, st.running) {
+        // What was under way before the first event: from the cut's start, if any.
+        let before = self.from.map_or(ts, |f| f.min(ts));
+        if let (Some(last), Some((_, tid, _))) = (st.last_ts, st.running) {
             if tid != 0 && ts.saturating_sub(last) > self.gap {
                 st.lane.gaps.push((last, ts));
             }
         }
+        // A switch's own priority for the task it switches out, when it began unseen.
+        let prev_prio = match &ev.kind {
+            EventKind::SchedSwitch {
+                prev_pid,
+                prev_prio,
+                ..
+            } if *prev_pid == ev.pid => *prev_prio,
+            _ => -1,
+        };
+        // `common_pid` is the task current on the CPU: another task's events mean a
+        // switch the trace lost. The new task is drawn from its first event, the first
+        // sign of it: the old one's last event says nothing of when it stopped (an idle
+        // CPU is quiet by nature; rt_throttling.dat's CPU 1 idles throttled for 460 us
+        // after its last idle event, before cyclictest's first). One stray event is not
+        // enough (an event written during a switch, or by a BPF program on the old task's
+        // behalf, carries the other pid): such a switch is taken when the new task's
+        // events go on, dropped when the old one's resume. A switch record of the new
+        // task confirms it at once.
+        let current = st.running.map(|r| r.1);
+        if let Some((at, tid, prio)) = st.pending.take() {
+            if current != Some(ev.pid) {
+                st.switch_to(at, tid, prio);
+            }
+        }
         match st.running {
             // Before the first switch, the event's own task is the one running.
-            None => st.running = Some((ts, ev.pid)),
-            // `common_pid` is the task current on the CPU: a different one means a switch
-            // the trace lost. The new task ran from just after the old one's last event.
-            Some((start, tid)) if tid != ev.pid && ev.pid >= 0 => {
-                let at = st.last_ts.unwrap_or(ts).max(start);
-                if at > start {
-                    st.lane.runs.push(Run {
-                        start,
-                        end: at,
-                        tid,
-                    });
+            None => st.running = Some((before, ev.pid, prev_prio)),
+            Some((start, tid, _)) if tid != ev.pid && ev.pid >= 0 => {
+                let at = ts.max(start);
+                if matches!(ev.kind, EventKind::SchedSwitch { .. }) {
+                    st.switch_to(at, ev.pid, prev_prio);
+                } else {
+                    st.pending = Some((at, ev.pid, prev_prio));
                 }
-                st.running = Some((at, ev.pid));
             }
             Some(_) => {}
         }
         st.last_ts = Some(ts);
         match &ev.kind {
-            EventKind::SchedSwitch { next_pid, .. } => {
-                if let Some((start, tid)) = st.running.take() {
+            EventKind::SchedSwitch {
+                next_pid,
+                next_prio,
+                ..
+            } => {
+                if let Some((start, tid, prio)) = st.running.take() {
+                    // A run that began unseen takes the priority it is switched out with.
+                    let prio = if prio < 0 && tid == ev.pid {
+                        prev_prio
+                    } else {
+                        prio
+                    };
                     if ts > start {
                         st.lane.runs.push(Run {
                             start,
                             end: ts,
                             tid,
+                            prio,
                         });
                     }
                 }
-                st.running = Some((ts, *next_pid));
+                st.running = Some((ts, *next_pid, *next_prio));
             }
-            EventKind::IrqHandlerEntry { irq, .. } => st.irq = Some((ts, *irq)),
-            EventKind::IrqHandlerExit { .. } => {
-                if let Some((start, irq)) = st.irq.take() {
+            EventKind::IrqHandlerEntry { irq, .. } => {
+                st.irq = Some((ts, *irq));
+                st.irq_seen = true;
+            }
+            EventKind::IrqHandlerExit { irq, .. } => {
+                // An exit without its entry is a handler under way when the events
+                // began, or (later) one whose entry the trace lost: drawn only then.
+                let open = st.irq.take().or((!st.irq_seen).then_some((before, *irq)));
+                st.irq_seen = true;
+                if let Some((start, irq)) = open {
                     push_intr(&mut st.lane.intrs, start, ts, Intr::Irq(irq));
                 }
             }
-            EventKind::SoftirqEntry { vec } => st.softirq = Some((ts, *vec)),
-            EventKind::SoftirqExit { .. } => {
-                if let Some((start, vec)) = st.softirq.take() {
+            EventKind::SoftirqEntry { vec } => {
+                st.softirq = Some((ts, *vec));
+                st.softirq_seen = true;
+            }
+            EventKind::SoftirqExit { vec } => {
+                let open = st
+                    .softirq
+                    .take()
+                    .or((!st.softirq_seen).then_some((before, *vec)));
+                st.softirq_seen = true;
+                if let Some((start, vec)) = open {
                     push_intr(&mut st.lane.intrs, start, ts, Intr::Softirq(vec));
                 }
             }
@@ -358,11 +446,15 @@ impl LaneBuilder {
             .into_iter()
             .filter(|c| c.last_ts.is_some())
             .map(|mut c| {
-                if let Some((start, tid)) = c.running {
+                if let Some((at, tid, prio)) = c.pending.take() {
+                    c.switch_to(at, tid, prio);
+                }
+                if let Some((start, tid, prio)) = c.running {
                     c.lane.runs.push(Run {
                         start,
                         end: end.max(start),
                         tid,
+                        prio,
                     });
                 }
                 if let Some((start, irq)) = c.irq {
@@ -378,18 +470,41 @@ impl LaneBuilder {
     }
 }
 
-/// Keeps interrupt spans sorted and apart: a softirq that ran inside an IRQ handler's
-/// span (or the reverse) is cut where the other began.
+/// Adds a handler that ran `[start, end)`, keeping the spans sorted and apart. Spans
+/// arrive at their exits, so a handler that an IRQ interrupted (a softirq, most often)
+/// arrives after the nested one: it keeps the time around the nested spans, which keep
+/// theirs.
 fn push_intr(v: &mut Vec<IntrSpan>, start: u64, end: u64, kind: Intr) {
-    let start = v.last().map_or(start, |l| start.max(l.end));
-    if end > start {
-        v.push(IntrSpan { start, end, kind });
-    } else if let Some(l) = v.last_mut() {
-        // Nested inside the previous span and wholly covered by it.
-        if l.end < end {
-            l.end = end;
-        }
+    if end <= start {
+        return;
     }
+    // The spans already there that `[start, end)` overlaps: none, or the last few.
+    let first = v.partition_point(|s| s.end <= start);
+    if first == v.len() {
+        v.push(IntrSpan { start, end, kind });
+        return;
+    }
+    let mut pieces = Vec::new();
+    let mut at = start;
+    for s in v.get(first..).unwrap_or_default() {
+        if s.start > at {
+            pieces.push(IntrSpan {
+                start: at,
+                end: s.start.min(end),
+                kind,
+            });
+        }
+        at = at.max(s.end);
+    }
+    if end > at {
+        pieces.push(IntrSpan {
+            start: at,
+            end,
+            kind,
+        });
+    }
+    v.extend(pieces);
+    v.get_mut(first..).unwrap_or_default().sort_by_key(|s| s.start);
 }
 
 #[cfg(test)]
@@ -451,12 +566,14 @@ mod tests {
                 Run {
                     start: 1000,
                     end: 1500,
-                    tid: 42
+                    tid: 42,
+                    prio: 120
                 },
                 Run {
                     start: 1500,
                     end: 2000,
-                    tid: 0
+                    tid: 0,
+                    prio: 120
                 }
             ]
         );
@@ -500,18 +617,21 @@ mod tests {
             &[
                 Run {
                     start: 1000,
-                    end: 1010,
-                    tid: 0
+                    end: 1100,
+                    tid: 0,
+                    prio: -1
                 },
                 Run {
-                    start: 1010,
+                    start: 1100,
                     end: 1300,
-                    tid: 7
+                    tid: 7,
+                    prio: 120
                 },
                 Run {
                     start: 1300,
                     end: 1400,
-                    tid: 9
+                    tid: 9,
+                    prio: 120
                 }
             ]
         );
@@ -592,6 +712,82 @@ mod tests {
             }
             lo = w % 17;
         }
+    }
+
+    #[test]
+    fn one_stray_event_of_another_task_does_not_end_a_run() {
+        // irqs_off.dat: rtwhy switches to cyclictest at 829; an IPI event that the BPF
+        // program queued still carries rtwhy's pid at 855; cyclictest's own events follow.
+        let mut b = LaneBuilder::new(1_000_000);
+        b.observe(&ev(829, 1, 14774, switch(14774, 14794)));
+        b.observe(&ev(855, 1, 14774, EventKind::SoftirqRaise { vec: 1 }));
+        b.observe(&ev(868, 1, 14794, EventKind::SoftirqRaise { vec: 1 }));
+        b.observe(&ev(885, 1, 14794, switch(14794, 12053)));
+        let runs: Vec<(u64, u64, i32)> = b.finish(900)[0]
+            .runs
+            .iter()
+            .map(|r| (r.start, r.end, r.tid))
+            .collect();
+        assert_eq!(runs, [(829, 885, 14794), (885, 900, 12053)]);
+    }
+
+    #[test]
+    fn a_handler_interrupted_by_another_keeps_the_time_around_it() {
+        // A softirq that a hard IRQ interrupted twice ends after both: it keeps the three
+        // stretches around them, they keep theirs, all sorted and apart.
+        let mut b = LaneBuilder::new(1_000_000);
+        b.observe(&ev(100, 0, 5, EventKind::SoftirqEntry { vec: 3 }));
+        for (a, z) in [(200, 250), (300, 320)] {
+            b.observe(&ev(
+                a,
+                0,
+                5,
+                EventKind::IrqHandlerEntry {
+                    irq: 19,
+                    name: "eth0".into(),
+                },
+            ));
+            b.observe(&ev(z, 0, 5, EventKind::IrqHandlerExit { irq: 19, ret: 1 }));
+        }
+        b.observe(&ev(400, 0, 5, EventKind::SoftirqExit { vec: 3 }));
+        let spans: Vec<(u64, u64, Intr)> = b.finish(500)[0]
+            .intrs
+            .iter()
+            .map(|s| (s.start, s.end, s.kind))
+            .collect();
+        let (irq, net) = (Intr::Irq(19), Intr::Softirq(3));
+        assert_eq!(
+            spans,
+            [
+                (100, 200, net),
+                (200, 250, irq),
+                (250, 300, net),
+                (300, 320, irq),
+                (320, 400, net)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cut_draws_what_was_under_way_from_its_start() {
+        // The window begins inside a task's run and inside a softirq: both are drawn from
+        // the window's start; a later exit without entry (a lost entry) is not.
+        let mut b = LaneBuilder::new(1_000_000).starting_at(0);
+        b.observe(&ev(40, 1, 7, EventKind::SoftirqExit { vec: 1 }));
+        b.observe(&ev(60, 1, 7, EventKind::SoftirqExit { vec: 1 }));
+        b.observe(&ev(90, 1, 7, switch(7, 0)));
+        let l = &b.finish(100)[0];
+        let runs: Vec<(u64, u64, i32, i32)> =
+            l.runs.iter().map(|r| (r.start, r.end, r.tid, r.prio)).collect();
+        assert_eq!(runs, [(0, 90, 7, 120), (90, 100, 0, 120)]);
+        assert_eq!(
+            l.intrs,
+            [IntrSpan {
+                start: 0,
+                end: 40,
+                kind: Intr::Softirq(1)
+            }]
+        );
     }
 
     #[test]
