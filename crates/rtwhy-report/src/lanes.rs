@@ -478,12 +478,13 @@ fn push_intr(v: &mut Vec<IntrSpan>, start: u64, end: u64, kind: Intr) {
     if end <= start {
         return;
     }
-    // The spans already there that `[start, end)` overlaps: none, or the last few.
-    let first = v.partition_point(|s| s.end <= start);
-    if first == v.len() {
+    // The spans already there that `[start, end)` overlaps: none (nearly always), or
+    // the last few.
+    if v.last().is_none_or(|l| l.end <= start) {
         v.push(IntrSpan { start, end, kind });
         return;
     }
+    let first = v.partition_point(|s| s.end <= start);
     let mut pieces = Vec::new();
     let mut at = start;
     for s in v.get(first..).unwrap_or_default() {
