@@ -95,6 +95,10 @@ pub struct Placement {
     pub scratch: PathBuf,
     /// How long the load runs, when not the scenario's own length.
     pub length: Option<Duration>,
+    /// The victim CPU's own wake-up latency with nothing loaded (99th percentile; zero
+    /// when not measured): loads that can be sized grow above it (see
+    /// [`Scenario::setup_for`]).
+    pub noise: Duration,
 }
 
 /// A way of making a real-time thread late on purpose.
@@ -166,6 +170,15 @@ impl Scenario {
     /// How the scenario is run and judged.
     pub fn setup(self) -> Setup {
         scenarios::recipe(self).setup()
+    }
+
+    /// How the scenario is run and judged on a CPU whose own wake-up latency (p99,
+    /// nothing loaded) is `noise`: the threshold of a scenario whose load can be sized
+    /// sits above the noise, its load above the threshold, so the machine's own stalls
+    /// are not taken for the load's spikes (a TCG guest wakes milliseconds late by
+    /// itself). Scenarios whose load has no size keep [`Scenario::setup`].
+    pub fn setup_for(self, noise: Duration) -> Setup {
+        scenarios::recipe(self).setup_for(noise)
     }
 
     /// Whether this machine allows the scenario on `cpu`; the reason when it does not

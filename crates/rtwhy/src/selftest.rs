@@ -157,6 +157,58 @@ struct Bench {
     keep: Option<PathBuf>,
     work: PathBuf,
     exe: PathBuf,
+    /// The victim CPU's own wake-up latency, measured before the scenarios.
+    noise: Noise,
+}
+
+/// How late a timer thread on the victim's CPU wakes with nothing loaded.
+#[derive(Debug, Clone, Copy, Default)]
+struct Noise {
+    samples: usize,
+    p99: Duration,
+    max: Duration,
+}
+
+/// How long the noise is measured.
+const NOISE_RUN: Duration = Duration::from_secs(2);
+
+/// Measures the victim CPU's own wake-up latency: rtwhy's probe thread at the victim's
+/// priority (SCHED_FIFO 80, every 1 ms) for [`NOISE_RUN`], nothing else loaded. Scenarios
+/// whose load can be sized put their threshold and load above its 99th percentile
+/// (`Scenario::setup_for`): on a quiet machine that changes nothing, in a TCG guest
+/// (wake-ups milliseconds late by themselves) it keeps the machine's own stalls from
+/// being judged as the load's spikes.
+fn measure_noise(cpu: u32, interrupted: &AtomicBool) -> Result<Noise> {
+    let probe = rtwhy_record::probe::Probe::start(&ProbeConfig {
+        cpus: vec![cpu],
+        interval: Duration::from_millis(1),
+        priority: 80,
+        // Every wake-up is a "breach": all of them are collected.
+        threshold_ns: 0,
+    })
+    .context("cannot start the probe that measures the CPU's noise")?;
+    let mut lat: Vec<u64> = Vec::new();
+    let step = Duration::from_millis(100);
+    let mut waited = Duration::ZERO;
+    while waited < NOISE_RUN && !interrupted.load(Ordering::Relaxed) {
+        std::thread::sleep(step);
+        waited += step;
+        lat.extend(probe.breaches().iter().map(|b| b.latency_ns));
+    }
+    let stats = probe.stop();
+    lat.sort_unstable();
+    let max = stats.iter().map(|t| t.max_ns).max().unwrap_or(0);
+    // The nearest rank; with few samples (a very slow guest) the largest.
+    let p99 = match lat.len() {
+        0 => max,
+        n if n < 100 => lat.last().copied().unwrap_or(max),
+        n => lat.get(n * 99 / 100).copied().unwrap_or(max),
+    };
+    Ok(Noise {
+        samples: lat.len(),
+        p99: Duration::from_nanos(p99),
+        max: Duration::from_nanos(max.max(p99)),
+    })
 }
 
 pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
@@ -199,6 +251,7 @@ pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
         Some(dir) => dir.clone(),
         None => std::env::temp_dir().join(format!("rtwhy-selftest-{}", std::process::id())),
     };
+    let noise = measure_noise(cpu, &interrupted)?;
     let bench = Bench {
         platform,
         cpu,
@@ -208,6 +261,7 @@ pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
         keep: args.keep.clone(),
         work: work.clone(),
         exe: std::env::current_exe().context("cannot find rtwhy's own executable")?,
+        noise,
     };
     let out = std::io::stdout();
     let mut out = out.lock();
@@ -384,7 +438,7 @@ struct Scene<'a> {
 
 impl Observer for Scene<'_> {
     fn armed(&mut self, _: &Armed) {
-        if self.scenario.setup().victim == Victim::LabHigh {
+        if self.scenario.setup_for(self.bench.noise.p99).victim == Victim::LabHigh {
             // The load is the recorded command itself.
             return;
         }
@@ -393,6 +447,7 @@ impl Observer for Scene<'_> {
             housekeeping: self.bench.housekeeping,
             scratch: rtwhy_lab::default_scratch_dir(),
             length: None,
+            noise: self.bench.noise.p99,
         };
         match self.scenario.start(
             &self.bench.platform,
@@ -415,7 +470,7 @@ impl Observer for Scene<'_> {
 }
 
 fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
-    let setup = s.setup();
+    let setup = s.setup_for(bench.noise.p99);
     let threshold = setup.threshold.as_nanos() as u64;
     let run_secs = setup.run.as_secs().max(1);
     let cpu = bench.cpu;
@@ -638,7 +693,7 @@ fn write_readme(bench: &Bench, s: Scenario, dir: &Path, ran: &Ran<'_>) -> Result
         ended_by,
     } = ran;
     let f = &bench.platform.facts;
-    let setup = s.setup();
+    let setup = s.setup_for(bench.noise.p99);
     let mut t = String::new();
     t.push_str(&format!(
         "# {}: {}\n\nRecorded by `rtwhy selftest --keep` (rtwhy {}) with rtwhy's own recorder.\n\n",
@@ -736,6 +791,16 @@ fn print_platform(out: &mut impl Write, b: &Bench) -> Result<()> {
         })
         .collect();
     writeln!(out, "  BPF attach     {}", modes.join(", "))?;
+    let n = b.noise;
+    writeln!(
+        out,
+        "  noise          CPU {}: p99 {}, max {} over {} wake-ups (SCHED_FIFO 80 timer every 1 ms for {} s, nothing loaded); sized loads go above it",
+        b.cpu,
+        human_duration(n.p99.as_nanos() as u64),
+        human_duration(n.max.as_nanos() as u64),
+        n.samples,
+        NOISE_RUN.as_secs()
+    )?;
     writeln!(
         out,
         "  isolation      {}",
@@ -883,6 +948,7 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         housekeeping,
         scratch: args.scratch.clone(),
         length: args.length.map(|n| Duration::from_nanos(n.0)),
+        noise: Duration::ZERO,
     };
     let stop = Stop::new(interrupted.clone());
     let mut tweaks = Tweaks::new(Path::new(JOURNAL_DIR));

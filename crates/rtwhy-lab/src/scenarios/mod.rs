@@ -30,6 +30,13 @@ pub(crate) trait Recipe: Sync {
     fn induces(&self) -> &'static str;
     /// How it is run and judged.
     fn setup(&self) -> Setup;
+    /// How it is run and judged on a CPU whose own wake-up latency (p99, nothing
+    /// loaded) is `noise`: a scenario whose load can be sized puts its threshold above
+    /// the noise and its load above the threshold ([`crate::Placement::noise`] tells the
+    /// load). The others keep [`Recipe::setup`].
+    fn setup_for(&self, _noise: Duration) -> Setup {
+        self.setup()
+    }
     /// What this scenario needs beyond two online CPUs and a victim's CPU other than 0:
     /// the reason when the machine does not allow it.
     fn check(&self, _p: &Platform, _cpu: u32) -> std::result::Result<(), String> {
