@@ -65,6 +65,34 @@ fn filters_pick_the_victims() {
 }
 
 #[test]
+fn filters_pick_the_victims_of_breach_markers_too() {
+    // The RT migration capture's detector reported breaches of lab-high and of lab-med;
+    // asked about lab-high, the analysis must not judge lab-med's (selftest judged them
+    // as the victim's in the RT guest and named their preemption by lab-high).
+    let path = workspace().join("fixtures/rt_migration/capture.dat");
+    let victims = |args: &[&str]| -> Vec<(String, String)> {
+        let (_, v) = analyze_json(&path, args);
+        v["spikes"]
+            .as_array()
+            .expect("spikes")
+            .iter()
+            .map(|s| {
+                let comm = s["victim"]["comm"].as_str().unwrap_or("?").to_string();
+                let kind = s["source"]["kind"].as_str().unwrap_or("?").to_string();
+                (comm, kind)
+            })
+            .collect()
+    };
+    let all = victims(&[]);
+    let marker = |c: &str| (c.to_string(), "breach_marker".to_string());
+    assert!(all.contains(&marker("lab-med")), "{all:?}");
+    assert!(all.contains(&marker("lab-high")), "{all:?}");
+    let high = victims(&["--comm", "lab-high"]);
+    assert!(high.contains(&marker("lab-high")), "{high:?}");
+    assert!(high.iter().all(|(c, _)| c == "lab-high"), "{high:?}");
+}
+
+#[test]
 fn bad_input_gets_one_line_and_exit_2() {
     let dir = tempfile::tempdir().expect("tempdir");
     let prose = dir.path().join("notes.txt");

@@ -255,6 +255,19 @@ impl Tracker {
                 && (self.selected.contains(&tid) || f.matches_comm(&t.comm)))
     }
 
+    /// True when a marker's spike of `tid`, named `comm`, belongs to a thread the user
+    /// asked about. Markers come from the threads a detector or cyclictest watched
+    /// (real-time ones), so with no filter every one counts, even of a thread the events
+    /// have not shown yet; a filter keeps only its own threads' spikes (selftest's
+    /// `--comm lab-high` had judged lab-med's and lab-low's breaches as the victim's).
+    fn marker_victim(&self, tid: i32, comm: &Comm) -> bool {
+        let f = &self.config.filter;
+        f.is_empty()
+            || f.tids.contains(&tid)
+            || self.selected.contains(&tid)
+            || f.matches_comm(comm)
+    }
+
     /// Follows one event; returns the episodes to diagnose. The caller pushes the event
     /// into the history before diagnosing.
     pub fn observe(&mut self, ev: &Event) -> Vec<Outcome> {
@@ -601,6 +614,10 @@ impl Tracker {
             return;
         }
         if let Some((reported, _limit)) = parse_cyclictest_marker(text) {
+            let comm = self.tasks.get(&ev.pid).map(|t| t.comm).unwrap_or_default();
+            if !self.marker_victim(ev.pid, &comm) {
+                return;
+            }
             let source = SpikeSource::ToolMarker {
                 text: text.trim_end().to_string(),
                 reported_ns: reported,
@@ -700,6 +717,9 @@ impl Tracker {
             Some((c, p)) => (if r.comm == Comm::default() { c } else { r.comm }, p),
             None => (r.comm, r.prio.unwrap_or(120)),
         };
+        if !self.marker_victim(r.tid, &comm) {
+            return;
+        }
         let start = r
             .expiry
             .or(r.waking)
