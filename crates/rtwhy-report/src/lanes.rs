@@ -505,7 +505,9 @@ fn push_intr(v: &mut Vec<IntrSpan>, start: u64, end: u64, kind: Intr) {
         });
     }
     v.extend(pieces);
-    v.get_mut(first..).unwrap_or_default().sort_by_key(|s| s.start);
+    v.get_mut(first..)
+        .unwrap_or_default()
+        .sort_by_key(|s| s.start);
 }
 
 #[cfg(test)]
@@ -778,8 +780,11 @@ mod tests {
         b.observe(&ev(60, 1, 7, EventKind::SoftirqExit { vec: 1 }));
         b.observe(&ev(90, 1, 7, switch(7, 0)));
         let l = &b.finish(100)[0];
-        let runs: Vec<(u64, u64, i32, i32)> =
-            l.runs.iter().map(|r| (r.start, r.end, r.tid, r.prio)).collect();
+        let runs: Vec<(u64, u64, i32, i32)> = l
+            .runs
+            .iter()
+            .map(|r| (r.start, r.end, r.tid, r.prio))
+            .collect();
         assert_eq!(runs, [(0, 90, 7, 120), (90, 100, 0, 120)]);
         assert_eq!(
             l.intrs,

@@ -16,8 +16,8 @@ use rtwhy_decode::print::Printer;
 use rtwhy_decode::{Record, TraceMeta};
 use rtwhy_model::{Comm, Event, EventKind};
 
-use rtwhy_report::lanes::{Lane, LaneBuilder};
 use crate::{Error, Result};
+use rtwhy_report::lanes::{Lane, LaneBuilder};
 
 /// One event as the viewer keeps it: 24 bytes plus the record's payload in an arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -29,8 +29,8 @@ use rtwhy_model::{Spike, SpikeKind};
 use crate::app::{App, Pane};
 use crate::capture::Capture;
 use crate::fmt::{fmt_dur, fmt_offset, fmt_ts};
-use rtwhy_report::lanes::{Cover, Lane};
 use crate::theme::{self, Theme};
+use rtwhy_report::lanes::{Cover, Lane};
 
 /// The lanes in display order: the victim's CPU, the CPUs the evidence names, the rest.
 pub fn lane_order(cap: &Capture, spike: Option<&Spike>) -> Vec<usize> {

@@ -71,7 +71,10 @@ mod tests {
         let tcg = Preemption.setup_for(Duration::from_millis(9));
         assert_eq!(tcg.threshold, Duration::from_millis(18));
         let (spin, period) = spin_for(tcg.threshold);
-        assert_eq!((spin, period), (Duration::from_millis(36), Duration::from_millis(360)));
+        assert_eq!(
+            (spin, period),
+            (Duration::from_millis(36), Duration::from_millis(360))
+        );
         assert!(spin > tcg.threshold && period < tcg.run / 4);
     }
 }
