@@ -239,17 +239,19 @@ fn a_breach_marker_gives_a_spike_with_its_exact_times() {
     t.switch(400, 1, (200, 120), 0, (VICTIM, VPRIO));
     let (us, pid, kind) = print(500, 999, &r.to_marker());
     t.ev(us, 0, pid, kind);
-    // A filter that excludes the victim does not hide the recorder's own breach.
-    let a = t.run(
-        Config {
-            filter: TaskFilter {
-                comms: vec!["nobody".into()],
-                ..TaskFilter::default()
-            },
-            ..Config::default()
+    // The breach is its victim's spike: a filter naming another thread leaves it out
+    // (a breach of lab-med is not lab-high's), one naming the victim keeps it, although
+    // the victim's name appears nowhere but in the record.
+    let only = |comm: &str| Config {
+        filter: TaskFilter {
+            comms: vec![comm.into()],
+            ..TaskFilter::default()
         },
-        SystemFacts::default(),
-    );
+        ..Config::default()
+    };
+    let other = t.run(only("nobody"), SystemFacts::default());
+    assert!(other.spikes.is_empty(), "{:?}", other.spikes);
+    let a = t.run(only("ctl"), SystemFacts::default());
     assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
     let s = &a.spikes[0];
     assert_eq!(s.latency_ns, 300 * US);
