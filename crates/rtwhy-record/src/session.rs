@@ -299,6 +299,14 @@ fn cpu_count(tracefs: &Tracefs) -> usize {
 /// `(system, event)`.
 type EventName = (String, String);
 
+/// The tracefs instances a session of process `pid` makes: the flight recorder's and
+/// the watcher's (markers, fallback detection). A program that must write its markers
+/// into them itself (a kernel without `options/copy_trace_marker`, such as 6.1) writes
+/// to `instances/NAME/trace_marker` of both.
+pub fn instance_names(pid: u32) -> (String, String) {
+    (format!("rtwhy-{pid}"), format!("rtwhy-{pid}-watch"))
+}
+
 /// Resolves the event list: preset plus extras, `system:*` expanded, missing ones apart.
 fn resolve_events(
     tracefs: &Tracefs,
@@ -519,7 +527,7 @@ fn run_with(
         None => None,
     };
     let pid = std::process::id();
-    let flight = tracefs.create_instance(&format!("rtwhy-{pid}"))?;
+    let flight = tracefs.create_instance(&instance_names(pid).0)?;
     flight.set_tracing_on(false)?;
     flight.set_buffer_kb(cfg.buffer_kb)?;
     flight.set_overwrite(true)?;
@@ -610,7 +618,7 @@ fn run_with(
     };
     let need_watch = !matches!(detector, Detector::Bpf(_)) || !cfg.markers.is_empty();
     let watch_instance = if need_watch {
-        let w = tracefs.create_instance(&format!("rtwhy-{pid}-watch"))?;
+        let w = tracefs.create_instance(&instance_names(pid).1)?;
         w.set_tracing_on(false)?;
         w.set_buffer_kb(1024)?;
         w.set_overwrite(false)?;

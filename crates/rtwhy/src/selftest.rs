@@ -438,7 +438,12 @@ struct Scene<'a> {
 
 impl Observer for Scene<'_> {
     fn armed(&mut self, _: &Armed) {
-        if self.scenario.setup_for(self.bench.noise.p99).victim == Victim::LabHigh {
+        if self
+            .scenario
+            .setup_for(&self.bench.platform, self.bench.cpu, self.bench.noise.p99)
+            .victim
+            == Victim::LabHigh
+        {
             // The load is the recorded command itself.
             return;
         }
@@ -470,10 +475,11 @@ impl Observer for Scene<'_> {
 }
 
 fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
-    let setup = s.setup_for(bench.noise.p99);
+    let setup = s.setup_for(&bench.platform, bench.cpu, bench.noise.p99);
     let threshold = setup.threshold.as_nanos() as u64;
     let run_secs = setup.run.as_secs().max(1);
     let cpu = bench.cpu;
+    let prio = s.victim_prio(&bench.platform, cpu).to_string();
     let (workload, victim_comm, command_line) = match setup.victim {
         Victim::Timer { interval_us } => match bench.victim {
             TimerVictim::Cyclictest => {
@@ -481,7 +487,7 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
                     "cyclictest",
                     "-m",
                     "-p",
-                    "80",
+                    &prio,
                     "-i",
                     &interval_us.to_string(),
                     "-a",
@@ -512,21 +518,30 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
                 Workload::Probe(ProbeConfig {
                     cpus: vec![cpu],
                     interval: Duration::from_micros(interval_us),
-                    priority: 80,
+                    priority: s.victim_prio(&bench.platform, cpu),
                     threshold_ns: threshold,
                 }),
                 format!("rtwhy-probe/{cpu}"),
-                format!("rtwhy's probe, SCHED_FIFO 80 on CPU {cpu}, every {interval_us} us"),
+                format!("rtwhy's probe, SCHED_FIFO {prio} on CPU {cpu}, every {interval_us} us"),
             ),
         },
         Victim::LabHigh => {
-            let argv = vec![
+            let mut argv = vec![
                 bench.exe.display().to_string(),
                 "lab".into(),
                 s.name().into(),
                 "--cpu".into(),
                 cpu.to_string(),
             ];
+            // Without options/copy_trace_marker (Linux 6.1) the session's instances do
+            // not see the top-level marker that triggers the captures: lab-high writes
+            // into theirs as well.
+            if let Some(markers) = own_markers() {
+                argv.splice(
+                    0..0,
+                    ["env".to_string(), format!("RTWHY_LAB_MARKER={markers}")],
+                );
+            }
             let line = format!("rtwhy lab {} --cpu {cpu}", s.name());
             (Workload::Command(argv), "lab-high".to_string(), line)
         }
@@ -668,6 +683,30 @@ fn load_latency(spike: &rtwhy_model::Spike) -> u64 {
     spike.latency_ns.saturating_sub(stopped)
 }
 
+/// The trace markers `rtwhy lab` must write to itself for this process's session to see
+/// them: the top-level one and the session's instances', where the kernel cannot copy
+/// the top-level marker into instances; `None` where it can.
+fn own_markers() -> Option<String> {
+    let t = Tracefs::open().ok()?;
+    let root = t.root();
+    if root.join("options/copy_trace_marker").exists() {
+        return None;
+    }
+    let (flight, watch) = session::instance_names(std::process::id());
+    let paths = [
+        root.join("trace_marker"),
+        root.join("instances").join(flight).join("trace_marker"),
+        root.join("instances").join(watch).join("trace_marker"),
+    ];
+    Some(
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":"),
+    )
+}
+
 /// Whether a spike from `start` to `end` overlaps the load's run.
 fn during(runs: &Range<u64>, start: u64, end: u64) -> bool {
     end >= runs.start && start <= runs.end
@@ -693,7 +732,7 @@ fn write_readme(bench: &Bench, s: Scenario, dir: &Path, ran: &Ran<'_>) -> Result
         ended_by,
     } = ran;
     let f = &bench.platform.facts;
-    let setup = s.setup_for(bench.noise.p99);
+    let setup = s.setup_for(&bench.platform, bench.cpu, bench.noise.p99);
     let mut t = String::new();
     t.push_str(&format!(
         "# {}: {}\n\nRecorded by `rtwhy selftest --keep` (rtwhy {}) with rtwhy's own recorder.\n\n",

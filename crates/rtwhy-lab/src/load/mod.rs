@@ -16,6 +16,7 @@ pub mod blockio;
 pub mod flood;
 pub mod inversion;
 pub mod kwork;
+pub mod lookups;
 pub mod spin;
 
 /// Longest any single load may run.
@@ -168,16 +169,22 @@ pub(crate) fn spin_until(until_ns: u64, stop: &Stop) {
     }
 }
 
-/// Writes `lab: <text>` to the trace marker (`$RTWHY_LAB_MARKER`, else the top-level
-/// `trace_marker`, which rtwhy's recording instance copies), so a person reading the
-/// trace sees what the load did and when. Failure is ignored: tracing may be off.
+/// Writes `lab: <text>` to the trace markers (`$RTWHY_LAB_MARKER`, one path or several
+/// separated by `:`, else the top-level `trace_marker`, which rtwhy's recording
+/// instances copy where the kernel has `options/copy_trace_marker`), so a person reading
+/// the trace sees what the load did and when, and a recorder watching for the marker
+/// sees it. Failure is ignored: tracing may be off.
 pub fn mark(text: &str) {
-    let path = std::env::var_os("RTWHY_LAB_MARKER")
+    let paths = std::env::var("RTWHY_LAB_MARKER")
+        .ok()
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "/sys/kernel/tracing/trace_marker".into());
-    if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(path) {
-        use std::io::Write;
-        let _ = f.write_all(format!("lab: {text}").as_bytes());
+    let line = format!("lab: {text}");
+    for path in paths.split(':').filter(|p| !p.is_empty()) {
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(path) {
+            use std::io::Write;
+            let _ = f.write_all(line.as_bytes());
+        }
     }
 }
 
