@@ -9,6 +9,14 @@
 //!   t + 0.5 ms: it already runs when `lab-high` blocks, and `lab-high`'s switch goes
 //!   straight to it) and spins `medium` of wall time.
 //!
+//! The times are when each thread's timer wakes it; each also waits for the step
+//! before its own (`lab-high` asks only once `lab-low` holds the mutex, `lab-med` spins
+//! only once `lab-high` asked, or `lab-low` holds it when the holder is preempted
+//! first), and `lab-low` computes until `lab-high` has asked before it counts its
+//! `critical` time. So the order holds where timers fire milliseconds late (a guest
+//! under emulation, whose isolated CPU's timers fire on another CPU); a step that does
+//! not come within the round is marked and the round skipped.
+//!
 //! With a plain mutex `lab-med` preempts `lab-low`, so `lab-high` waits for `lab-med`:
 //! an unbounded inversion. With priority inheritance `lab-low` runs at FIFO 80 while
 //! `lab-high` waits, `lab-med` cannot preempt it, and the wait is bounded by the rest of
@@ -20,6 +28,7 @@
 //! `lab-chain`, which waits for `lab-low`, which `lab-med` preempts: the task that keeps
 //! `lab-high` waiting is at the end of a chain of two locks.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,6 +61,47 @@ const HIGH_AT_NS: u64 = 1_000_000;
 const MEDIUM_AT_NS: u64 = 1_500_000;
 const MEDIUM_FIRST_AT_NS: u64 = 500_000;
 const CHAIN_AT_NS: u64 = 500_000;
+/// How long into its round a thread waits for the step before its own.
+const STEP_WAIT_NS: u64 = 100_000_000;
+
+/// How far each round has got: each counter holds the round number plus one once its
+/// step of that round is done.
+#[derive(Debug, Default)]
+struct Steps {
+    /// `lab-low` holds the mutex.
+    low_holds: AtomicU32,
+    /// `lab-chain` holds the outer mutex and asks for `lab-low`'s.
+    chain_waits: AtomicU32,
+    /// `lab-high` asks for its mutex.
+    high_asks: AtomicU32,
+    /// `lab-med` spins.
+    med_spins: AtomicU32,
+}
+
+impl Steps {
+    fn done(step: &AtomicU32, round: u32) {
+        step.store(round + 1, Ordering::Release);
+    }
+
+    fn reached(step: &AtomicU32, round: u32) -> bool {
+        step.load(Ordering::Acquire) > round
+    }
+}
+
+/// Sleeps in 50 us steps until every one of `steps` has reached `round`: false when the
+/// deadline or a stop came first.
+fn await_steps(steps: &[&AtomicU32], round: u32, deadline_ns: u64, stop: &Stop) -> bool {
+    loop {
+        if steps.iter().all(|s| Steps::reached(s, round)) {
+            return true;
+        }
+        let now = sys::monotonic_ns();
+        if now >= deadline_ns || stop.requested() {
+            return false;
+        }
+        sys::sleep_until(now + 50_000);
+    }
+}
 
 /// Starts the three threads; they end after the last iteration.
 pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
@@ -89,16 +139,33 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
     ));
     let end = base + u64::from(cfg.iterations) * GAP_NS;
     let mut load = Load::new(stop.clone(), base..end);
+    let steps = Arc::new(Steps::default());
+    let round = move |i: u32| base + u64::from(i) * GAP_NS;
     {
-        let (lock, stop) = (lock.clone(), stop.clone());
+        let (lock, stop, steps) = (lock.clone(), stop.clone(), steps.clone());
         load.spawn("lab-low", move || {
             fifo_on(cfg.cpu, 10, "inversion")?;
             for i in 0..cfg.iterations {
-                if !stop.sleep_until(base + u64::from(i) * GAP_NS) {
+                if !stop.sleep_until(round(i)) {
                     break;
                 }
                 lock.lock();
                 mark(&format!("inversion: low took the lock (iteration {i})\n"));
+                Steps::done(&steps.low_holds, i);
+                // Held, computing, until the waiters have asked (a timer late by
+                // milliseconds must not find the mutex free), then `critical` more.
+                let waiters: &[&AtomicU32] = if cfg.nested {
+                    &[&steps.chain_waits, &steps.high_asks]
+                } else {
+                    &[&steps.high_asks]
+                };
+                let deadline = round(i) + STEP_WAIT_NS;
+                while !waiters.iter().all(|s| Steps::reached(s, i))
+                    && sys::monotonic_ns() < deadline
+                    && !stop.requested()
+                {
+                    spin_until(sys::monotonic_ns() + 50_000, &stop);
+                }
                 burn_cpu(cfg.critical, &stop);
                 mark(&format!(
                     "inversion: low releases the lock (iteration {i})\n"
@@ -112,17 +179,22 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
         })?;
     }
     if cfg.nested {
-        let (lock, outer, stop) = (lock.clone(), outer.clone(), stop.clone());
+        let (lock, outer, stop, steps) = (lock.clone(), outer.clone(), stop.clone(), steps.clone());
         load.spawn("lab-chain", move || {
             fifo_on(cfg.cpu, 60, "inversion")?;
             for i in 0..cfg.iterations {
-                if !stop.sleep_until(base + u64::from(i) * GAP_NS + CHAIN_AT_NS) {
+                if !stop.sleep_until(round(i) + CHAIN_AT_NS) {
                     break;
+                }
+                if !await_steps(&[&steps.low_holds], i, round(i) + STEP_WAIT_NS, &stop) {
+                    mark(&format!("inversion: chain skips iteration {i}: low does not hold the lock\n"));
+                    continue;
                 }
                 outer.lock();
                 mark(&format!(
                     "inversion: chain took the outer lock and wants low's (iteration {i})\n"
                 ));
+                Steps::done(&steps.chain_waits, i);
                 lock.lock();
                 mark(&format!(
                     "inversion: chain got low's lock, releases both (iteration {i})\n"
@@ -144,15 +216,32 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
             },
             stop.clone(),
         );
+        let steps = steps.clone();
         load.spawn("lab-high", move || {
             fifo_on(cfg.cpu, 80, "inversion")?;
             let mut worst = 0u64;
+            let mut before: Vec<&AtomicU32> = vec![&steps.low_holds];
+            if cfg.nested {
+                before.push(&steps.chain_waits);
+            }
+            if cfg.medium_first {
+                before.push(&steps.med_spins);
+            }
             for i in 0..cfg.iterations {
-                let at = base + u64::from(i) * GAP_NS + HIGH_AT_NS;
-                if !stop.sleep_until(at) {
+                if !stop.sleep_until(round(i) + HIGH_AT_NS) {
                     break;
                 }
+                if !await_steps(&before, i, round(i) + STEP_WAIT_NS, &stop) {
+                    mark(&format!(
+                        "inversion: high skips iteration {i}: the steps before it did not come\n"
+                    ));
+                    // lab-low waits for high's ask until the round's deadline.
+                    Steps::done(&steps.high_asks, i);
+                    continue;
+                }
+                let at = sys::monotonic_ns();
                 mark(&format!("inversion: high wants the lock (iteration {i})\n"));
+                Steps::done(&steps.high_asks, i);
                 lock.lock();
                 worst = worst.max(sys::monotonic_ns().saturating_sub(at));
                 mark(&format!("inversion: high got the lock (iteration {i})\n"));
@@ -171,15 +260,27 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
     };
     load.spawn("lab-med", move || {
         fifo_on(cfg.cpu, 50, "inversion")?;
+        let before = if cfg.medium_first {
+            &steps.low_holds
+        } else {
+            &steps.high_asks
+        };
         for i in 0..cfg.iterations {
-            let at = base + u64::from(i) * GAP_NS + medium_at;
-            if !stop.sleep_until(at) {
+            if !stop.sleep_until(round(i) + medium_at) {
                 break;
             }
+            if !await_steps(&[before], i, round(i) + STEP_WAIT_NS, &stop) {
+                mark(&format!(
+                    "inversion: medium skips iteration {i}: the step before it did not come\n"
+                ));
+                continue;
+            }
+            let at = sys::monotonic_ns();
             mark(&format!(
                 "inversion: medium spins {} ms (iteration {i})\n",
                 cfg.medium.as_millis()
             ));
+            Steps::done(&steps.med_spins, i);
             spin_until(at + cfg.medium.as_nanos() as u64, &stop);
         }
         mark("inversion: done\n");
