@@ -29,7 +29,7 @@ use std::time::Duration;
 use rtwhy_model::Cause;
 
 pub use load::{Load, Stop};
-pub use platform::{BlockIrq, Platform};
+pub use platform::{DeviceIrq, IrqDevice, Platform};
 pub use tweak::Tweaks;
 
 /// What can go wrong starting a scenario.
@@ -57,7 +57,7 @@ pub type Result<T> = std::result::Result<T, LabError>;
 /// Whose lateness a scenario measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Victim {
-    /// A cyclic timer thread, SCHED_FIFO 80 on the scenario's CPU: real cyclictest, or
+    /// A cyclic timer thread, SCHED_FIFO 80 ([`Scenario::victim_prio`]) on the scenario's CPU: real cyclictest, or
     /// rtwhy's probe where cyclictest is not installed.
     Timer {
         /// Wake-up interval, microseconds.
@@ -177,8 +177,14 @@ impl Scenario {
     /// sits above the noise, its load above the threshold, so the machine's own stalls
     /// are not taken for the load's spikes (a TCG guest wakes milliseconds late by
     /// itself). Scenarios whose load has no size keep [`Scenario::setup`].
-    pub fn setup_for(self, noise: Duration) -> Setup {
-        scenarios::recipe(self).setup_for(noise)
+    pub fn setup_for(self, p: &Platform, cpu: u32, noise: Duration) -> Setup {
+        scenarios::recipe(self).setup_for(p, cpu, noise)
+    }
+
+    /// SCHED_FIFO priority of the scenario's timer victim on `cpu` of `p` (80 unless the
+    /// scenario needs it below an IRQ thread).
+    pub fn victim_prio(self, p: &Platform, cpu: u32) -> i32 {
+        scenarios::recipe(self).victim_prio(p, cpu)
     }
 
     /// Whether this machine allows the scenario on `cpu`; the reason when it does not
@@ -318,6 +324,6 @@ mod tests {
         let p = Platform::from_facts(root.path(), rtwhy_record::facts::snapshot_at(root.path()));
         // Whether the fact reader saw the IRQ decides between the two reasons; both
         // must say it cannot be done rather than pass.
-        assert!(Scenario::IrqOnIsolatedCpu.check(&p, 1).is_err() || !p.block_irqs().is_empty());
+        assert!(Scenario::IrqOnIsolatedCpu.check(&p, 1).is_err() || !p.device_irqs().is_empty());
     }
 }

@@ -6,17 +6,35 @@ use std::path::{Path, PathBuf};
 
 use rtwhy_model::{CpuList, SystemFacts};
 
-/// A device interrupt that block I/O completions arrive on.
+/// A device interrupt the lab can make busy from another CPU: a disk queue's, or the
+/// virtio transport's of a 9p filesystem (how a VM such as virtme-ng's sees the host's
+/// files, with no disk at all).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlockIrq {
+pub struct DeviceIrq {
     /// IRQ number.
     pub irq: i32,
-    /// Its action name in `/proc/interrupts` (`virtio1-req.0`, `nvme0q1`...).
+    /// Its action name in `/proc/interrupts` (`virtio1-req.0`, `nvme0q1`,
+    /// `virtio0-requests`...).
     pub name: String,
     /// The CPUs it is delivered to (`effective_affinity_list`, else `smp_affinity_list`).
     pub cpus: CpuList,
     /// A managed IRQ: the kernel owns its affinity, it cannot be moved.
     pub managed: bool,
+    /// SCHED_FIFO priority of its `irq/N-name` thread (threaded IRQs, PREEMPT_RT), when
+    /// the recorder saw one.
+    pub thread_prio: Option<i32>,
+    /// What makes it interrupt.
+    pub device: IrqDevice,
+}
+
+/// The device behind a [`DeviceIrq`], which says what load makes it interrupt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IrqDevice {
+    /// A block device's queue: writes completing.
+    Disk,
+    /// The virtio transport of the 9p filesystem mounted at this path: file-system
+    /// requests answered by the host.
+    NineP(PathBuf),
 }
 
 /// The machine as the scenarios see it.
@@ -79,24 +97,64 @@ impl Platform {
     }
 
     /// The interrupts of block devices' request queues (virtio-blk, NVMe, AHCI, MMC).
-    pub fn block_irqs(&self) -> Vec<BlockIrq> {
+    pub fn device_irqs(&self) -> Vec<DeviceIrq> {
+        let ninep = self.ninep_transports();
         self.facts
             .irqs
             .values()
             .filter_map(|f| {
                 let name = f.name.as_deref()?;
-                if !is_block_queue_irq(name) {
-                    return None;
-                }
+                let device = if is_block_queue_irq(name) {
+                    IrqDevice::Disk
+                } else {
+                    let (_, mount) = ninep
+                        .iter()
+                        .find(|(dev, _)| name == format!("{dev}-requests"))?;
+                    IrqDevice::NineP(mount.clone())
+                };
                 let list = f.effective.as_deref().or(f.affinity.as_deref())?;
-                Some(BlockIrq {
+                Some(DeviceIrq {
                     irq: f.irq,
                     name: name.to_string(),
                     cpus: CpuList::parse(list)?,
                     managed: f.managed,
+                    thread_prio: f.thread_prio.filter(|&p| p > 0),
+                    device,
                 })
             })
             .collect()
+    }
+
+    /// The virtio devices carrying 9p file systems (`virtio0`...) and where each is
+    /// mounted: the device's `mount_tag` is the mount's source in `/proc/mounts`.
+    fn ninep_transports(&self) -> Vec<(String, PathBuf)> {
+        let Ok(devices) = std::fs::read_dir(self.path("sys/bus/virtio/drivers/9pnet_virtio"))
+        else {
+            return Vec::new();
+        };
+        let mounts = std::fs::read_to_string(self.path("proc/mounts")).unwrap_or_default();
+        let mut out = Vec::new();
+        for d in devices.flatten() {
+            let dev = d.file_name().to_string_lossy().into_owned();
+            if !dev.starts_with("virtio") {
+                continue;
+            }
+            let Ok(tag) = std::fs::read_to_string(d.path().join("mount_tag")) else {
+                continue;
+            };
+            // The tag file may carry a trailing NUL or newline.
+            let tag = tag.trim_end_matches(['\0', '\n']);
+            let mount = mounts.lines().find_map(|l| {
+                let mut f = l.split_whitespace();
+                let (source, at, fs) = (f.next()?, f.next()?, f.next()?);
+                (source == tag && fs == "9p").then(|| PathBuf::from(at))
+            });
+            if let Some(at) = mount {
+                out.push((dev, at));
+            }
+        }
+        out.sort();
+        out
     }
 }
 
@@ -118,5 +176,58 @@ mod tests {
         for no in ["virtio0-input.0", "virtio0-config", "eth0-TxRx-0", "i8042"] {
             assert!(!is_block_queue_irq(no), "{no}");
         }
+    }
+
+    /// virtme-ng's guest: no disk, the host's root over 9p on virtio0, whose requests
+    /// interrupt on IRQ 25 with a FIFO 50 thread (PREEMPT_RT).
+    #[test]
+    fn the_transport_of_a_9p_root_is_a_device_irq() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (rel, text) in [
+            ("sys/devices/system/cpu/online", "0-1\n"),
+            (
+                "sys/bus/virtio/drivers/9pnet_virtio/virtio0/mount_tag",
+                "/dev/root\0",
+            ),
+            (
+                "sys/bus/virtio/drivers/9pnet_virtio/virtio3/mount_tag",
+                "unmounted\0",
+            ),
+            (
+                "proc/mounts",
+                "/dev/root / 9p ro,relatime,trans=virtio 0 0\ntmpfs /tmp tmpfs rw 0 0\n",
+            ),
+        ] {
+            std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(root.join(rel), text).unwrap();
+        }
+        let pairs = [
+            ("irq.25.name", "virtio0-requests"),
+            ("irq.25.affinity", "0"),
+            ("irq.25.thread_prio", "50"),
+            ("irq.26.name", "virtio3-requests"),
+            ("irq.26.affinity", "0"),
+            ("irq.4.name", "ttyS0"),
+            ("irq.4.affinity", "0"),
+        ];
+        let p = Platform::from_facts(
+            root,
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        assert_eq!(
+            p.device_irqs(),
+            [DeviceIrq {
+                irq: 25,
+                name: "virtio0-requests".into(),
+                cpus: CpuList(vec![0]),
+                managed: false,
+                thread_prio: Some(50),
+                device: IrqDevice::NineP(PathBuf::from("/")),
+            }]
+        );
     }
 }

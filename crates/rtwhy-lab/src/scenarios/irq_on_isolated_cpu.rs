@@ -1,5 +1,9 @@
-//! `irq_on_isolated_cpu`: block-device interrupts delivered to the victim's CPU, declared
-//! isolated, while another CPU writes with O_DIRECT.
+//! `irq_on_isolated_cpu`: a device's interrupts delivered to the victim's CPU, declared
+//! isolated, while another CPU keeps the device busy: a disk written with O_DIRECT, or,
+//! where there is no disk (a VM whose files are the host's over 9p), the 9p transport
+//! asked to look up names. Where the interrupt has a thread (PREEMPT_RT, `threadirqs`)
+//! the victim runs below it, as a real-time thread that does not depend on the device
+//! should not have to, so the thread's time on the isolated CPU is the victim's wait.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -7,7 +11,9 @@ use std::time::Duration;
 use rtwhy_model::Cause;
 
 use super::{setup, timer, Recipe};
-use crate::{load, BlockIrq, LabError, Load, Placement, Platform, Result, Setup, Stop, Tweaks};
+use crate::{
+    load, DeviceIrq, IrqDevice, LabError, Load, Placement, Platform, Result, Setup, Stop, Tweaks,
+};
 
 pub(crate) struct IrqOnIsolatedCpu;
 
@@ -17,7 +23,7 @@ impl Recipe for IrqOnIsolatedCpu {
     }
 
     fn induces(&self) -> &'static str {
-        "O_DIRECT writes from another CPU; the disk's interrupts arrive here"
+        "disk writes (or 9p lookups) from another CPU; the device's interrupts arrive here"
     }
 
     fn setup(&self) -> Setup {
@@ -27,8 +33,38 @@ impl Recipe for IrqOnIsolatedCpu {
         }
     }
 
+    /// Where the interrupt has a thread, whose runs last as long as its work, the
+    /// threshold sits above the CPU's own noise (twice its p99), so a guest's stalls
+    /// are not taken for the interrupt's spikes. A hard IRQ's microseconds cannot be
+    /// sized: its threshold stays low and the criterion weighs what the load added.
+    fn setup_for(&self, p: &Platform, cpu: u32, noise: Duration) -> Setup {
+        let s = self.setup();
+        match device_irq_for(p, cpu) {
+            Ok(DeviceIrq {
+                thread_prio: Some(_),
+                ..
+            }) => Setup {
+                threshold: s.threshold.max(noise * 2),
+                ..s
+            },
+            _ => s,
+        }
+    }
+
+    /// Ten below the interrupt's thread where it has one (FIFO 50 on PREEMPT_RT: the
+    /// victim at 40), else the default.
+    fn victim_prio(&self, p: &Platform, cpu: u32) -> i32 {
+        match device_irq_for(p, cpu) {
+            Ok(DeviceIrq {
+                thread_prio: Some(t),
+                ..
+            }) => (t - 10).max(1),
+            _ => super::VICTIM_PRIO,
+        }
+    }
+
     fn check(&self, p: &Platform, cpu: u32) -> std::result::Result<(), String> {
-        block_irq_for(p, cpu).map(|_| ())
+        device_irq_for(p, cpu).map(|_| ())
     }
 
     /// Interrupts cannot starve the victim, so the disk load starts at once and the
@@ -47,7 +83,7 @@ impl Recipe for IrqOnIsolatedCpu {
         length: Duration,
     ) -> Result<Option<Load>> {
         let (cpu, housekeeping, scratch) = (at.cpu, at.housekeeping, at.scratch.as_path());
-        let irq = block_irq_for(p, cpu).map_err(LabError::Refused)?;
+        let irq = device_irq_for(p, cpu).map_err(LabError::Refused)?;
         // An isolated CPU runs no unbound kernel thread (kdamond, kswapd, kcompactd ...);
         // this one is only declared isolated, so they move to the housekeeping CPU for
         // the scenario, as isolcpus would have kept them.
@@ -60,32 +96,47 @@ impl Recipe for IrqOnIsolatedCpu {
                 &cpu.to_string(),
             )?;
         }
-        // Completions finished on the submitting CPU (by IPI), not in a BLOCK softirq on
-        // the victim's: what the victim's CPU pays is hard-IRQ time.
-        if let Some(rq) = rq_affinity_file(scratch) {
-            tweaks.set(&rq, "2")?;
+        match irq.device {
+            IrqDevice::Disk => {
+                // Completions finished on the submitting CPU (by IPI), not in a BLOCK
+                // softirq on the victim's: what the victim's CPU pays is the IRQ's time.
+                if let Some(rq) = rq_affinity_file(scratch) {
+                    tweaks.set(&rq, "2")?;
+                }
+                load::blockio::start(
+                    load::blockio::BlockIo {
+                        cpu: housekeeping,
+                        dir: scratch.to_path_buf(),
+                        depth: 64,
+                        delay,
+                        length,
+                    },
+                    stop,
+                )
+            }
+            IrqDevice::NineP(mount) => load::lookups::start(
+                load::lookups::Lookups {
+                    cpu: housekeeping,
+                    dir: mount,
+                    depth: 4,
+                    delay,
+                    length,
+                },
+                stop,
+            ),
         }
-        load::blockio::start(
-            load::blockio::BlockIo {
-                cpu: housekeeping,
-                dir: scratch.to_path_buf(),
-                depth: 64,
-                delay,
-                length,
-            },
-            stop,
-        )
         .map(Some)
     }
 }
 
-/// The block-device interrupt that will arrive on `cpu`: one already routed there, or
-/// one whose affinity can be changed.
-fn block_irq_for(p: &Platform, cpu: u32) -> std::result::Result<BlockIrq, String> {
-    let irqs = p.block_irqs();
+/// The device interrupt that will arrive on `cpu`: one already routed there, or one
+/// whose affinity can be changed; a disk's before a 9p transport's.
+fn device_irq_for(p: &Platform, cpu: u32) -> std::result::Result<DeviceIrq, String> {
+    let mut irqs = p.device_irqs();
     if irqs.is_empty() {
-        return Err("no block-device queue interrupt found (virtio-blk, NVMe, AHCI, MMC)".into());
+        return Err("no device interrupt the lab can drive: no block-device queue (virtio-blk, NVMe, AHCI, MMC) and no 9p file system on virtio".into());
     }
+    irqs.sort_by_key(|i| (i.device != IrqDevice::Disk, i.irq));
     if let Some(i) = irqs.iter().find(|i| i.cpus.contains(cpu)) {
         return Ok(i.clone());
     }
@@ -94,7 +145,7 @@ fn block_irq_for(p: &Platform, cpu: u32) -> std::result::Result<BlockIrq, String
     }
     let names: Vec<&str> = irqs.iter().map(|i| i.name.as_str()).collect();
     Err(format!(
-        "the disk's interrupts ({}) are managed by the kernel and none is routed to CPU {cpu}",
+        "the device interrupts ({}) are managed by the kernel and none is routed to CPU {cpu}",
         names.join(", ")
     ))
 }

@@ -34,8 +34,12 @@ pub(crate) trait Recipe: Sync {
     /// loaded) is `noise`: a scenario whose load can be sized puts its threshold above
     /// the noise and its load above the threshold ([`crate::Placement::noise`] tells the
     /// load). The others keep [`Recipe::setup`].
-    fn setup_for(&self, _noise: Duration) -> Setup {
+    fn setup_for(&self, _p: &Platform, _cpu: u32, _noise: Duration) -> Setup {
         self.setup()
+    }
+    /// SCHED_FIFO priority of a timer victim on `cpu` of `p`.
+    fn victim_prio(&self, _p: &Platform, _cpu: u32) -> i32 {
+        VICTIM_PRIO
     }
     /// What this scenario needs beyond two online CPUs and a victim's CPU other than 0:
     /// the reason when the machine does not allow it.
@@ -66,6 +70,11 @@ pub(crate) trait Recipe: Sync {
         length: Duration,
     ) -> Result<Option<Load>>;
 }
+
+/// SCHED_FIFO priority of a timer victim, unless its scenario says otherwise: above
+/// PREEMPT_RT's IRQ threads (50), as a real-time engineer runs a thread that must not
+/// wait for device interrupts.
+pub(crate) const VICTIM_PRIO: i32 = 80;
 
 /// A cyclic timer victim waking every `interval_us`.
 pub(crate) fn timer(interval_us: u64) -> crate::Victim {

@@ -22,7 +22,7 @@ impl Recipe for Preemption {
         setup(150, timer(1000), 3000, 20)
     }
 
-    fn setup_for(&self, noise: Duration) -> Setup {
+    fn setup_for(&self, _p: &Platform, _cpu: u32, noise: Duration) -> Setup {
         let s = self.setup();
         Setup {
             threshold: s.threshold.max(noise * NOISE_MARGIN),
@@ -32,14 +32,14 @@ impl Recipe for Preemption {
 
     fn start(
         &self,
-        _p: &Platform,
+        p: &Platform,
         at: &Placement,
         _tweaks: &mut Tweaks,
         stop: Stop,
         delay: Duration,
         length: Duration,
     ) -> Result<Option<Load>> {
-        let (spin, period) = spin_for(self.setup_for(at.noise).threshold);
+        let (spin, period) = spin_for(self.setup_for(p, at.cpu, at.noise).threshold);
         load::spin::periodic(at.cpu, 90, spin, period, delay, length, stop).map(Some)
     }
 }
@@ -61,14 +61,15 @@ mod tests {
 
     #[test]
     fn the_spinner_outgrows_a_noisy_cpu() {
-        let quiet = Preemption.setup_for(Duration::from_micros(20));
+        let p = Platform::from_facts(std::path::Path::new("/nonexistent"), Vec::new());
+        let quiet = Preemption.setup_for(&p, 1, Duration::from_micros(20));
         assert_eq!(quiet.threshold, Duration::from_micros(150));
         assert_eq!(
             spin_for(quiet.threshold),
             (Duration::from_micros(300), Duration::from_micros(10_300))
         );
         // The RT guest under TCG: wake-ups 4.7 ms late on average.
-        let tcg = Preemption.setup_for(Duration::from_millis(9));
+        let tcg = Preemption.setup_for(&p, 1, Duration::from_millis(9));
         assert_eq!(tcg.threshold, Duration::from_millis(18));
         let (spin, period) = spin_for(tcg.threshold);
         assert_eq!(
