@@ -4,16 +4,24 @@
 #   - `rtwhy doctor` sees PREEMPT_RT and the isolated CPU 1;
 #   - `rtwhy selftest --cpu 1 --scenarios $RTWHY_GUEST_SCENARIOS` exits 0 and prints
 #     "pass" for each of them;
-#   - no tracefs instance of rtwhy is left behind.
+#   - `rtwhy record -- cyclictest` (FIFO 40) with the 9p transport's IRQ moved to CPU 1
+#     and host files read from CPU 0 writes a capture diagnosed irq_on_isolated_cpu that
+#     names the IRQ, its thread and the smp_affinity_list fix (RTWHY_GUEST_RECORD=0
+#     leaves this out);
+#   - no tracefs instance of rtwhy is left behind;
+#   - back here, every capture of that session re-analysed with `rtwhy analyze` gets the
+#     verdicts the recorder gave it inside the guest.
 # Exit 0 when all hold, 1 when one does not (the guest's output says which), 2 when the
 # guest could not run. Run as root; it builds the debug binary first.
-# Environment: RTWHY_GUEST_SCENARIOS (default rt_throttling,preemption), RTWHY_GUEST_TIMEOUT
+# Environment: RTWHY_GUEST_SCENARIOS (default rt_throttling,preemption), RTWHY_GUEST_RECORD
+# (default 1), RTWHY_GUEST_TIMEOUT
 # (default 1500 s), and everything scripts/rt-guest.sh reads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 scenarios=${RTWHY_GUEST_SCENARIOS:-rt_throttling,preemption}
+record=${RTWHY_GUEST_RECORD:-1}
 [[ $scenarios =~ ^[a-z_]+(,[a-z_]+)*$ ]] || {
     echo "rt-guest-test: RTWHY_GUEST_SCENARIOS must be a comma-separated list of scenario names" >&2
     exit 2
@@ -30,6 +38,7 @@ cat >"$shared/check.sh" <<EOF
 # Runs inside the guest.
 exe=$exe
 scenarios=$scenarios
+record=$record
 EOF
 cat >>"$shared/check.sh" <<'EOF'
 failed=0
@@ -50,6 +59,51 @@ echo "rt-guest-test: selftest took $((SECONDS - t0)) s, exit $code"
 for s in ${scenarios//,/ }; do
     grep -qE "^$s +.* pass( |\$)" "$RTWHY_GUEST_SHARED/selftest.txt" || fail "scenario $s did not pass"
 done
+if [ "$record" = 1 ]; then
+    # The 9p transport carrying / (mount tag /dev/root): its IRQ to the isolated CPU, host
+    # files read from CPU 0, the victim below the IRQ thread (FIFO 50).
+    dev=
+    for d in /sys/bus/virtio/drivers/9pnet_virtio/virtio*; do
+        [ "$(tr -d '\0' <"$d/mount_tag")" = /dev/root ] && dev=${d##*/}
+    done
+    irq=$(awk -v n="$dev-requests" '$NF == n {sub(":", "", $1); print $1}' /proc/interrupts)
+    if [ -z "$irq" ]; then
+        fail "no IRQ of the 9p transport of / found (device '$dev')"
+    else
+        t0=$SECONDS
+        old=$(cat "/proc/irq/$irq/smp_affinity_list")
+        echo 1 >"/proc/irq/$irq/smp_affinity_list"
+        echo "rt-guest-test: IRQ $irq ($dev-requests) moved to CPU 1: $(cat "/proc/irq/$irq/effective_affinity_list")"
+        # Four readers, each through the libraries in its own order, so requests are in
+        # flight together and each IRQ thread run completes several.
+        readers=
+        for _ in 1 2 3 4; do
+            timeout 150 taskset -c 0 sh -c 'while :; do ls /usr/lib/x86_64-linux-gnu/lib*.so* | shuf | xargs cat >/dev/null 2>&1; done' &
+            readers="$readers $!"
+        done
+        rec=$RTWHY_GUEST_SHARED/rec
+        "$exe" record --threshold 2ms --max-spikes 40 --duration 120s --out "$rec" -- \
+            cyclictest -m -p 40 -i 1000 -a 1 --mainaffinity 0 -t 1 -D 20 -q
+        code=$?
+        # shellcheck disable=SC2086
+        kill $readers 2>/dev/null
+        # shellcheck disable=SC2086
+        wait $readers 2>/dev/null
+        echo "$old" >"/proc/irq/$irq/smp_affinity_list"
+        echo "rt-guest-test: rtwhy record took $((SECONDS - t0)) s, exit $code"
+        [ "$code" -le 1 ] || fail "rtwhy record exited $code"
+        hit=$(grep -l "cause: irq_on_isolated_cpu" "$rec"/spike-*.txt 2>/dev/null | head -n 1)
+        if [ -z "$hit" ]; then
+            fail "no capture of rtwhy record was diagnosed irq_on_isolated_cpu"
+        else
+            echo "rt-guest-test: $hit:"
+            sed -n '/cause: irq_on_isolated_cpu/,/^$/p' "$hit" | head -n 30
+            grep -q "IRQ $irq ($dev-requests)" "$hit" || fail "$hit does not name IRQ $irq ($dev-requests)"
+            grep -q "thread irq/$irq-" "$hit" || fail "$hit does not name the thread irq/$irq-..."
+            grep -q "/proc/irq/$irq/smp_affinity_list" "$hit" || fail "$hit does not give the smp_affinity_list fix"
+        fi
+    fi
+fi
 left=$(ls -d /sys/kernel/tracing/instances/rtwhy-* 2>/dev/null || true)
 [ -z "$left" ] || fail "tracefs instances left behind: $left"
 exit $failed
@@ -62,6 +116,34 @@ scripts/rt-guest.sh --shared "$shared" --timeout "${RTWHY_GUEST_TIMEOUT:-1500}" 
 code=$?
 set -e
 echo "rt-guest-test: guest run took $((SECONDS - start)) s (captures in $shared/keep)"
+# Each capture of the record session, analysed again here as a user would offline: the
+# same spikes with the same verdicts as the recorder's own diagnosis in the guest.
+if [ "$code" -ne 2 ] && [ "$code" -ne 124 ] && [ "$record" = 1 ]; then
+    python3 - "$exe" "$shared/rec" <<'PY' || code=1
+import json, pathlib, subprocess, sys
+exe, rec = sys.argv[1], pathlib.Path(sys.argv[2])
+def verdicts(doc):
+    return [(s["victim"]["tid"], s["end"], s["primary"]["cause"]) for s in doc["spikes"]]
+captures = sorted(rec.glob("spike-*.json"))
+bad = 0
+for j in captures:
+    recorded = json.loads(j.read_text())
+    tids = sorted({s["victim"]["tid"] for s in recorded["spikes"]})
+    argv = [exe, "analyze", str(j.with_suffix(".dat")), "--format", "json",
+            "--threshold", f"{recorded['threshold_ns']}ns"]
+    for t in tids:
+        argv += ["--tid", str(t)]
+    run = subprocess.run(argv, capture_output=True)
+    if run.returncode not in (0, 1):  # 1: spikes found
+        sys.exit(f"rt-guest-test: {' '.join(argv)}: exit {run.returncode}: {run.stderr.decode()}")
+    again = json.loads(run.stdout)
+    if verdicts(again) != verdicts(recorded):
+        bad += 1
+        print(f"rt-guest-test: FAIL: {j.name}: recorded {verdicts(recorded)}, re-analysed {verdicts(again)}")
+print(f"rt-guest-test: {len(captures)} captures re-analysed here, {bad} with other verdicts")
+sys.exit(1 if bad or not captures else 0)
+PY
+fi
 case $code in
 0) echo "rt-guest-test: passed" ;;
 1) echo "rt-guest-test: failed" >&2 ;;

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what rtwhy's tests need on a fresh Debian/Ubuntu machine, then runs every
-# check CI runs: formatting, clippy, the whole test suite, docs, and bounded fuzzing.
-# Run as root (apt-get, tracefs). Environment: RTWHY_FUZZ_SECONDS (default 20 per target).
+# check CI runs: formatting, clippy, the whole test suite, docs, bounded fuzzing, the
+# README's first command in a clean root, and rtwhy inside a PREEMPT_RT guest with an
+# isolated CPU (scripts/rt-guest-test.sh, which sets the guest up itself).
+# Run as root (apt-get, tracefs). Environment: RTWHY_FUZZ_SECONDS (default 20 per target);
+# RTWHY_GUEST=0 leaves the guest out (refused when CI=true); RTWHY_GUEST_SCENARIOS.
 #
 #   scripts/test.sh               everything (what .ci/run does)
 #   scripts/test.sh --build-only  the install-and-build part: set-up, then build every
@@ -59,5 +62,13 @@ scripts/fuzz.sh "${RTWHY_FUZZ_SECONDS:-20}"
 
 log "the README's first command in a clean Debian root"
 scripts/fresh-check.sh demo
+
+log "rtwhy in a PREEMPT_RT guest, CPU 1 isolated (scripts/rt-guest-test.sh)"
+if [ "${RTWHY_GUEST:-1}" = 0 ] && [ "${CI:-}" != true ]; then
+    echo "skipped: RTWHY_GUEST=0"
+else
+    RTWHY_GUEST_SCENARIOS=${RTWHY_GUEST_SCENARIOS:-rt_throttling,preemption,priority_inversion,lock_contention} \
+        scripts/rt-guest-test.sh
+fi
 
 log "all checks passed"
