@@ -16,6 +16,10 @@
 #                       the full flavour adds preempt=full to it.
 #   --cpus N            RTWHY_GUEST_CPUS      vCPUs (default 2)
 #   --memory SIZE       RTWHY_GUEST_MEMORY    guest memory, QEMU syntax (default 2G)
+#   --network user|none RTWHY_GUEST_NETWORK   user: a virtio-net NIC on QEMU's user-mode
+#                                             network (gateway 10.0.2.2), not configured in
+#                                             the guest (virtme-ng's DHCP stalls its boot):
+#                                             ip addr add 10.0.2.15/24 dev eth0; default none
 #   --timeout SECS      RTWHY_GUEST_TIMEOUT   whole run, boot included (default 900)
 #   --boot-timeout SECS RTWHY_GUEST_BOOT_TIMEOUT  the command must have started within
 #                                             this (default 240)
@@ -52,6 +56,7 @@ flavour=${RTWHY_GUEST_FLAVOUR:-rt}
 append=${RTWHY_GUEST_APPEND-$DEFAULT_APPEND}
 cpus=${RTWHY_GUEST_CPUS:-2}
 memory=${RTWHY_GUEST_MEMORY:-2G}
+network=${RTWHY_GUEST_NETWORK:-none}
 timeout_s=${RTWHY_GUEST_TIMEOUT:-900}
 boot_timeout_s=${RTWHY_GUEST_BOOT_TIMEOUT:-240}
 shared=${RTWHY_GUEST_SHARED:-}
@@ -73,6 +78,7 @@ while [ $# -gt 0 ]; do
     --append) need_arg "$@"; append=$2; shift 2 ;;
     --cpus) need_arg "$@"; cpus=$2; shift 2 ;;
     --memory) need_arg "$@"; memory=$2; shift 2 ;;
+    --network) need_arg "$@"; network=$2; shift 2 ;;
     --timeout) need_arg "$@"; timeout_s=$2; shift 2 ;;
     --boot-timeout) need_arg "$@"; boot_timeout_s=$2; shift 2 ;;
     --shared) need_arg "$@"; shared=$2; shift 2 ;;
@@ -96,6 +102,11 @@ for n in cpus timeout_s boot_timeout_s; do
     [[ ${!n} =~ ^[1-9][0-9]*$ ]] || die "${n%_s} must be a positive whole number, not '${!n}'"
 done
 [[ $memory =~ ^[1-9][0-9]*[MGmg]?$ ]] || die "memory must look like 2G or 1536M, not '$memory'"
+case $network in
+none) net_args=() ;;
+user) net_args=(--network user --no-dhcp) ;;
+*) die "unknown network '$network' (user or none)" ;;
+esac
 if [ "$setup_only" -eq 0 ] && [ $# -eq 0 ]; then
     die "no command to run in the guest (usage: rt-guest.sh [OPTIONS] [--] CMD [ARGS...])"
 fi
@@ -235,7 +246,7 @@ trap 'cleanup; echo "rt-guest: interrupted" >&2; exit 130' INT
 trap 'cleanup; echo "rt-guest: terminated" >&2; exit 143' TERM
 trap cleanup EXIT
 
-setsid vng --verbose --force-9p --disable-kvm --cpus "$cpus" --memory "$memory" \
+setsid vng --verbose --force-9p --disable-kvm --cpus "$cpus" --memory "$memory" "${net_args[@]}" \
     -r "$vmlinuz" --append "$append" --rwdir "$shared" -- "$ctl/run.sh" \
     >"$ctl/console.log" 2>&1 </dev/null &
 vng_pid=$!

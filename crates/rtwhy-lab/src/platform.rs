@@ -2,6 +2,7 @@
 //! RT throttling, IRQ affinities) plus the few files the scenarios change, read from a
 //! root that tests point at a fake tree.
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 use rtwhy_model::{CpuList, SystemFacts};
@@ -32,9 +33,17 @@ pub struct DeviceIrq {
 pub enum IrqDevice {
     /// A block device's queue: writes completing.
     Disk,
-    /// The virtio transport of the 9p filesystem mounted at this path: file-system
+    /// The virtio transport of the 9p file system mounted at this path: file-system
     /// requests answered by the host.
     NineP(PathBuf),
+    /// A network card's receive queue, on the interface of the default route: datagrams
+    /// sent to this gateway's discard port come back as its replies (ICMP).
+    NicRx {
+        /// The interface (`eth0`).
+        iface: String,
+        /// The default route's gateway.
+        gateway: Ipv4Addr,
+    },
 }
 
 /// The machine as the scenarios see it.
@@ -125,6 +134,58 @@ impl Platform {
             .collect()
     }
 
+    /// The receive-queue interrupts of the network card the default route goes through
+    /// (`virtioN-input.M` for virtio-net, `IFACE-rx-M` or `IFACE-TxRx-M` for most
+    /// others), with the route's gateway.
+    pub fn nic_rx_irqs(&self) -> Vec<DeviceIrq> {
+        let route = std::fs::read_to_string(self.path("proc/net/route")).unwrap_or_default();
+        // Iface Destination Gateway Flags ...: the address in hexadecimal, as its bytes
+        // lie in memory (network order), read as a host-order number.
+        let Some((iface, gateway)) = route.lines().skip(1).find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (iface, dest, gw) = (*f.first()?, *f.get(1)?, *f.get(2)?);
+            let gw = u32::from_str_radix(gw, 16).ok()?;
+            (dest == "00000000" && gw != 0 && iface != "lo")
+                .then(|| (iface.to_string(), Ipv4Addr::from(gw.to_le_bytes())))
+        }) else {
+            return Vec::new();
+        };
+        let device = std::fs::canonicalize(self.path(&format!("sys/class/net/{iface}/device")))
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let is_rx = |name: &str| {
+            let virtio = device.as_deref().is_some_and(|d| {
+                d.starts_with("virtio") && name.starts_with(&format!("{d}-input."))
+            });
+            let named = name
+                .strip_prefix(&format!("{iface}-"))
+                .is_some_and(|q| q.starts_with("rx") || q.starts_with("TxRx"));
+            virtio || named
+        };
+        self.facts
+            .irqs
+            .values()
+            .filter_map(|f| {
+                let name = f.name.as_deref()?;
+                if !is_rx(name) {
+                    return None;
+                }
+                let list = f.effective.as_deref().or(f.affinity.as_deref())?;
+                Some(DeviceIrq {
+                    irq: f.irq,
+                    name: name.to_string(),
+                    cpus: CpuList::parse(list)?,
+                    managed: f.managed,
+                    thread_prio: f.thread_prio.filter(|&p| p > 0),
+                    device: IrqDevice::NicRx {
+                        iface: iface.clone(),
+                        gateway,
+                    },
+                })
+            })
+            .collect()
+    }
+
     /// The virtio devices carrying 9p file systems (`virtio0`...) and where each is
     /// mounted: the device's `mount_tag` is the mount's source in `/proc/mounts`.
     fn ninep_transports(&self) -> Vec<(String, PathBuf)> {
@@ -176,6 +237,62 @@ mod tests {
         for no in ["virtio0-input.0", "virtio0-config", "eth0-TxRx-0", "i8042"] {
             assert!(!is_block_queue_irq(no), "{no}");
         }
+    }
+
+    /// virtme-ng's guest with `--network user`: eth0 is virtio8, its receive queue
+    /// interrupts on IRQ 41, the default route goes to QEMU's 10.0.2.2.
+    #[test]
+    fn the_receive_queue_of_the_default_route_is_a_nic_irq() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (rel, text) in [
+            ("sys/devices/system/cpu/online", "0-1\n"),
+            (
+                "proc/net/route",
+                "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+                 eth0\t00000000\t0202000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
+                 eth0\t0002000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n",
+            ),
+            ("sys/devices/pci0000:00/0000:00:08.0/virtio8/.keep", ""),
+        ] {
+            std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(root.join(rel), text).unwrap();
+        }
+        std::fs::create_dir_all(root.join("sys/class/net/eth0")).unwrap();
+        std::os::unix::fs::symlink(
+            root.join("sys/devices/pci0000:00/0000:00:08.0/virtio8"),
+            root.join("sys/class/net/eth0/device"),
+        )
+        .unwrap();
+        let pairs = [
+            ("irq.41.name", "virtio8-input.0"),
+            ("irq.41.affinity", "0"),
+            ("irq.41.thread_prio", "50"),
+            ("irq.42.name", "virtio8-output.0"),
+            ("irq.42.affinity", "0"),
+        ];
+        let p = Platform::from_facts(
+            root,
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        assert_eq!(
+            p.nic_rx_irqs(),
+            [DeviceIrq {
+                irq: 41,
+                name: "virtio8-input.0".into(),
+                cpus: CpuList(vec![0]),
+                managed: false,
+                thread_prio: Some(50),
+                device: IrqDevice::NicRx {
+                    iface: "eth0".into(),
+                    gateway: Ipv4Addr::new(10, 0, 2, 2),
+                },
+            }]
+        );
+        assert!(p.device_irqs().is_empty());
     }
 
     /// virtme-ng's guest: no disk, the host's root over 9p on virtio0, whose requests

@@ -13,6 +13,7 @@ use rtwhy_sys as sys;
 use crate::{LabError, Result};
 
 pub mod blockio;
+pub mod datagrams;
 pub mod flood;
 pub mod inversion;
 pub mod kwork;

@@ -124,6 +124,10 @@ impl Recipe for IrqOnIsolatedCpu {
                 },
                 stop,
             ),
+            IrqDevice::NicRx { .. } => Err(LabError::Refused(format!(
+                "IRQ {} ({}) is a network card's: the softirq scenario drives it",
+                irq.irq, irq.name
+            ))),
         }
         .map(Some)
     }

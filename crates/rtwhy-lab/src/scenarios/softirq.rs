@@ -1,13 +1,28 @@
-//! `softirq`: NET_RX work steered to the victim's CPU by RPS from a loopback flood.
+//! `softirq`: NET_RX work on the victim's CPU. Where receive packet steering may send
+//! work there, a loopback flood steered by RPS; where it may not (RPS refuses isolated
+//! CPUs), the default route's network card: its receive interrupt moved to the victim's
+//! CPU and datagrams sent from another CPU whose replies it receives. On PREEMPT_RT the
+//! card's NET_RX then runs in its interrupt's thread, so the victim runs below that
+//! thread, as with `irq_on_isolated_cpu`.
 
 use std::time::Duration;
 
 use rtwhy_model::Cause;
 
 use super::{setup, timer, Recipe};
-use crate::{load, Load, Placement, Platform, Result, Setup, Stop, Tweaks};
+use crate::{
+    load, DeviceIrq, IrqDevice, LabError, Load, Placement, Platform, Result, Setup, Stop, Tweaks,
+};
 
 pub(crate) struct Softirq;
+
+/// How the receive work gets to the victim's CPU.
+enum Route {
+    /// The loopback device's RPS mask.
+    Rps,
+    /// A network card's receive interrupt.
+    Nic(DeviceIrq),
+}
 
 impl Recipe for Softirq {
     fn expected(&self) -> Cause {
@@ -15,23 +30,41 @@ impl Recipe for Softirq {
     }
 
     fn induces(&self) -> &'static str {
-        "loopback UDP flood from another CPU, receive work steered here by RPS"
+        "UDP from another CPU; its receive work here (loopback steered by RPS, or a NIC's receive interrupt)"
     }
 
     fn setup(&self) -> Setup {
         setup(400, timer(1000), 5000, 20)
     }
 
-    fn check(&self, p: &Platform, cpu: u32) -> std::result::Result<(), String> {
-        let f = p.rps_mask_file();
-        if f.exists() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} is missing: no receive packet steering (CONFIG_RPS) to send NET_RX work to CPU {cpu}",
-                f.display()
-            ))
+    /// Through a NIC's interrupt thread the threshold sits above the CPU's own noise, as
+    /// for `irq_on_isolated_cpu`.
+    fn setup_for(&self, p: &Platform, cpu: u32, noise: Duration) -> Setup {
+        let s = self.setup();
+        match route(p, cpu) {
+            Ok(Route::Nic(DeviceIrq {
+                thread_prio: Some(_),
+                ..
+            })) => Setup {
+                threshold: s.threshold.max(noise * 2),
+                ..s
+            },
+            _ => s,
         }
+    }
+
+    fn victim_prio(&self, p: &Platform, cpu: u32) -> i32 {
+        match route(p, cpu) {
+            Ok(Route::Nic(DeviceIrq {
+                thread_prio: Some(t),
+                ..
+            })) => (t - 10).max(1),
+            _ => super::VICTIM_PRIO,
+        }
+    }
+
+    fn check(&self, p: &Platform, cpu: u32) -> std::result::Result<(), String> {
+        route(p, cpu).map(|_| ())
     }
 
     fn start(
@@ -43,18 +76,78 @@ impl Recipe for Softirq {
         delay: Duration,
         length: Duration,
     ) -> Result<Option<Load>> {
-        let mask = 1u64 << at.cpu.min(63);
-        tweaks.set(&p.rps_mask_file(), &format!("{mask:x}"))?;
-        load::flood::start(
-            load::flood::Flood {
-                cpu: at.housekeeping,
-                senders: 2,
-                fanout: 32,
-                delay,
-                length,
-            },
-            stop,
-        )
+        match route(p, at.cpu).map_err(LabError::Refused)? {
+            Route::Rps => {
+                let mask = 1u64 << at.cpu.min(63);
+                tweaks.set(&p.rps_mask_file(), &format!("{mask:x}"))?;
+                load::flood::start(
+                    load::flood::Flood {
+                        cpu: at.housekeeping,
+                        senders: 2,
+                        fanout: 32,
+                        delay,
+                        length,
+                    },
+                    stop,
+                )
+            }
+            Route::Nic(irq) => {
+                let IrqDevice::NicRx { gateway, .. } = irq.device else {
+                    return Err(LabError::Refused(format!(
+                        "IRQ {} is not a receive queue",
+                        irq.irq
+                    )));
+                };
+                if !irq.cpus.contains(at.cpu) {
+                    tweaks.set(
+                        &p.path(&format!("proc/irq/{}/smp_affinity_list", irq.irq)),
+                        &at.cpu.to_string(),
+                    )?;
+                }
+                load::datagrams::start(
+                    load::datagrams::Datagrams {
+                        cpu: at.housekeeping,
+                        to: gateway,
+                        senders: 2,
+                        every: Duration::from_micros(100),
+                        delay,
+                        length,
+                    },
+                    stop,
+                )
+            }
+        }
         .map(Some)
+    }
+}
+
+/// RPS where the kernel lets it steer to `cpu` (it refuses isolated CPUs), else the
+/// default route's network card whose receive interrupt can be moved there.
+fn route(p: &Platform, cpu: u32) -> std::result::Result<Route, String> {
+    let rps = p.rps_mask_file();
+    let isolated = p.facts.isolated.contains(cpu);
+    if rps.exists() && !isolated {
+        return Ok(Route::Rps);
+    }
+    let why_not_rps = if isolated {
+        format!("RPS refuses the isolated CPU {cpu}")
+    } else {
+        format!(
+            "{} is missing: no receive packet steering (CONFIG_RPS)",
+            rps.display()
+        )
+    };
+    let irqs = p.nic_rx_irqs();
+    if let Some(i) = irqs.iter().find(|i| i.cpus.contains(cpu) || !i.managed) {
+        return Ok(Route::Nic(i.clone()));
+    }
+    if irqs.is_empty() {
+        Err(format!(
+            "{why_not_rps}, and no network card with a default route whose receive interrupt could be moved to CPU {cpu}"
+        ))
+    } else {
+        Err(format!(
+            "{why_not_rps}, and the receive interrupts of the default route's card are managed by the kernel, none on CPU {cpu}"
+        ))
     }
 }
