@@ -79,11 +79,12 @@ fn closed_pipe_is_not_an_error() {
     // `rtwhy ... | head`: the reader is gone before the first write.
     let dat = wild_corpus().join("hip24-guest-xenomai-taskset-v7-zlib.dat");
     let dat = dat.to_str().expect("utf-8 path");
-    let commands: [&[&str]; 7] = [
+    let commands: [&[&str]; 8] = [
         &["dump", "--raw", dat],
         &["info", dat],
         &["info", "--format", "json", dat],
         &["analyze", dat],
+        &["analyze", "--format", "json", dat],
         &["report", dat],
         &["report", "--format", "svg", dat],
         &["lab"],

@@ -77,7 +77,11 @@ fn main() -> ExitCode {
 /// `rtwhy dump x | head` closes the pipe early; that is not an error.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        let io = c.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+        // JSON written straight to stdout fails inside serde_json.
+        let json = c
+            .downcast_ref::<serde_json::Error>()
+            .and_then(serde_json::Error::io_error_kind);
+        io.or(json) == Some(std::io::ErrorKind::BrokenPipe)
     })
 }
