@@ -1,6 +1,6 @@
 //! `rtwhy analyze`: every spike in a trace, diagnosed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
@@ -253,6 +253,7 @@ impl Sink for AnalyzeSink {
             buffers: Vec::new(),
             printed: 0,
             lines: HashMap::new(),
+            pinned: HashMap::new(),
         };
         let (full, work) = sync_channel::<Batch>(BATCHES_IN_FLIGHT);
         let (done, empty) = channel::<Batch>();
@@ -317,6 +318,35 @@ struct Worker {
     /// Printed lines by (spike index, timestamp, CPU), matched to the evidence again at
     /// the end: a spike diagnosed again may name other events.
     lines: HashMap<(usize, u64, u32), Vec<String>>,
+    /// The last wake-ups and preemptions of each real-time task, printed as they pass:
+    /// a task held off for longer than `recent` keeps (a throttled FIFO 1 thread waits
+    /// seconds behind a busy loop) is diagnosed once it runs, and its evidence names
+    /// these events after `recent` has let them go.
+    pinned: HashMap<i32, VecDeque<Pinned>>,
+}
+
+/// A printed line of an event a later spike may name: timestamp, CPU, line.
+type Pinned = (u64, u32, String);
+
+/// Lines kept per real-time task in [`Worker::pinned`].
+const PINNED_PER_TASK: usize = 4;
+
+/// The real-time task an event starts a wait of (woken, or preempted while runnable).
+fn wait_starts(kind: &EventKind) -> Option<i32> {
+    match *kind {
+        EventKind::SchedWaking { pid, prio, .. } | EventKind::SchedWakeup { pid, prio, .. }
+            if rtwhy_model::is_rt(prio) =>
+        {
+            Some(pid)
+        }
+        EventKind::SchedSwitch {
+            prev_pid,
+            prev_prio,
+            prev_state,
+            ..
+        } if rtwhy_model::is_rt(prev_prio) && prev_state.is_runnable() => Some(prev_pid),
+        _ => None,
+    }
 }
 
 impl Worker {
@@ -367,6 +397,15 @@ impl Worker {
             if let Feed::On(feed) = &mut self.feed {
                 feed.push(&ev, line);
             }
+            if let Some(pid) = wait_starts(&ev.kind) {
+                if let Some(line) = self.recent.line(ev.ts.0, ev.cpu, ev.kind.name()) {
+                    let kept = self.pinned.entry(pid).or_default();
+                    if kept.len() == PINNED_PER_TASK {
+                        kept.pop_front();
+                    }
+                    kept.push_back((ev.ts.0, ev.cpu, line));
+                }
+            }
             if let Some(n) = dropped {
                 self.analyzer.dropped(ev.cpu, ev.ts, n);
             }
@@ -400,7 +439,13 @@ impl Worker {
                 if known {
                     continue;
                 }
-                if let Some(line) = self.recent.line(e.ts.0, e.cpu, name) {
+                let line = self.recent.line(e.ts.0, e.cpu, name).or_else(|| {
+                    self.pinned.values().flatten().find_map(|(ts, cpu, line)| {
+                        (*ts == e.ts.0 && *cpu == e.cpu && event_name(line) == Some(name))
+                            .then(|| line.clone())
+                    })
+                });
+                if let Some(line) = line {
                     self.lines.entry(key).or_default().push(line);
                 }
             }
