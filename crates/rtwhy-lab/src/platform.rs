@@ -5,7 +5,7 @@
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
-use rtwhy_model::{CpuList, SystemFacts};
+use rtwhy_model::{CpuList, IrqFact, SystemFacts};
 
 /// A device interrupt the lab can make busy from another CPU: a disk queue's, or the
 /// virtio transport's of a 9p filesystem (how a VM such as virtme-ng's sees the host's
@@ -121,15 +121,7 @@ impl Platform {
                         .find(|(dev, _)| name == format!("{dev}-requests"))?;
                     IrqDevice::NineP(mount.clone())
                 };
-                let list = f.effective.as_deref().or(f.affinity.as_deref())?;
-                Some(DeviceIrq {
-                    irq: f.irq,
-                    name: name.to_string(),
-                    cpus: CpuList::parse(list)?,
-                    managed: f.managed,
-                    thread_prio: f.thread_prio.filter(|&p| p > 0),
-                    device,
-                })
+                device_irq(f, device)
             })
             .collect()
     }
@@ -170,18 +162,11 @@ impl Platform {
                 if !is_rx(name) {
                     return None;
                 }
-                let list = f.effective.as_deref().or(f.affinity.as_deref())?;
-                Some(DeviceIrq {
-                    irq: f.irq,
-                    name: name.to_string(),
-                    cpus: CpuList::parse(list)?,
-                    managed: f.managed,
-                    thread_prio: f.thread_prio.filter(|&p| p > 0),
-                    device: IrqDevice::NicRx {
-                        iface: iface.clone(),
-                        gateway,
-                    },
-                })
+                let device = IrqDevice::NicRx {
+                    iface: iface.clone(),
+                    gateway,
+                };
+                device_irq(f, device)
             })
             .collect()
     }
@@ -219,6 +204,20 @@ impl Platform {
     }
 }
 
+/// The recorded IRQ `f` as the lab drives it through `device`; `None` without a name
+/// or a readable affinity.
+fn device_irq(f: &IrqFact, device: IrqDevice) -> Option<DeviceIrq> {
+    let list = f.effective.as_deref().or(f.affinity.as_deref())?;
+    Some(DeviceIrq {
+        irq: f.irq,
+        name: f.name.clone()?,
+        cpus: CpuList::parse(list)?,
+        managed: f.managed,
+        thread_prio: f.thread_prio.filter(|&p| p > 0),
+        device,
+    })
+}
+
 fn is_block_queue_irq(name: &str) -> bool {
     let virtio_blk = name.starts_with("virtio") && name.contains("-req.");
     let nvme = name.starts_with("nvme") && name.contains('q');
@@ -228,6 +227,19 @@ fn is_block_queue_irq(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A platform over a fake tree holding `files` with the recorder's facts `pairs`.
+    fn platform_at(root: &Path, files: &[(&str, &str)], pairs: &[(&str, &str)]) -> Platform {
+        for (rel, text) in files {
+            std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(root.join(rel), text).unwrap();
+        }
+        let pairs = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Platform::from_facts(root, pairs)
+    }
 
     #[test]
     fn block_queue_irq_names() {
@@ -245,38 +257,28 @@ mod tests {
     fn the_receive_queue_of_the_default_route_is_a_nic_irq() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        for (rel, text) in [
-            ("sys/devices/system/cpu/online", "0-1\n"),
-            (
-                "proc/net/route",
-                "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
-                 eth0\t00000000\t0202000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
-                 eth0\t0002000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n",
-            ),
-            ("sys/devices/pci0000:00/0000:00:08.0/virtio8/.keep", ""),
-        ] {
-            std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
-            std::fs::write(root.join(rel), text).unwrap();
-        }
         std::fs::create_dir_all(root.join("sys/class/net/eth0")).unwrap();
-        std::os::unix::fs::symlink(
-            root.join("sys/devices/pci0000:00/0000:00:08.0/virtio8"),
-            root.join("sys/class/net/eth0/device"),
-        )
-        .unwrap();
-        let pairs = [
-            ("irq.41.name", "virtio8-input.0"),
-            ("irq.41.affinity", "0"),
-            ("irq.41.thread_prio", "50"),
-            ("irq.42.name", "virtio8-output.0"),
-            ("irq.42.affinity", "0"),
-        ];
-        let p = Platform::from_facts(
+        let device = root.join("sys/devices/pci0000:00/0000:00:08.0/virtio8");
+        std::fs::create_dir_all(&device).unwrap();
+        std::os::unix::fs::symlink(&device, root.join("sys/class/net/eth0/device")).unwrap();
+        let p = platform_at(
             root,
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            &[
+                ("sys/devices/system/cpu/online", "0-1\n"),
+                (
+                    "proc/net/route",
+                    "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+                     eth0\t00000000\t0202000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
+                     eth0\t0002000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n",
+                ),
+            ],
+            &[
+                ("irq.41.name", "virtio8-input.0"),
+                ("irq.41.affinity", "0"),
+                ("irq.41.thread_prio", "50"),
+                ("irq.42.name", "virtio8-output.0"),
+                ("irq.42.affinity", "0"),
+            ],
         );
         assert_eq!(
             p.nic_rx_irqs(),
@@ -300,40 +302,32 @@ mod tests {
     #[test]
     fn the_transport_of_a_9p_root_is_a_device_irq() {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        for (rel, text) in [
-            ("sys/devices/system/cpu/online", "0-1\n"),
-            (
-                "sys/bus/virtio/drivers/9pnet_virtio/virtio0/mount_tag",
-                "/dev/root\0",
-            ),
-            (
-                "sys/bus/virtio/drivers/9pnet_virtio/virtio3/mount_tag",
-                "unmounted\0",
-            ),
-            (
-                "proc/mounts",
-                "/dev/root / 9p ro,relatime,trans=virtio 0 0\ntmpfs /tmp tmpfs rw 0 0\n",
-            ),
-        ] {
-            std::fs::create_dir_all(root.join(rel).parent().unwrap()).unwrap();
-            std::fs::write(root.join(rel), text).unwrap();
-        }
-        let pairs = [
-            ("irq.25.name", "virtio0-requests"),
-            ("irq.25.affinity", "0"),
-            ("irq.25.thread_prio", "50"),
-            ("irq.26.name", "virtio3-requests"),
-            ("irq.26.affinity", "0"),
-            ("irq.4.name", "ttyS0"),
-            ("irq.4.affinity", "0"),
-        ];
-        let p = Platform::from_facts(
-            root,
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+        let p = platform_at(
+            dir.path(),
+            &[
+                ("sys/devices/system/cpu/online", "0-1\n"),
+                (
+                    "sys/bus/virtio/drivers/9pnet_virtio/virtio0/mount_tag",
+                    "/dev/root\0",
+                ),
+                (
+                    "sys/bus/virtio/drivers/9pnet_virtio/virtio3/mount_tag",
+                    "unmounted\0",
+                ),
+                (
+                    "proc/mounts",
+                    "/dev/root / 9p ro,relatime,trans=virtio 0 0\ntmpfs /tmp tmpfs rw 0 0\n",
+                ),
+            ],
+            &[
+                ("irq.25.name", "virtio0-requests"),
+                ("irq.25.affinity", "0"),
+                ("irq.25.thread_prio", "50"),
+                ("irq.26.name", "virtio3-requests"),
+                ("irq.26.affinity", "0"),
+                ("irq.4.name", "ttyS0"),
+                ("irq.4.affinity", "0"),
+            ],
         );
         assert_eq!(
             p.device_irqs(),
