@@ -105,7 +105,9 @@ impl Platform {
         self.facts.preempt_model()
     }
 
-    /// The interrupts of block devices' request queues (virtio-blk, NVMe, AHCI, MMC).
+    /// The interrupts the disk-interrupt scenario can drive: block devices' request
+    /// queues (virtio-blk, NVMe, AHCI, MMC) and the virtio transports of mounted 9p file
+    /// systems.
     pub fn device_irqs(&self) -> Vec<DeviceIrq> {
         let ninep = self.ninep_transports();
         self.facts

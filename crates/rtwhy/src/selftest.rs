@@ -25,7 +25,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use rtwhy_analyze::{Config, TaskFilter};
 use rtwhy_lab::tweak::{restore_stale, JOURNAL_DIR};
-use rtwhy_lab::{Load, Placement, Platform, Scenario, Stop, Tweaks, Victim};
+use rtwhy_lab::{Load, Placement, Platform, Scenario, Setup, Stop, Tweaks, Victim};
 use rtwhy_model::{human_duration, Bucket, Cause, CpuList, Nanos};
 use rtwhy_record::bpf::{AttachMode, BpfDetector, DetectorConfig};
 use rtwhy_record::events::Preset;
@@ -159,6 +159,13 @@ struct Bench {
     exe: PathBuf,
     /// The victim CPU's own wake-up latency, measured before the scenarios.
     noise: Noise,
+}
+
+impl Bench {
+    /// How `s` is run and judged on this bench's CPU, above its measured noise.
+    fn setup(&self, s: Scenario) -> Setup {
+        s.setup_for(&self.platform, self.cpu, self.noise.p99)
+    }
 }
 
 /// How late a timer thread on the victim's CPU wakes with nothing loaded.
@@ -438,12 +445,7 @@ struct Scene<'a> {
 
 impl Observer for Scene<'_> {
     fn armed(&mut self, _: &Armed) {
-        if self
-            .scenario
-            .setup_for(&self.bench.platform, self.bench.cpu, self.bench.noise.p99)
-            .victim
-            == Victim::LabHigh
-        {
+        if self.bench.setup(self.scenario).victim == Victim::LabHigh {
             // The load is the recorded command itself.
             return;
         }
@@ -470,11 +472,7 @@ impl Observer for Scene<'_> {
         // kernel cannot copy them there (`own_markers`): the recorder's warning that they
         // are not seen does not hold for the selftest.
         if line.contains("copy_trace_marker")
-            && self
-                .scenario
-                .setup_for(&self.bench.platform, self.bench.cpu, self.bench.noise.p99)
-                .victim
-                == Victim::LabHigh
+            && self.bench.setup(self.scenario).victim == Victim::LabHigh
         {
             return;
         }
@@ -487,11 +485,11 @@ impl Observer for Scene<'_> {
 }
 
 fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
-    let setup = s.setup_for(&bench.platform, bench.cpu, bench.noise.p99);
+    let setup = bench.setup(s);
     let threshold = setup.threshold.as_nanos() as u64;
     let run_secs = setup.run.as_secs().max(1);
     let cpu = bench.cpu;
-    let prio = s.victim_prio(&bench.platform, cpu).to_string();
+    let prio = s.victim_prio(&bench.platform, cpu);
     let (workload, victim_comm, command_line) = match setup.victim {
         Victim::Timer { interval_us } => match bench.victim {
             TimerVictim::Cyclictest => {
@@ -499,7 +497,7 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
                     "cyclictest",
                     "-m",
                     "-p",
-                    &prio,
+                    &prio.to_string(),
                     "-i",
                     &interval_us.to_string(),
                     "-a",
@@ -530,7 +528,7 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
                 Workload::Probe(ProbeConfig {
                     cpus: vec![cpu],
                     interval: Duration::from_micros(interval_us),
-                    priority: s.victim_prio(&bench.platform, cpu),
+                    priority: prio,
                     threshold_ns: threshold,
                 }),
                 format!("rtwhy-probe/{cpu}"),
@@ -744,7 +742,7 @@ fn write_readme(bench: &Bench, s: Scenario, dir: &Path, ran: &Ran<'_>) -> Result
         ended_by,
     } = ran;
     let f = &bench.platform.facts;
-    let setup = s.setup_for(&bench.platform, bench.cpu, bench.noise.p99);
+    let setup = bench.setup(s);
     let mut t = String::new();
     t.push_str(&format!(
         "# {}: {}\n\nRecorded by `rtwhy selftest --keep` (rtwhy {}) with rtwhy's own recorder.\n\n",

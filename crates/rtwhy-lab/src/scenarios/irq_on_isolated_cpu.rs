@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rtwhy_model::Cause;
 
-use super::{setup, timer, Recipe};
+use super::{below_thread_of, driving, route_to, setup, timer, Recipe};
 use crate::{
     load, DeviceIrq, IrqDevice, LabError, Load, Placement, Platform, Result, Setup, Stop, Tweaks,
 };
@@ -33,34 +33,12 @@ impl Recipe for IrqOnIsolatedCpu {
         }
     }
 
-    /// Where the interrupt has a thread, whose runs last as long as its work, the
-    /// threshold sits above the CPU's own noise (twice its p99), so a guest's stalls
-    /// are not taken for the interrupt's spikes. A hard IRQ's microseconds cannot be
-    /// sized: its threshold stays low and the criterion weighs what the load added.
     fn setup_for(&self, p: &Platform, cpu: u32, noise: Duration) -> Setup {
-        let s = self.setup();
-        match device_irq_for(p, cpu) {
-            Ok(DeviceIrq {
-                thread_prio: Some(_),
-                ..
-            }) => Setup {
-                threshold: s.threshold.max(noise * 2),
-                ..s
-            },
-            _ => s,
-        }
+        driving(self.setup(), device_irq_for(p, cpu).ok().as_ref(), noise)
     }
 
-    /// Ten below the interrupt's thread where it has one (FIFO 50 on PREEMPT_RT: the
-    /// victim at 40), else the default.
     fn victim_prio(&self, p: &Platform, cpu: u32) -> i32 {
-        match device_irq_for(p, cpu) {
-            Ok(DeviceIrq {
-                thread_prio: Some(t),
-                ..
-            }) => (t - 10).max(1),
-            _ => super::VICTIM_PRIO,
-        }
+        below_thread_of(device_irq_for(p, cpu).ok().as_ref())
     }
 
     fn check(&self, p: &Platform, cpu: u32) -> std::result::Result<(), String> {
@@ -90,12 +68,7 @@ impl Recipe for IrqOnIsolatedCpu {
         for pid in unbound_kthreads_on(p, cpu) {
             tweaks.pin_task(pid, &[housekeeping])?;
         }
-        if !irq.cpus.contains(cpu) {
-            tweaks.set(
-                &p.path(&format!("proc/irq/{}/smp_affinity_list", irq.irq)),
-                &cpu.to_string(),
-            )?;
-        }
+        route_to(p, &irq, cpu, tweaks)?;
         match irq.device {
             IrqDevice::Disk => {
                 // Completions finished on the submitting CPU (by IPI), not in a BLOCK

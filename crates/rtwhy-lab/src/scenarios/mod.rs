@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rtwhy_model::Cause;
 
-use crate::{Load, Placement, Platform, Result, Setup, Stop, Tweaks};
+use crate::{DeviceIrq, Load, Placement, Platform, Result, Setup, Stop, Tweaks};
 
 mod frequency_ramp;
 mod hwlat;
@@ -75,6 +75,56 @@ pub(crate) trait Recipe: Sync {
 /// PREEMPT_RT's IRQ threads (50), as a real-time engineer runs a thread that must not
 /// wait for device interrupts.
 pub(crate) const VICTIM_PRIO: i32 = 80;
+
+/// How far above the CPU's noise (p99) a sized scenario's threshold sits.
+const NOISE_MARGIN: u32 = 2;
+
+/// `s` with its threshold above the wake-up noise (p99) of the victim's CPU.
+pub(crate) fn above_noise(s: Setup, noise: Duration) -> Setup {
+    Setup {
+        threshold: s.threshold.max(noise * NOISE_MARGIN),
+        ..s
+    }
+}
+
+/// `s` for a scenario driving `irq` to the victim's CPU: where the interrupt has a
+/// thread, whose runs last as long as its work, the threshold sits above the CPU's
+/// noise, so a guest's stalls are not taken for the interrupt's spikes. A hard IRQ's
+/// microseconds cannot be sized: its threshold stays, and the criterion weighs what the
+/// load added.
+pub(crate) fn driving(s: Setup, irq: Option<&DeviceIrq>, noise: Duration) -> Setup {
+    match irq {
+        Some(DeviceIrq {
+            thread_prio: Some(_),
+            ..
+        }) => above_noise(s, noise),
+        _ => s,
+    }
+}
+
+/// The victim's priority beside a driven `irq`: ten below its thread where it has one
+/// (FIFO 50 on PREEMPT_RT: the victim at 40), as a real-time thread that does not depend
+/// on the device should not have to wait for it, else [`VICTIM_PRIO`].
+pub(crate) fn below_thread_of(irq: Option<&DeviceIrq>) -> i32 {
+    match irq {
+        Some(DeviceIrq {
+            thread_prio: Some(t),
+            ..
+        }) => (t - 10).max(1),
+        _ => VICTIM_PRIO,
+    }
+}
+
+/// Routes `irq` to `cpu` (journalled in `tweaks`) unless it already arrives there.
+pub(crate) fn route_to(p: &Platform, irq: &DeviceIrq, cpu: u32, tweaks: &mut Tweaks) -> Result<()> {
+    if !irq.cpus.contains(cpu) {
+        tweaks.set(
+            &p.path(&format!("proc/irq/{}/smp_affinity_list", irq.irq)),
+            &cpu.to_string(),
+        )?;
+    }
+    Ok(())
+}
 
 /// A cyclic timer victim waking every `interval_us`.
 pub(crate) fn timer(interval_us: u64) -> crate::Victim {

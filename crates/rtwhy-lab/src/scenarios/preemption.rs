@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use rtwhy_model::Cause;
 
-use super::{setup, timer, Recipe};
+use super::{above_noise, setup, timer, Recipe};
 use crate::{load, Load, Placement, Platform, Result, Setup, Stop, Tweaks};
 
 pub(crate) struct Preemption;
@@ -23,11 +23,7 @@ impl Recipe for Preemption {
     }
 
     fn setup_for(&self, _p: &Platform, _cpu: u32, noise: Duration) -> Setup {
-        let s = self.setup();
-        Setup {
-            threshold: s.threshold.max(noise * NOISE_MARGIN),
-            ..s
-        }
+        above_noise(self.setup(), noise)
     }
 
     fn start(
@@ -43,9 +39,6 @@ impl Recipe for Preemption {
         load::spin::periodic(at.cpu, 90, spin, period, delay, length, stop).map(Some)
     }
 }
-
-/// How far above the CPU's noise (p99) the threshold sits.
-const NOISE_MARGIN: u32 = 2;
 
 /// The spinner for `threshold`: 300 us every 10.3 ms where the threshold is the usual
 /// 150 us; above a noisier CPU's threshold, twice the threshold, at most a tenth of the

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rtwhy_model::Cause;
 
-use super::{setup, timer, Recipe};
+use super::{below_thread_of, driving, route_to, setup, timer, Recipe};
 use crate::{
     load, DeviceIrq, IrqDevice, LabError, Load, Placement, Platform, Result, Setup, Stop, Tweaks,
 };
@@ -37,30 +37,13 @@ impl Recipe for Softirq {
         setup(400, timer(1000), 5000, 20)
     }
 
-    /// Through a NIC's interrupt thread the threshold sits above the CPU's own noise, as
-    /// for `irq_on_isolated_cpu`.
+    /// Through a NIC's interrupt, as for `irq_on_isolated_cpu`; RPS keeps the defaults.
     fn setup_for(&self, p: &Platform, cpu: u32, noise: Duration) -> Setup {
-        let s = self.setup();
-        match route(p, cpu) {
-            Ok(Route::Nic(DeviceIrq {
-                thread_prio: Some(_),
-                ..
-            })) => Setup {
-                threshold: s.threshold.max(noise * 2),
-                ..s
-            },
-            _ => s,
-        }
+        driving(self.setup(), nic(p, cpu).as_ref(), noise)
     }
 
     fn victim_prio(&self, p: &Platform, cpu: u32) -> i32 {
-        match route(p, cpu) {
-            Ok(Route::Nic(DeviceIrq {
-                thread_prio: Some(t),
-                ..
-            })) => (t - 10).max(1),
-            _ => super::VICTIM_PRIO,
-        }
+        below_thread_of(nic(p, cpu).as_ref())
     }
 
     fn check(&self, p: &Platform, cpu: u32) -> std::result::Result<(), String> {
@@ -98,12 +81,7 @@ impl Recipe for Softirq {
                         irq.irq
                     )));
                 };
-                if !irq.cpus.contains(at.cpu) {
-                    tweaks.set(
-                        &p.path(&format!("proc/irq/{}/smp_affinity_list", irq.irq)),
-                        &at.cpu.to_string(),
-                    )?;
-                }
+                route_to(p, &irq, at.cpu, tweaks)?;
                 load::datagrams::start(
                     load::datagrams::Datagrams {
                         cpu: at.housekeeping,
@@ -118,6 +96,14 @@ impl Recipe for Softirq {
             }
         }
         .map(Some)
+    }
+}
+
+/// The network card's interrupt the scenario drives to `cpu`, when it uses one.
+fn nic(p: &Platform, cpu: u32) -> Option<DeviceIrq> {
+    match route(p, cpu) {
+        Ok(Route::Nic(irq)) => Some(irq),
+        _ => None,
     }
 }
 
