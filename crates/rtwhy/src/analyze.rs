@@ -3,22 +3,21 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
-use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use anyhow::{bail, Result};
 use rtwhy_analyze::timerlat::TimerlatAnalyzer;
 use rtwhy_analyze::{Analysis, Analyzer, Config};
-use rtwhy_decode::input::{self, BufferNames, Header, Item, Raw, Sink};
+use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::osnoise::{is_osnoise_name, osnoise_record};
 use rtwhy_decode::recent::{event_name, RecentLines};
-use rtwhy_decode::{Record, TraceMeta};
+use rtwhy_decode::TraceMeta;
 use rtwhy_model::{Event, EventKind, FieldValue, SystemFacts};
 
 use crate::cli::{AnalyzeArgs, AnalyzeFormat};
 use rtwhy_report::{json, text, Source, Timerlat};
 
+use crate::handoff::{Copied, Handoff, RecordCopier, RecordNames, Records};
 use crate::render;
 
 /// Feeds every event to the timerlat analysis as well, counting the records it could
@@ -157,73 +156,41 @@ enum Feed {
 struct Batch {
     /// Each event, where its line comes from, and the events its CPU dropped before it.
     events: Vec<(Event, Src, Option<u64>)>,
-    /// The records' bytes, back to back.
-    bytes: Vec<u8>,
-    /// Buffer names first met in this batch, in the order they were numbered.
-    new_buffers: Vec<String>,
+    /// The records' bytes.
+    records: Records,
 }
 
 /// Where an event of a [`Batch`] came from.
 enum Src {
-    /// A trace.dat record: its bytes in [`Batch::bytes`] and its buffer's number.
-    Record {
-        start: usize,
-        len: usize,
-        buffer: usize,
-    },
+    /// A trace.dat record, copied into [`Batch::records`].
+    Record(Copied),
     /// A text line.
     Line(String),
 }
 
-/// Events per [`Batch`]; at most [`BATCHES_IN_FLIGHT`] wait for the analysis thread.
+/// Events per [`Batch`].
 const BATCH_EVENTS: usize = 4096;
-const BATCHES_IN_FLIGHT: usize = 4;
 
-/// Reads the trace on the calling thread and analyses it on another: decoding a record
-/// and analysing the one before it overlap (the reading costs about as much as the
-/// analysis, and the two share nothing but the events). The analysis sees every event,
-/// in order, as if it ran inline.
+/// Reads the trace on the calling thread and analyses it on another (crate::handoff):
+/// decoding a record and analysing the one before it overlap (the reading costs about as
+/// much as the analysis, and the two share nothing but the events). The analysis sees
+/// every event, in order, as if it ran inline.
 struct AnalyzeSink {
     config: Config,
     warnings: Vec<String>,
-    worker: Option<WorkerHandle>,
+    worker: Option<Handoff<Batch, Worker>>,
     batch: Batch,
-    /// Buffer names numbered so far.
-    buffers: BufferNames,
-}
-
-struct WorkerHandle {
-    full: SyncSender<Batch>,
-    empty: Receiver<Batch>,
-    thread: JoinHandle<Worker>,
+    copier: RecordCopier,
 }
 
 impl AnalyzeSink {
-    /// Hands the current batch to the analysis thread.
-    fn send(&mut self) -> Result<()> {
-        let Some(w) = self.worker.as_ref() else {
-            return Ok(());
-        };
-        let next = w.empty.try_recv().unwrap_or_default();
-        let full = std::mem::replace(&mut self.batch, next);
-        if w.full.send(full).is_err() {
-            bail!("the analysis thread stopped before the end of the trace");
-        }
-        Ok(())
-    }
-
     /// Sends what is left and waits for the analysis thread; `None` when no event
     /// header was read (the file had none to begin with).
     fn finish_worker(&mut self) -> Result<Option<Worker>> {
-        self.send()?;
         let Some(w) = self.worker.take() else {
             return Ok(None);
         };
-        drop(w.full);
-        match w.thread.join() {
-            Ok(worker) => Ok(Some(worker)),
-            Err(_) => bail!("the analysis thread failed"),
-        }
+        w.finish(std::mem::take(&mut self.batch)).map(Some)
     }
 }
 
@@ -241,7 +208,7 @@ impl Sink for AnalyzeSink {
                 "timestamps are raw counter values (clock {clock}), not nanoseconds: latencies and the threshold are in counter ticks"
             ));
         }
-        let mut worker = Worker {
+        let worker = Worker {
             analyzer: Analyzer::new(self.config.clone(), header.facts.clone()),
             feed: Feed::Waiting(self.config.clone()),
             recent: RecentLines::new(
@@ -250,46 +217,30 @@ impl Sink for AnalyzeSink {
                 self.config.max_events_per_cpu,
             ),
             meta: header.meta.clone(),
-            buffers: Vec::new(),
+            names: RecordNames::default(),
             printed: 0,
             lines: HashMap::new(),
             pinned: HashMap::new(),
         };
-        let (full, work) = sync_channel::<Batch>(BATCHES_IN_FLIGHT);
-        let (done, empty) = channel::<Batch>();
-        let thread = std::thread::Builder::new()
-            .name("rtwhy-analyze".into())
-            .spawn(move || {
-                for mut batch in work {
-                    worker.take(&mut batch);
-                    // The reader may have finished; then the batch is not needed back.
-                    let _ = done.send(batch);
-                }
-                worker
-            })?;
-        self.worker = Some(WorkerHandle {
-            full,
-            empty,
-            thread,
-        });
+        self.worker = Some(Handoff::spawn(
+            "rtwhy-analyze",
+            "the analysis thread",
+            worker,
+            |w, batch| {
+                w.take(batch);
+                true
+            },
+        )?);
         Ok(true)
     }
 
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
         let src = match &item.raw {
             Raw::Record { record, buffer } => {
-                let (buffer, new) = self.buffers.number(buffer);
-                if new {
-                    let name = self.buffers.name(buffer).to_owned();
-                    self.batch.new_buffers.push(name);
-                }
-                let start = self.batch.bytes.len();
-                self.batch.bytes.extend_from_slice(record.data);
-                Src::Record {
-                    start,
-                    len: record.data.len(),
-                    buffer,
-                }
+                Src::Record(
+                    self.copier
+                        .copy(&mut self.batch.records, record, buffer, false),
+                )
             }
             Raw::Line(line) => Src::Line(line.to_string()),
         };
@@ -297,7 +248,11 @@ impl Sink for AnalyzeSink {
         let ev = item.into_event_fields_of(fields_read);
         self.batch.events.push((ev, src, dropped));
         if self.batch.events.len() >= BATCH_EVENTS {
-            self.send()?;
+            if let Some(w) = &self.worker {
+                if !w.send(&mut self.batch) {
+                    bail!("the analysis thread stopped before the end of the trace");
+                }
+            }
         }
         Ok(true)
     }
@@ -312,7 +267,7 @@ struct Worker {
     /// Formats and byte order of a trace.dat's records.
     meta: Option<Arc<TraceMeta>>,
     /// Buffer names by number.
-    buffers: Vec<String>,
+    names: RecordNames,
     /// Spikes whose evidence lines are printed.
     printed: usize,
     /// Printed lines by (spike index, timestamp, CPU), matched to the evidence again at
@@ -352,28 +307,14 @@ fn wait_starts(kind: &EventKind) -> Option<i32> {
 impl Worker {
     /// Analyses the events of `batch` and empties it.
     fn take(&mut self, batch: &mut Batch) {
-        self.buffers.append(&mut batch.new_buffers);
+        self.names.learn(&mut batch.records);
         for (ev, src, dropped) in batch.events.drain(..) {
             let line = match &src {
-                Src::Record { start, len, buffer } => {
-                    let data = batch
-                        .bytes
-                        .get(*start..start.saturating_add(*len))
-                        .unwrap_or_default();
+                Src::Record(c) => {
                     if let Some(meta) = self.meta.as_deref() {
-                        let record = Record {
-                            ts: ev.ts.0,
-                            cpu: ev.cpu,
-                            data,
-                            format: meta
-                                .endian
-                                .u16(data, 0)
-                                .and_then(|id| meta.format(u32::from(id))),
-                            endian: meta.endian,
-                            missed_before: None,
-                            following: &[],
-                        };
-                        let buffer = self.buffers.get(*buffer).map_or("", String::as_str);
+                        let (mut record, buffer) = self.names.get(&batch.records, c, meta);
+                        // Evidence lines never carry a dropped-events notice.
+                        record.missed_before = None;
                         self.recent
                             .keep_raw(ev.ts.0, ev.cpu, &Raw::Record { record, buffer });
                     }
@@ -414,7 +355,7 @@ impl Worker {
                 self.print_evidence();
             }
         }
-        batch.bytes.clear();
+        batch.records.clear();
     }
 
     /// Prints the evidence of the spikes diagnosed since the last call, while their
@@ -462,7 +403,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         warnings: Vec::new(),
         worker: None,
         batch: Batch::default(),
-        buffers: BufferNames::default(),
+        copier: RecordCopier::default(),
     };
     let read = input::read(path, &mut sink);
     // The analysis thread ends whether or not the reading did.

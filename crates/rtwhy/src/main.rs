@@ -6,6 +6,7 @@ mod convert;
 mod doctor;
 mod dump;
 mod generate;
+mod handoff;
 mod info;
 mod journal;
 mod ledger;
