@@ -328,7 +328,7 @@ fn main() {
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
         let events = count_events(f);
         let p = f.to_string_lossy().to_string();
-        let runs = if size > 100 << 20 { 1 } else { 5 };
+        let runs = if size > 100 << 20 { 2 } else { 5 };
         let peer = best_of(runs, &["trace-cmd", "report", "-R", "-i", &p]);
         let raw = best_of(
             runs,
@@ -380,7 +380,7 @@ fn main() {
         _ => "-".into(),
     };
     let mut md = String::new();
-    md.push_str("# Performance\n\nDecoding throughput of rtwhy beside trace-cmd, measured in the same run on the same files\n(wall time of the whole process including start-up, best of 5 for small files, 1 run for
+    md.push_str("# Performance\n\nDecoding throughput of rtwhy beside trace-cmd, measured in the same run on the same files\n(wall time of the whole process including start-up, best of 5 for small files, of 2 for
 the synthetic one; peak RSS from GNU time).\nEvents per second = events in the file / wall time of the whole command, output to /dev/null.\n\n");
     md.push_str("Reproduce: `scripts/bench.sh` (writes this file).\n\n");
     md.push_str(&format!(
@@ -406,13 +406,16 @@ the synthetic one; peak RSS from GNU time).\nEvents per second = events in the f
         let x = |r: &Option<Run>| r.as_ref().map(|r| peer.secs / r.secs).unwrap_or(0.0);
         let mib = |r: &Option<Run>| r.as_ref().map(|r| r.peak_kib / 1024).unwrap_or(0);
         md.push_str(&format!(
-            "\n## Against the targets (10x trace-cmd's throughput, under 64 MiB peak)\n\nOn the {:.2} GiB synthetic trace ({events} events): reading every record and counting it by event type (`rtwhy info`) runs {:.1}x trace-cmd's `report -R` in {} MiB; decoding and printing every line in trace-cmd's own raw format (`rtwhy dump --raw`) runs {:.1}x in {} MiB, against trace-cmd's {} MiB. On the small corpus files the whole-process time is dominated by start-up (reading metadata, zstd-decompressing kallsyms sections with the pure-Rust decoder), so the ratios there are lower.\n",
+            "\n## Against the targets (10x trace-cmd's throughput, under 64 MiB peak)\n\nOn the {:.2} GiB synthetic trace ({events} events): reading every record and counting it by event type (`rtwhy info`) runs {:.1}x trace-cmd's `report -R` in {} MiB; decoding and printing every line in trace-cmd's own raw format (`rtwhy dump --raw`) runs {:.1}x in {} MiB, against trace-cmd's {} MiB. `rtwhy dump` reads on one thread and prints on another (trace-cmd uses one): its CPU time (user + system) on this trace is {:.2} s for `--raw`, {:.1}x trace-cmd's {:.2} s. On the small corpus files the whole-process time is dominated by start-up (reading metadata, zstd-decompressing kallsyms sections with the pure-Rust decoder), so the ratios there are lower.\n",
             *size as f64 / (1u64 << 30) as f64,
             x(info),
             mib(info),
             x(raw),
             mib(raw),
             peer.peak_kib / 1024,
+            raw.as_ref().map(|r| r.cpu).unwrap_or(0.0),
+            raw.as_ref().map(|r| peer.cpu / r.cpu).unwrap_or(0.0),
+            peer.cpu,
         ));
     }
     md.push_str("\nThe synthetic file repeats the events of `fixtures/recorded/vm-net-v7-zstd.dat` (recorded on this project's VM) with shifted timestamps, written by rtwhy's own v6 writer, which trace-cmd reads too.\nMemory stays flat with trace size because records are read a block of pages (or one compressed chunk) per CPU at a time.\n");
