@@ -9,6 +9,11 @@
 #     names the IRQ, its thread and the smp_affinity_list fix (RTWHY_GUEST_RECORD=0
 #     leaves this out);
 #   - no tracefs instance of rtwhy is left behind;
+#   - with softirq among the scenarios, the guest gets a NIC on QEMU's user-mode network
+#     and the selftest a TCP stream from this machine (scripts/stream-source.py here,
+#     `--stream-from 10.0.2.2:PORT` there): sent at this machine's speed, it keeps the
+#     guest's receive interrupt thread in long NET_RX runs, which datagrams sent from the
+#     guest cannot (sending costs the TCG guest as much as receiving);
 #   - back here, every capture of that session re-analysed with `rtwhy analyze` gets the
 #     verdicts the recorder gave it inside the guest.
 # Exit 0 when all hold, 1 when one does not (the guest's output says which), 2 when the
@@ -33,12 +38,30 @@ exe=$(cd "$target/debug" && pwd -P)/rtwhy
 [ -x "$exe" ] || { echo "rt-guest-test: $exe was not built" >&2; exit 2; }
 
 shared=$(mktemp -d /tmp/rtwhy-guest-test.XXXXXX)
+stream_port=
+source_pid=
+stop_source() { [ -z "$source_pid" ] || kill "$source_pid" 2>/dev/null || true; }
+trap stop_source EXIT
+if [[ ,$scenarios, == *,softirq,* ]]; then
+    # The sending end, on this machine's 127.0.0.1 (10.0.2.2 in the guest), bounded by
+    # the guest's own timeout and stopped when this script ends.
+    python3 scripts/stream-source.py --for "${RTWHY_GUEST_TIMEOUT:-1500}" >"$shared/stream-source.port" &
+    source_pid=$!
+    for _ in $(seq 50); do
+        stream_port=$(head -n 1 "$shared/stream-source.port" 2>/dev/null || true)
+        [ -n "$stream_port" ] && break
+        sleep 0.1
+    done
+    [ -n "$stream_port" ] || { echo "rt-guest-test: scripts/stream-source.py did not start" >&2; exit 2; }
+    export RTWHY_GUEST_NETWORK=user
+fi
 cat >"$shared/check.sh" <<EOF
 #!/bin/bash
 # Runs inside the guest.
 exe=$exe
 scenarios=$scenarios
 record=$record
+stream_port=$stream_port
 EOF
 cat >>"$shared/check.sh" <<'EOF'
 failed=0
@@ -51,7 +74,16 @@ grep -q '^OK  *preempt_model .*model rt' <<<"$doctor" || fail "doctor does not r
 grep -q 'isolated CPU 1' <<<"$doctor" || fail "doctor does not see CPU 1 isolated"
 echo "rt-guest-test: doctor took $((SECONDS - t0)) s"
 t0=$SECONDS
-"$exe" selftest --cpu 1 --scenarios "$scenarios" --keep "$RTWHY_GUEST_SHARED/keep" >"$RTWHY_GUEST_SHARED/selftest.txt"
+stream=()
+if [ -n "$stream_port" ]; then
+    # QEMU's user-mode network, configured by hand (virtme-ng's DHCP stalls the boot).
+    modprobe virtio_net 2>/dev/null
+    nic=$(ip -o link show | awk -F': ' '$2 != "lo" {print $2; exit}')
+    ip link set "$nic" up && ip addr add 10.0.2.15/24 dev "$nic" && ip route add default via 10.0.2.2 ||
+        fail "could not configure the guest's NIC '$nic' on QEMU's user-mode network"
+    stream=(--stream-from "10.0.2.2:$stream_port")
+fi
+"$exe" selftest --cpu 1 --scenarios "$scenarios" "${stream[@]}" --keep "$RTWHY_GUEST_SHARED/keep" >"$RTWHY_GUEST_SHARED/selftest.txt"
 code=$?
 cat "$RTWHY_GUEST_SHARED/selftest.txt"
 echo "rt-guest-test: selftest took $((SECONDS - t0)) s, exit $code"

@@ -99,6 +99,10 @@ pub struct Placement {
     /// when not measured): loads that can be sized grow above it (see
     /// [`Scenario::setup_for`]).
     pub noise: Duration,
+    /// A TCP server on another machine that sends continuously, reached through the
+    /// card whose receive interrupt `softirq` moves to `cpu`: its stream is that
+    /// scenario's load where one is given (see [`load::stream`]).
+    pub stream_from: Option<std::net::SocketAddr>,
 }
 
 /// A way of making a real-time thread late on purpose.

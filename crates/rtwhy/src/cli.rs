@@ -121,6 +121,12 @@ pub struct SelftestArgs {
     /// selftest itself, whose verdict must then be fail.
     #[arg(long, value_name = "SCENARIO=CAUSE")]
     pub expect: Vec<String>,
+    /// A TCP server on another machine that sends continuously (for example
+    /// `scripts/stream-source.py PORT` there), reached through the network card whose
+    /// receive interrupt the softirq scenario moves to the victim's CPU: its stream is
+    /// then that scenario's load instead of datagrams sent from here.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub stream_from: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +142,12 @@ pub struct LabArgs {
     /// Directory on a block device for the disk-interrupt scenario's scratch file.
     #[arg(long, default_value = "/var/tmp")]
     pub scratch: PathBuf,
+    /// A TCP server on another machine that sends continuously (for example
+    /// `scripts/stream-source.py PORT` there), reached through the network card whose
+    /// receive interrupt the softirq scenario moves to the victim's CPU: its stream is
+    /// then that scenario's load instead of datagrams sent from here.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub stream_from: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

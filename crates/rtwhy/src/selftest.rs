@@ -159,6 +159,8 @@ struct Bench {
     exe: PathBuf,
     /// The victim CPU's own wake-up latency, measured before the scenarios.
     noise: Noise,
+    /// `--stream-from`: the softirq scenario's sender.
+    stream_from: Option<std::net::SocketAddr>,
 }
 
 impl Bench {
@@ -269,6 +271,7 @@ pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
         work: work.clone(),
         exe: std::env::current_exe().context("cannot find rtwhy's own executable")?,
         noise,
+        stream_from: args.stream_from,
     };
     let out = std::io::stdout();
     let mut out = out.lock();
@@ -455,6 +458,7 @@ impl Observer for Scene<'_> {
             scratch: rtwhy_lab::default_scratch_dir(),
             length: None,
             noise: self.bench.noise.p99,
+            stream_from: self.bench.stream_from,
         };
         match self.scenario.start(
             &self.bench.platform,
@@ -1000,6 +1004,7 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         scratch: args.scratch.clone(),
         length: args.length.map(|n| Duration::from_nanos(n.0)),
         noise: Duration::ZERO,
+        stream_from: args.stream_from,
     };
     let stop = Stop::new(interrupted.clone());
     let mut tweaks = Tweaks::new(Path::new(JOURNAL_DIR));

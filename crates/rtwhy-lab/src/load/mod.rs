@@ -19,6 +19,7 @@ pub mod inversion;
 pub mod kwork;
 pub mod lookups;
 pub mod spin;
+pub mod stream;
 
 /// Longest any single load may run.
 pub const MAX_LOAD: Duration = Duration::from_secs(10);
