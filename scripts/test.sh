@@ -67,7 +67,7 @@ log "rtwhy in a PREEMPT_RT guest, CPU 1 isolated (scripts/rt-guest-test.sh)"
 if [ "${RTWHY_GUEST:-1}" = 0 ] && [ "${CI:-}" != true ]; then
     echo "skipped: RTWHY_GUEST=0"
 else
-    RTWHY_GUEST_SCENARIOS=${RTWHY_GUEST_SCENARIOS:-rt_throttling,preemption,priority_inversion,lock_contention} \
+    RTWHY_GUEST_SCENARIOS=${RTWHY_GUEST_SCENARIOS:-rt_throttling,preemption,priority_inversion,lock_contention,softirq} \
         scripts/rt-guest-test.sh
 fi
 
