@@ -121,10 +121,17 @@ pub struct SelftestArgs {
     /// selftest itself, whose verdict must then be fail.
     #[arg(long, value_name = "SCENARIO=CAUSE")]
     pub expect: Vec<String>,
+    #[command(flatten)]
+    pub stream: StreamArg,
+}
+
+/// `--stream-from`, shared by `rtwhy selftest` and `rtwhy lab`.
+#[derive(Debug, Args)]
+pub struct StreamArg {
     /// A TCP server on another machine that sends continuously (for example
-    /// `scripts/stream-source.py PORT` there), reached through the network card whose
-    /// receive interrupt the softirq scenario moves to the victim's CPU: its stream is
-    /// then that scenario's load instead of datagrams sent from here.
+    /// `scripts/stream-source.py --port PORT` there), reached through the network card
+    /// whose receive interrupt the softirq scenario moves to the victim's CPU: its stream
+    /// is then that scenario's load instead of datagrams sent from here.
     #[arg(long, value_name = "ADDR:PORT")]
     pub stream_from: Option<std::net::SocketAddr>,
 }
@@ -142,12 +149,8 @@ pub struct LabArgs {
     /// Directory on a block device for the disk-interrupt scenario's scratch file.
     #[arg(long, default_value = "/var/tmp")]
     pub scratch: PathBuf,
-    /// A TCP server on another machine that sends continuously (for example
-    /// `scripts/stream-source.py PORT` there), reached through the network card whose
-    /// receive interrupt the softirq scenario moves to the victim's CPU: its stream is
-    /// then that scenario's load instead of datagrams sent from here.
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub stream_from: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub stream: StreamArg,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

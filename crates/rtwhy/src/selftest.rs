@@ -271,7 +271,7 @@ pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
         work: work.clone(),
         exe: std::env::current_exe().context("cannot find rtwhy's own executable")?,
         noise,
-        stream_from: args.stream_from,
+        stream_from: args.stream.stream_from,
     };
     let out = std::io::stdout();
     let mut out = out.lock();
@@ -1004,7 +1004,7 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         scratch: args.scratch.clone(),
         length: args.length.map(|n| Duration::from_nanos(n.0)),
         noise: Duration::ZERO,
-        stream_from: args.stream_from,
+        stream_from: args.stream.stream_from,
     };
     let stop = Stop::new(interrupted.clone());
     let mut tweaks = Tweaks::new(Path::new(JOURNAL_DIR));

@@ -27,7 +27,8 @@ pub struct Stream {
     pub cpu: u32,
     /// The server that sends.
     pub from: SocketAddr,
-    /// Wait before connecting.
+    /// Wait before reading (the connection is made at once; until then the sender only
+    /// fills the receive window, then waits).
     pub delay: Duration,
     /// How long to read.
     pub length: Duration,
@@ -51,7 +52,7 @@ pub fn start(cfg: Stream, stop: Stop) -> Result<Load> {
     let from = cfg.from;
     let socket = connect(from).map_err(|e| {
         LabError::Load(format!(
-            "stream: cannot connect to {from}: {e}; start a server there that sends continuously (scripts/stream-source.py PORT, or nc -lk PORT < /dev/zero)"
+            "stream: cannot connect to {from}: {e}; start a server there that sends continuously (scripts/stream-source.py --port PORT, or nc -lk PORT < /dev/zero)"
         ))
     })?;
     // A read returns at least every 100 ms, so a stop or the end is seen in time.
@@ -64,16 +65,13 @@ pub fn start(cfg: Stream, stop: Stop) -> Result<Load> {
     load.spawn("lab-stream", move || {
         pin(cfg.cpu, "stream")?;
         let mut buf = vec![MaybeUninit::<u8>::uninit(); 1 << 20];
-        // Until the start, drain without counting: the sender fills the socket's
-        // buffers meanwhile, and a full window stops it.
+        // Not before the load's stretch: receive work outside it would be judged as the
+        // machine's own latency.
+        if !stop.sleep_until(start) {
+            return Ok("lab-stream: stopped before it started".into());
+        }
         let mut received = 0u64;
-        let mut counting = false;
-        loop {
-            let now = sys::monotonic_ns();
-            if now >= end || stop.requested() {
-                break;
-            }
-            counting |= now >= start;
+        while sys::monotonic_ns() < end && !stop.requested() {
             // MSG_TRUNC: the data is dropped in the kernel, not copied out, so the reader
             // costs little and the window reopens at once.
             match socket.recv_with_flags(&mut buf, libc::MSG_TRUNC) {
@@ -82,8 +80,7 @@ pub fn start(cfg: Stream, stop: Stop) -> Result<Load> {
                         "stream: {from} closed the connection after {received} bytes"
                     )))
                 }
-                Ok(n) if counting => received += n as u64,
-                Ok(_) => {}
+                Ok(n) => received += n as u64,
                 Err(e) if is_timeout(&e) => {}
                 Err(e) => return Err(LabError::Load(format!("stream: reading from {from}: {e}"))),
             }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rtwhy_model::Cause;
 
-use super::{above_noise, below_thread_of, driving, route_to, setup, timer, Recipe};
+use super::{below_thread_of, driving, route_to, setup, timer, Recipe};
 use crate::{
     load, DeviceIrq, IrqDevice, LabError, Load, Placement, Platform, Result, Setup, Stop, Tweaks,
 };
@@ -104,7 +104,7 @@ impl Recipe for Softirq {
                 if let Some(from) = at.stream_from {
                     // One NET_RX run may then last as long as segments keep coming, up to
                     // a few thresholds: the stream's spikes stand above the CPU's noise.
-                    let threshold = above_noise(self.setup(), at.noise).threshold;
+                    let threshold = self.setup_for(p, at.cpu, at.noise).threshold;
                     let run = (threshold * RUN_THRESHOLDS).clamp(RUN_MIN, RUN_MAX);
                     tweaks.set(&p.path(NETDEV_BUDGET), "100000")?;
                     tweaks.set(&p.path(NETDEV_BUDGET_USECS), &run.as_micros().to_string())?;
