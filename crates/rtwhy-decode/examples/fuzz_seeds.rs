@@ -127,7 +127,7 @@ fn seed(out: &Path, path: &Path, seen: &mut HashSet<String>) -> Result<(), Strin
         fs.retain(keep);
     }
     s.event_formats.retain(|(_, fs)| !fs.is_empty());
-    s.kallsyms.clear();
+    s.kallsyms = Default::default();
     s.printk.clear();
     if s.cmdlines.len() > 2048 {
         let end = s.cmdlines.get(..2048).and_then(|t| t.rfind('\n'));

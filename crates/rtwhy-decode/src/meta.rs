@@ -6,7 +6,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::endian::Endian;
 use crate::format::{EventFormat, HeaderPage};
-use crate::symbols::{Cmdlines, Kallsyms, PrintkFormats};
+use crate::symbols::{Cmdlines, Kallsyms, LazyText, PrintkFormats};
 
 /// Event formats by id. Looked up once per record, so hashed by a multiply instead of
 /// SipHash (ids come from the file, but a table of at most 65536 ids cannot be flooded).
@@ -145,8 +145,8 @@ pub struct MetaSources {
     pub ftrace_formats: Vec<String>,
     /// `events/<system>/*/format` texts, by system.
     pub event_formats: Vec<(String, Vec<String>)>,
-    /// `/proc/kallsyms`.
-    pub kallsyms: String,
+    /// `/proc/kallsyms` (shared with [`TraceMeta::kallsyms`], read when first needed).
+    pub kallsyms: LazyText,
     /// `printk_formats`.
     pub printk: String,
     /// `saved_cmdlines`.

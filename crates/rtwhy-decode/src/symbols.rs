@@ -2,6 +2,82 @@
 //! saved command lines (pid to task name).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A text of the trace file read the first time it is asked for. A kallsyms section is
+/// megabytes of compressed text that printing raw records, or counting them, never
+/// needs: its decompression waits until a symbol is looked up or the text written out.
+/// Clones share the text (and its one reading).
+#[derive(Clone, Default)]
+pub struct LazyText(Arc<Lazy>);
+
+#[derive(Default)]
+struct Lazy {
+    text: OnceLock<Result<Box<str>, String>>,
+    read: Mutex<Option<Box<Reader>>>,
+}
+
+type Reader = dyn FnOnce() -> Result<String, String> + Send;
+
+impl LazyText {
+    /// A text already read.
+    pub fn new(text: String) -> LazyText {
+        let lazy = Lazy::default();
+        let _ = lazy.text.set(Ok(text.into()));
+        LazyText(Arc::new(lazy))
+    }
+
+    /// A text `read` produces when first asked for; its error, if it fails, is kept for
+    /// [`Self::error`] and the text is then empty.
+    pub fn deferred(read: impl FnOnce() -> Result<String, String> + Send + 'static) -> LazyText {
+        let lazy = Lazy {
+            text: OnceLock::new(),
+            read: Mutex::new(Some(Box::new(read))),
+        };
+        LazyText(Arc::new(lazy))
+    }
+
+    /// The text (read now if it was not yet); empty if reading it failed.
+    pub fn get(&self) -> &str {
+        let text = self.0.text.get_or_init(|| {
+            // The reader runs once: the first caller takes it, and OnceLock makes any
+            // other caller wait for that one's result.
+            let read = self.0.read.lock().ok().and_then(|mut r| r.take());
+            read.map_or_else(|| Ok(Box::from("")), |r| r().map(String::into_boxed_str))
+        });
+        text.as_deref().unwrap_or_default()
+    }
+
+    /// Why the text could not be read, once something asked for it.
+    pub fn error(&self) -> Option<&str> {
+        self.0.text.get()?.as_ref().err().map(String::as_str)
+    }
+}
+
+impl From<String> for LazyText {
+    fn from(text: String) -> LazyText {
+        LazyText::new(text)
+    }
+}
+
+/// Texts compare by content (reading both if they were not yet).
+impl PartialEq for LazyText {
+    fn eq(&self, other: &LazyText) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for LazyText {}
+
+impl std::fmt::Debug for LazyText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.text.get() {
+            Some(Ok(t)) => write!(f, "LazyText({} bytes)", t.len()),
+            Some(Err(e)) => write!(f, "LazyText(unreadable: {e})"),
+            None => f.write_str("LazyText(not read yet)"),
+        }
+    }
+}
 
 /// One kallsyms line, as offsets into the kept text: no allocation per symbol (a table
 /// holds a few hundred thousand of them).
@@ -20,28 +96,42 @@ struct Symbol {
 /// symbol is looked up, so reading a trace that never needs one does not pay for it.
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
-    text: std::sync::Arc<str>,
+    text: LazyText,
     /// Sorted by address; symbols sharing an address keep their file order.
-    entries: std::sync::OnceLock<Vec<Symbol>>,
+    entries: OnceLock<Vec<Symbol>>,
 }
 
 impl Kallsyms {
     /// Keeps kallsyms text (`ffffffff81000000 T _stext [module]`) to be parsed on first
     /// use; bad lines are skipped then.
     pub fn parse(text: &str) -> Kallsyms {
+        Kallsyms::from_text(LazyText::new(text.to_string()))
+    }
+
+    /// Kallsyms text read only when first needed (see [`LazyText`]).
+    pub fn from_text(text: LazyText) -> Kallsyms {
         Kallsyms {
-            text: text.into(),
-            entries: std::sync::OnceLock::new(),
+            text,
+            entries: OnceLock::new(),
         }
+    }
+
+    /// The kallsyms text (read now if it was not yet).
+    pub fn text(&self) -> &LazyText {
+        &self.text
     }
 
     /// Lines of the kallsyms text: the number of symbols, without parsing them.
     pub fn line_count(&self) -> usize {
-        self.text.lines().filter(|l| !l.trim().is_empty()).count()
+        self.text
+            .get()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .count()
     }
 
     fn entries(&self) -> &[Symbol] {
-        self.entries.get_or_init(|| parse_entries(&self.text))
+        self.entries.get_or_init(|| parse_entries(self.text.get()))
     }
 
     /// All symbols as (address, name as a byte range of the text for [`Self::slice`],
@@ -52,6 +142,7 @@ impl Kallsyms {
 
     pub(crate) fn slice(&self, (start, end): (u32, u32)) -> &str {
         self.text
+            .get()
             .get(start as usize..end as usize)
             .unwrap_or_default()
     }
@@ -282,6 +373,26 @@ impl Cmdlines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lazy_text_reads_once_when_asked_and_keeps_its_error() {
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = reads.clone();
+        let k = Kallsyms::from_text(LazyText::deferred(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok("ffffffff81000000 T _stext\n".to_string())
+        }));
+        let copy = k.clone();
+        assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(copy.exact(0xffff_ffff_8100_0000), Some("_stext"));
+        assert_eq!(k.line_count(), 1);
+        assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 1);
+
+        let bad = LazyText::deferred(|| Err("zstd data does not decompress".into()));
+        assert_eq!(bad.error(), None, "not read yet, so no error yet");
+        assert_eq!(Kallsyms::from_text(bad.clone()).lookup(0x1000), None);
+        assert_eq!(bad.error(), Some("zstd data does not decompress"));
+    }
 
     #[test]
     fn hex_addresses_read_as_from_str_radix_reads_them() {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use rtwhy_decode::endian::Endian;
 use rtwhy_decode::meta::{MetaSources, TraceMeta};
 use rtwhy_decode::page::PageReader;
+use rtwhy_decode::symbols::LazyText;
 use rtwhy_decode::tracedat::{TraceDatWriter, TraceFile};
 
 use crate::error::{RecordError, Result};
@@ -115,7 +116,7 @@ impl CaptureLayout {
         uname: &str,
         cpus: usize,
     ) -> Result<CaptureLayout> {
-        sources.kallsyms.clear();
+        sources.kallsyms = LazyText::default();
         let mut probe = TraceDatWriter::new(
             if cfg!(target_endian = "little") {
                 Endian::Little
@@ -209,7 +210,7 @@ impl CaptureLayout {
                 sum.last_ns = sum.last_ns.max(last);
             }
         }
-        sources.kallsyms = self.symbols.subset(words);
+        sources.kallsyms = self.symbols.subset(words).into();
         let mut w = TraceDatWriter::new(
             self.meta.endian,
             self.meta.long_size as u8,

@@ -188,8 +188,8 @@ impl Tracefs {
             ftrace_formats,
             event_formats: by_system,
             kallsyms: match kallsyms {
-                Some(p) => read(p.to_path_buf())?,
-                None => String::new(),
+                Some(p) => read(p.to_path_buf())?.into(),
+                None => Default::default(),
             },
             printk: read_text(&self.root.join("printk_formats")).unwrap_or_default(),
             cmdlines: read_text(&self.root.join("saved_cmdlines")).unwrap_or_default(),

@@ -5,10 +5,12 @@
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::print::Printer;
+use rtwhy_decode::TraceMeta;
 
 use crate::cli::DumpArgs;
 use crate::handoff::{Copied, Handoff, RecordCopier, RecordNames, Records};
@@ -65,6 +67,9 @@ struct DumpSink {
     thread: Option<Handoff<Batch, Lines>>,
     batch: Batch,
     copier: RecordCopier,
+    /// The file's metadata, whose kallsyms the printing thread may read after the last
+    /// record was read.
+    meta: Option<Arc<TraceMeta>>,
 }
 
 impl Sink for DumpSink {
@@ -83,6 +88,7 @@ impl Sink for DumpSink {
             out.flush()?;
             return Ok(true);
         };
+        self.meta = Some(meta.clone());
         let lines = Lines {
             printer: Printer::new(meta),
             raw: self.raw,
@@ -124,6 +130,7 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
         thread: None,
         batch: Batch::default(),
         copier: RecordCopier::default(),
+        meta: None,
     };
     let read = input::read(&args.file, &mut sink);
     // The printing thread ends whether or not the reading did.
@@ -138,7 +145,11 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
         }
         lines.out.flush()?;
     }
-    for w in &end.warnings {
+    // The reader's warnings were gathered before the printer finished; a kallsyms section
+    // it failed to read for a symbol is known only now.
+    let late = sink.meta.as_ref().and_then(|m| m.kallsyms.text().error());
+    let late = late.filter(|e| !end.warnings.iter().any(|w| w == e));
+    for w in end.warnings.iter().map(String::as_str).chain(late) {
         eprintln!("rtwhy: warning: {}: {w}", args.file.display());
     }
     Ok(ExitCode::SUCCESS)

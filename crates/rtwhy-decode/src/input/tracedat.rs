@@ -53,6 +53,8 @@ impl Format for TraceDat {
         }
         let mut warnings = file.warnings().to_vec();
         warnings.extend(records.warnings().iter().cloned());
+        // A kallsyms section read only when a symbol was needed says now if it failed.
+        warnings.extend(meta.kallsyms.text().error().map(str::to_string));
         Ok(Finish {
             format: self.name(),
             cpus: Some(file.info().cpus),

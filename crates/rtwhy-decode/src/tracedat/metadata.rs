@@ -9,7 +9,7 @@ use super::{Buffer, CpuData, FileInfo, MAGIC};
 use crate::endian::{Cursor, Endian};
 use crate::format::{EventFormat, HeaderPage};
 use crate::meta::{HostSync, TraceMeta, Tsc2Nsec};
-use crate::symbols::{Cmdlines, Kallsyms, PrintkFormats};
+use crate::symbols::{Cmdlines, Kallsyms, LazyText, PrintkFormats};
 use crate::{Error, Result};
 
 const OPT_DONE: u16 = 0;
@@ -333,9 +333,39 @@ fn v6_cpu_table(
 }
 
 fn set_kallsyms(text: &[u8], p: &mut Parsed) {
-    let text = String::from_utf8_lossy(text).into_owned();
-    p.meta.kallsyms = Kallsyms::parse(&text);
+    set_kallsyms_text(String::from_utf8_lossy(text).into_owned().into(), p);
+}
+
+fn set_kallsyms_text(text: LazyText, p: &mut Parsed) {
+    p.meta.kallsyms = Kallsyms::from_text(text.clone());
     p.meta.sources.kallsyms = text;
+}
+
+/// The kallsyms section of a v7 file at `offset`: its header checked now, its content
+/// decompressed the first time a symbol is needed (counting or analysing records
+/// usually never does).
+fn deferred_kallsyms(bytes: &Bytes, offset: u64, codec: Codec, endian: Endian) -> Result<LazyText> {
+    let head = bytes.read_exact(offset, 16, "section header")?;
+    let id = endian.u16(&head, 0).unwrap_or_default();
+    if id != OPT_KALLSYMS {
+        return Err(Error::corrupt(
+            offset,
+            format!("expected section id {OPT_KALLSYMS}, found {id}"),
+        ));
+    }
+    let bytes = bytes.clone();
+    let read = move || -> Result<String> {
+        let content = section(&bytes, offset, OPT_KALLSYMS, codec, endian)?;
+        let mut c = Cursor::new(&content, offset, endian);
+        let n = c.u32("kallsyms size")?;
+        let text = c.bytes(n as usize, "kallsyms")?;
+        Ok(String::from_utf8_lossy(text).into_owned())
+    };
+    Ok(LazyText::deferred(move || {
+        read().map_err(|e| {
+            format!("{e}; the kallsyms section is skipped (addresses print as numbers)")
+        })
+    }))
 }
 
 fn set_printk(text: &[u8], p: &mut Parsed) {
@@ -657,6 +687,13 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
         }
     }
     for (id, off) in pointers {
+        if id == OPT_KALLSYMS && codec != Codec::None {
+            match deferred_kallsyms(bytes, off, codec, endian) {
+                Ok(text) => set_kallsyms_text(text, p),
+                Err(e) => p.warnings.push(format!("{e}; the section is skipped")),
+            }
+            continue;
+        }
         let content = match section(bytes, off, id, codec, endian) {
             Ok(c) => c,
             Err(e) => {

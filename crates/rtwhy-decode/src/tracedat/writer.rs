@@ -139,8 +139,9 @@ impl TraceDatWriter {
                 out.extend_from_slice(f.as_bytes());
             }
         }
-        self.put(&mut out, s.kallsyms.len() as u64, 4);
-        out.extend_from_slice(s.kallsyms.as_bytes());
+        let kallsyms = s.kallsyms.get();
+        self.put(&mut out, kallsyms.len() as u64, 4);
+        out.extend_from_slice(kallsyms.as_bytes());
         self.put(&mut out, s.printk.len() as u64, 4);
         out.extend_from_slice(s.printk.as_bytes());
         self.put(&mut out, s.cmdlines.len() as u64, 8);
