@@ -146,6 +146,11 @@ pub struct LabArgs {
     /// How long the load runs (at most 10 s; default: the scenario's own length).
     #[arg(long = "for", value_parser = parse_span)]
     pub length: Option<rtwhy_model::Nanos>,
+    /// The CPU's noise p99 as `rtwhy selftest` measured it (its table's `noise` line):
+    /// loads sized above the noise (a NIC's NET_RX runs, for one) are then sized as the
+    /// selftest sizes them. Default: no noise.
+    #[arg(long, value_parser = parse_span)]
+    pub noise: Option<rtwhy_model::Nanos>,
     /// Directory on a block device for the disk-interrupt scenario's scratch file.
     #[arg(long, default_value = "/var/tmp")]
     pub scratch: PathBuf,

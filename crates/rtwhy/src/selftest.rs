@@ -1003,7 +1003,7 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         housekeeping,
         scratch: args.scratch.clone(),
         length: args.length.map(|n| Duration::from_nanos(n.0)),
-        noise: Duration::ZERO,
+        noise: Duration::from_nanos(args.noise.map_or(0, |n| n.0)),
         stream_from: args.stream.stream_from,
     };
     let stop = Stop::new(interrupted.clone());
