@@ -143,6 +143,22 @@ pub(crate) fn replay(
         observe_power(e, w, &mut out);
         last_open = Some(e.clone());
     }
+    // A softirq that began before anything the history holds (a capture starting inside
+    // a long NET_RX run in an IRQ thread) shows only its exit: until that exit the CPU
+    // was in the softirq, not in the task's own code.
+    if !stack.iter().any(|c| matches!(c, Ctx::Softirq { .. })) {
+        let first = q.range(i0..).take_while(|e| e.ts < w.to).find(|e| {
+            matches!(
+                e.kind,
+                EventKind::SchedSwitch { .. }
+                    | EventKind::SoftirqEntry { .. }
+                    | EventKind::SoftirqExit { .. }
+            )
+        });
+        if let Some(EventKind::SoftirqExit { vec }) = first.map(|e| &e.kind) {
+            stack.insert(0, Ctx::Softirq { vec: *vec });
+        }
+    }
 
     // Nothing before the window says who ran (the capture or the kept history starts
     // inside it): the CPU's first event does. A switch puts off the CPU the task that
