@@ -345,14 +345,7 @@ fn set_kallsyms_text(text: LazyText, p: &mut Parsed) {
 /// decompressed the first time a symbol is needed (counting or analysing records
 /// usually never does).
 fn deferred_kallsyms(bytes: &Bytes, offset: u64, codec: Codec, endian: Endian) -> Result<LazyText> {
-    let head = bytes.read_exact(offset, 16, "section header")?;
-    let id = endian.u16(&head, 0).unwrap_or_default();
-    if id != OPT_KALLSYMS {
-        return Err(Error::corrupt(
-            offset,
-            format!("expected section id {OPT_KALLSYMS}, found {id}"),
-        ));
-    }
+    section_header(bytes, offset, OPT_KALLSYMS, endian)?;
     let bytes = bytes.clone();
     let read = move || -> Result<String> {
         let content = section(&bytes, offset, OPT_KALLSYMS, codec, endian)?;
@@ -603,8 +596,8 @@ fn time_shift(data: &[u8], endian: Endian) -> Option<HostSync> {
     })
 }
 
-/// A v7 section: its header, then its (possibly compressed) content.
-fn section(bytes: &Bytes, offset: u64, want: u16, codec: Codec, endian: Endian) -> Result<Vec<u8>> {
+/// A v7 section's header, checked to be section `want`: (flags, content size).
+fn section_header(bytes: &Bytes, offset: u64, want: u16, endian: Endian) -> Result<(u16, u64)> {
     let head = bytes.read_exact(offset, 16, "section header")?;
     let id = endian.u16(&head, 0).unwrap_or_default();
     let flags = endian.u16(&head, 2).unwrap_or_default();
@@ -615,6 +608,12 @@ fn section(bytes: &Bytes, offset: u64, want: u16, codec: Codec, endian: Endian) 
             format!("expected section id {want}, found {id}"),
         ));
     }
+    Ok((flags, size))
+}
+
+/// A v7 section: its header, then its (possibly compressed) content.
+fn section(bytes: &Bytes, offset: u64, want: u16, codec: Codec, endian: Endian) -> Result<Vec<u8>> {
+    let (flags, size) = section_header(bytes, offset, want, endian)?;
     if flags & 1 == 0 {
         return bytes.read_exact(offset + 16, size, "section content");
     }
