@@ -20,6 +20,15 @@
 #                                             network (gateway 10.0.2.2), not configured in
 #                                             the guest (virtme-ng's DHCP stalls its boot):
 #                                             ip addr add 10.0.2.15/24 dev eth0; default none
+#   --pata N            RTWHY_GUEST_PATA      disks (0-2, default 2) on a legacy IDE controller
+#                                             (PIIX3, interrupts 14 and 15), one per channel,
+#                                             64 MiB of zeros each, writes thrown away, in PIO
+#                                             mode (libata.dma=0 joins the command line;
+#                                             ata_piix is loaded before the command): the
+#                                             guest's one device whose interrupt handler
+#                                             copies every sector itself, milliseconds of its
+#                                             IRQ thread's time (the lab's irq_on_isolated_cpu
+#                                             reads them)
 #   --timeout SECS      RTWHY_GUEST_TIMEOUT   whole run, boot included (default 900)
 #   --boot-timeout SECS RTWHY_GUEST_BOOT_TIMEOUT  the command must have started within
 #                                             this (default 240)
@@ -57,6 +66,7 @@ append=${RTWHY_GUEST_APPEND-$DEFAULT_APPEND}
 cpus=${RTWHY_GUEST_CPUS:-2}
 memory=${RTWHY_GUEST_MEMORY:-2G}
 network=${RTWHY_GUEST_NETWORK:-none}
+pata=${RTWHY_GUEST_PATA:-2}
 timeout_s=${RTWHY_GUEST_TIMEOUT:-900}
 boot_timeout_s=${RTWHY_GUEST_BOOT_TIMEOUT:-240}
 shared=${RTWHY_GUEST_SHARED:-}
@@ -79,6 +89,7 @@ while [ $# -gt 0 ]; do
     --cpus) need_arg "$@"; cpus=$2; shift 2 ;;
     --memory) need_arg "$@"; memory=$2; shift 2 ;;
     --network) need_arg "$@"; network=$2; shift 2 ;;
+    --pata) need_arg "$@"; pata=$2; shift 2 ;;
     --timeout) need_arg "$@"; timeout_s=$2; shift 2 ;;
     --boot-timeout) need_arg "$@"; boot_timeout_s=$2; shift 2 ;;
     --shared) need_arg "$@"; shared=$2; shift 2 ;;
@@ -101,6 +112,7 @@ esac
 for n in cpus timeout_s boot_timeout_s; do
     [[ ${!n} =~ ^[1-9][0-9]*$ ]] || die "${n%_s} must be a positive whole number, not '${!n}'"
 done
+[[ $pata =~ ^[0-2]$ ]] || die "pata must be 0, 1 or 2 disks, not '$pata'"
 [[ $memory =~ ^[1-9][0-9]*[MGmg]?$ ]] || die "memory must look like 2G or 1536M, not '$memory'"
 case $network in
 none) net_args=() ;;
@@ -206,10 +218,30 @@ ctl=$shared/.rt-guest
 rm -rf "$ctl"
 mkdir -p "$ctl"
 
+# The PATA disks: sparse images (no space taken), QEMU's snapshot keeps them unwritten.
+qemu_opts=()
+if [ "$pata" -gt 0 ]; then
+    [[ $ctl =~ ^[A-Za-z0-9/._+-]+$ ]] ||
+        die "the shared directory's path ($shared) must be plain (letters, digits, / . _ + -) for QEMU's drive options"
+    opts="-device piix3-ide,id=rtwhy-pata"
+    for ((i = 0; i < pata; i++)); do
+        truncate -s 64M "$ctl/pata$i.img" || die "cannot create the disk image $ctl/pata$i.img"
+        opts+=" -drive file=$ctl/pata$i.img,if=none,id=rtwhy-pata$i,format=raw,snapshot=on"
+        opts+=" -device ide-hd,drive=rtwhy-pata$i,bus=rtwhy-pata.$i"
+    done
+    qemu_opts=("--qemu-opts=$opts")
+    append="$append libata.dma=0"
+fi
+
 # The guest-side wrapper: marks the start, runs the command with its output in files,
 # records its status. The command is quoted here so that it arrives word for word.
 {
     echo '#!/bin/bash'
+    if [ "$pata" -gt 0 ]; then
+        # The disks appear a moment after the driver binds (the SCSI scan is async).
+        echo 'modprobe ata_piix && modprobe sd_mod'
+        printf 'for _ in $(seq 100); do [ "$(ls -d /sys/block/sd* 2>/dev/null | wc -l)" -ge %d ] && break; sleep 0.1; done\n' "$pata"
+    fi
     printf 'echo started > %q\n' "$ctl/started"
     printf 'export RTWHY_GUEST_SHARED=%q\n' "$shared"
     printf 'cd %q 2>/dev/null || cd %q\n' "$PWD" "$shared"
@@ -246,7 +278,7 @@ trap 'cleanup; echo "rt-guest: interrupted" >&2; exit 130' INT
 trap 'cleanup; echo "rt-guest: terminated" >&2; exit 143' TERM
 trap cleanup EXIT
 
-setsid vng --verbose --force-9p --disable-kvm --cpus "$cpus" --memory "$memory" "${net_args[@]}" \
+setsid vng --verbose --force-9p --disable-kvm --cpus "$cpus" --memory "$memory" "${net_args[@]}" "${qemu_opts[@]}" \
     -r "$vmlinuz" --append "$append" --rwdir "$shared" -- "$ctl/run.sh" \
     >"$ctl/console.log" 2>&1 </dev/null &
 vng_pid=$!

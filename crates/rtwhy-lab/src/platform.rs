@@ -33,6 +33,11 @@ pub struct DeviceIrq {
 pub enum IrqDevice {
     /// A block device's queue: writes completing.
     Disk,
+    /// The controller of these disks (`/dev/sda`...), which moves their data by
+    /// programmed I/O (`xfer_mode` XFER_PIO_*: an old PATA controller, or any SFF one under
+    /// `libata.dma=0`): its interrupt handler copies every sector itself, so reading
+    /// them keeps the handler (on PREEMPT_RT, its thread) busy on the interrupt's CPU.
+    PioDisks(Vec<PathBuf>),
     /// The virtio transport of the 9p file system mounted at this path: file-system
     /// requests answered by the host.
     NineP(PathBuf),
@@ -106,8 +111,8 @@ impl Platform {
     }
 
     /// The interrupts the disk-interrupt scenario can drive: block devices' request
-    /// queues (virtio-blk, NVMe, AHCI, MMC) and the virtio transports of mounted 9p file
-    /// systems.
+    /// queues (virtio-blk, NVMe, AHCI, MMC), ATA controllers whose disks transfer by PIO,
+    /// and the virtio transports of mounted 9p file systems.
     pub fn device_irqs(&self) -> Vec<DeviceIrq> {
         let ninep = self.ninep_transports();
         self.facts
@@ -117,6 +122,8 @@ impl Platform {
                 let name = f.name.as_deref()?;
                 let device = if is_block_queue_irq(name) {
                     IrqDevice::Disk
+                } else if let Some(disks) = self.pio_disks(name) {
+                    IrqDevice::PioDisks(disks)
                 } else {
                     let (_, mount) = ninep
                         .iter()
@@ -171,6 +178,52 @@ impl Platform {
                 device_irq(f, device)
             })
             .collect()
+    }
+
+    /// The disks on the ATA controllers bound to `driver` (an IRQ's action name, which
+    /// for an SFF controller's legacy interrupts is its driver's, `ata_piix`) whose
+    /// devices transfer by PIO; `None` when there are none.
+    fn pio_disks(&self, driver: &str) -> Option<Vec<PathBuf>> {
+        if driver.is_empty() || driver.contains('/') || driver.starts_with('.') {
+            return None;
+        }
+        let bound = self.path(&format!("sys/bus/pci/drivers/{driver}"));
+        let mut disks = Vec::new();
+        for b in std::fs::read_dir(self.path("sys/block")).ok()?.flatten() {
+            // .../<PCI address>/ataN/hostH/target.../H:C:T:L
+            let Ok(dev) = std::fs::canonicalize(b.path().join("device")) else {
+                continue;
+            };
+            let parts: Vec<String> = dev
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let port = parts.iter().enumerate().skip(1).find_map(|(i, c)| {
+                let n = c.strip_prefix("ata")?;
+                (!n.is_empty() && n.bytes().all(|d| d.is_ascii_digit())).then_some((i, n))
+            });
+            let Some((i, port)) = port else { continue };
+            if bound.join(&parts[i - 1]).exists() && self.ata_port_uses_pio(port) {
+                disks.push(Path::new("/dev").join(b.file_name()));
+            }
+        }
+        disks.sort();
+        (!disks.is_empty()).then_some(disks)
+    }
+
+    /// Whether a device on ATA port `port` (`1` for `ata1`) transfers by PIO.
+    fn ata_port_uses_pio(&self, port: &str) -> bool {
+        let Ok(devices) = std::fs::read_dir(self.path("sys/class/ata_device")) else {
+            return false;
+        };
+        devices.flatten().any(|d| {
+            d.file_name()
+                .to_string_lossy()
+                .strip_prefix(&format!("dev{port}."))
+                .is_some()
+                && std::fs::read_to_string(d.path().join("xfer_mode"))
+                    .is_ok_and(|m| m.trim_start().starts_with("XFER_PIO"))
+        })
     }
 
     /// The virtio devices carrying 9p file systems (`virtio0`...) and where each is
@@ -297,6 +350,54 @@ mod tests {
             }]
         );
         assert!(p.device_irqs().is_empty());
+    }
+
+    /// `scripts/rt-guest.sh`'s guest: a PIIX IDE controller (0000:00:0a.0, driver
+    /// ata_piix, legacy IRQs 14 and 15) with a disk on each channel, both in PIO mode
+    /// (`libata.dma=0`); a third disk on a port that does DMA is not one of them.
+    #[test]
+    fn disks_an_ata_controller_reads_by_pio_are_its_irqs_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let pci = root.join("sys/devices/pci0000:00/0000:00:0a.0");
+        for (disk, port) in [("sda", 1), ("sdb", 2), ("sdc", 3)] {
+            let dev = pci.join(format!(
+                "ata{port}/host{port}/target{port}:0:0/{port}:0:0:0"
+            ));
+            std::fs::create_dir_all(&dev).unwrap();
+            std::fs::create_dir_all(root.join("sys/block").join(disk)).unwrap();
+            std::os::unix::fs::symlink(&dev, root.join("sys/block").join(disk).join("device"))
+                .unwrap();
+        }
+        std::fs::create_dir_all(root.join("sys/bus/pci/drivers/ata_piix")).unwrap();
+        std::os::unix::fs::symlink(&pci, root.join("sys/bus/pci/drivers/ata_piix/0000:00:0a.0"))
+            .unwrap();
+        let p = platform_at(
+            root,
+            &[
+                ("sys/devices/system/cpu/online", "0-1\n"),
+                ("sys/class/ata_device/dev1.0/xfer_mode", "XFER_PIO_4\n"),
+                ("sys/class/ata_device/dev2.0/xfer_mode", "XFER_PIO_4\n"),
+                ("sys/class/ata_device/dev3.0/xfer_mode", "XFER_UDMA_5\n"),
+            ],
+            &[
+                ("irq.14.name", "ata_piix"),
+                ("irq.14.affinity", "0"),
+                ("irq.14.thread_prio", "50"),
+                ("irq.15.name", "ata_piix"),
+                ("irq.15.affinity", "0"),
+                ("irq.15.thread_prio", "50"),
+                ("irq.4.name", "ttyS0"),
+                ("irq.4.affinity", "0"),
+            ],
+        );
+        let disks = IrqDevice::PioDisks(vec!["/dev/sda".into(), "/dev/sdb".into()]);
+        let irqs: Vec<(i32, IrqDevice)> = p
+            .device_irqs()
+            .into_iter()
+            .map(|i| (i.irq, i.device))
+            .collect();
+        assert_eq!(irqs, [(14, disks.clone()), (15, disks)]);
     }
 
     /// virtme-ng's guest: no disk, the host's root over 9p on virtio0, whose requests

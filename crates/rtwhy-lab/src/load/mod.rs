@@ -14,6 +14,7 @@ use crate::{LabError, Result};
 
 pub mod blockio;
 pub mod datagrams;
+pub mod diskreads;
 pub mod flood;
 pub mod inversion;
 pub mod kwork;

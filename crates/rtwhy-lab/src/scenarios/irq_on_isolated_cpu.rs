@@ -1,10 +1,12 @@
 //! `irq_on_isolated_cpu`: a device's interrupts delivered to the victim's CPU, declared
-//! isolated, while another CPU keeps the device busy: a disk written with O_DIRECT, or,
-//! where there is no disk (a VM whose files are the host's over 9p), the 9p transport
-//! asked to look up names. Where the interrupt has a thread (PREEMPT_RT, `threadirqs`)
-//! the victim runs below it, as a real-time thread that does not depend on the device
-//! should not have to, so the thread's time on the isolated CPU is the victim's wait.
-
+//! isolated, while another CPU keeps the device busy: disks whose controller moves the
+//! data itself (PIO) read whole, else a disk written with O_DIRECT, else, where there is
+//! no disk (a VM whose files are the host's over 9p), the 9p transport asked to look up
+//! names. Where the interrupt has a thread (PREEMPT_RT, `threadirqs`) the victim runs
+//! below it, as a real-time thread that does not depend on the device should not have
+//! to, so the thread's time on the isolated CPU is the victim's wait. A PIO controller
+//! comes first: its handler copies every sector, milliseconds of thread time, where a
+//! DMA disk's or 9p's completions take microseconds, less than a VM's own noise.
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -23,7 +25,7 @@ impl Recipe for IrqOnIsolatedCpu {
     }
 
     fn induces(&self) -> &'static str {
-        "disk writes (or 9p lookups) from another CPU; the device's interrupts arrive here"
+        "disk reads or writes (or 9p lookups) from another CPU; the device's interrupts arrive here"
     }
 
     fn setup(&self) -> Setup {
@@ -70,6 +72,24 @@ impl Recipe for IrqOnIsolatedCpu {
         }
         route_to(p, &irq, cpu, tweaks)?;
         match irq.device {
+            IrqDevice::PioDisks(disks) => {
+                // The controller's other interrupts (one per channel) come too: its
+                // handler serves every channel that has a block ready.
+                for sibling in p.device_irqs() {
+                    if sibling.name == irq.name && sibling.irq != irq.irq && !sibling.managed {
+                        route_to(p, &sibling, cpu, tweaks)?;
+                    }
+                }
+                load::diskreads::start(
+                    load::diskreads::DiskReads {
+                        cpu: housekeeping,
+                        disks,
+                        delay,
+                        length,
+                    },
+                    stop,
+                )
+            }
             IrqDevice::Disk => {
                 // Completions finished on the submitting CPU (by IPI), not in a BLOCK
                 // softirq on the victim's: what the victim's CPU pays is the IRQ's time.
@@ -107,13 +127,21 @@ impl Recipe for IrqOnIsolatedCpu {
 }
 
 /// The device interrupt that will arrive on `cpu`: one already routed there, or one
-/// whose affinity can be changed; a disk's before a 9p transport's.
+/// whose affinity can be changed; a PIO controller's before a disk queue's before a 9p
+/// transport's.
 fn device_irq_for(p: &Platform, cpu: u32) -> std::result::Result<DeviceIrq, String> {
     let mut irqs = p.device_irqs();
     if irqs.is_empty() {
         return Err("no device interrupt the lab can drive: no block-device queue (virtio-blk, NVMe, AHCI, MMC) and no 9p file system on virtio".into());
     }
-    irqs.sort_by_key(|i| (i.device != IrqDevice::Disk, i.irq));
+    irqs.sort_by_key(|i| {
+        let rank = match i.device {
+            IrqDevice::PioDisks(_) => 0,
+            IrqDevice::Disk => 1,
+            _ => 2,
+        };
+        (rank, i.irq)
+    });
     if let Some(i) = irqs.iter().find(|i| i.cpus.contains(cpu)) {
         return Ok(i.clone());
     }
