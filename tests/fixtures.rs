@@ -162,6 +162,29 @@ fn check(expect: &Path) -> Vec<String> {
             ));
         }
     }
+    // The line quoted for the victim's wake-up is its own, also where many events share
+    // one timestamp (the TCG guest's clock).
+    for s in &spikes {
+        let (comm, tid) = (
+            s["victim"]["comm"].as_str().unwrap_or(""),
+            s["victim"]["tid"].as_i64().unwrap_or(-1),
+        );
+        let woken = format!("{comm} is woken");
+        for e in s["evidence"].as_array().into_iter().flatten() {
+            let (why, line) = (
+                e["why"].as_str().unwrap_or(""),
+                e["line"].as_str().unwrap_or(""),
+            );
+            let names_victim =
+                line.contains(&format!("pid={tid} ")) || line.contains(&format!(":{tid} ["));
+            if why.starts_with(&woken) && !names_victim {
+                fails.push(format!(
+                    "spike {}: the wake-up quoted for {comm}:{tid} is another task's: {line}",
+                    s["id"]
+                ));
+            }
+        }
+    }
     fails
 }
 

@@ -129,16 +129,40 @@ impl RecentLines {
 
     /// The line of the kept event at `ts` on `cpu` named `event` (`sched_switch`), as
     /// `trace-cmd report` printed it (for text, the file's own line); `None` when it is
-    /// no longer kept.
-    pub fn line(&mut self, ts: u64, cpu: u32, event: &str) -> Option<String> {
-        let q = self.cpus.get((cpu as usize).min(MAX_CPUS - 1))?;
+    /// no longer kept. Where several such events share the timestamp (a coarse trace
+    /// clock: a TCG guest's, or a board's jiffies-based one), the one whose line is most
+    /// like `like` (the analyzer's own rendering of the event it means; the first of
+    /// equals).
+    pub fn line(&mut self, ts: u64, cpu: u32, event: &str, like: &str) -> Option<String> {
+        most_like(self.lines_at(ts, cpu, event), like)
+    }
+
+    /// The line of the last kept event at `ts` on `cpu` named `event`: the one just
+    /// kept, when it is that.
+    pub fn newest_line(&mut self, ts: u64, cpu: u32, event: &str) -> Option<String> {
+        self.lines_at(ts, cpu, event).pop()
+    }
+
+    /// The lines of the kept events at `ts` on `cpu` named `event`, in trace order.
+    fn lines_at(&mut self, ts: u64, cpu: u32, event: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let Some(q) = self.cpus.get((cpu as usize).min(MAX_CPUS - 1)) else {
+            return found;
+        };
         let lo = q.kept.partition_point(|k| k.ts < ts);
         for k in q.kept.range(lo..) {
             if k.ts != ts {
                 break;
             }
-            let start = usize::try_from(k.at.checked_sub(q.base)?).ok()?;
-            let end = start.checked_add(k.len as usize)?;
+            let Some(start) =
+                k.at.checked_sub(q.base)
+                    .and_then(|s| usize::try_from(s).ok())
+            else {
+                break;
+            };
+            let Some(end) = start.checked_add(k.len as usize) else {
+                break;
+            };
             self.scratch.clear();
             let live = q.live();
             self.scratch
@@ -182,10 +206,29 @@ impl RecentLines {
                     out.push_str(&line);
                 }
             }
-            return Some(out);
+            found.push(out);
         }
-        None
+        found
     }
+}
+
+/// Of `lines` (of one event name at one timestamp and CPU), the one most like `like`, a
+/// rendering of the event meant: the most words in common (its pids, comms and fields;
+/// the others share only the columns), the first of equals.
+pub fn most_like<S: AsRef<str>>(lines: impl IntoIterator<Item = S>, like: &str) -> Option<S> {
+    let words: Vec<&str> = like.split_whitespace().collect();
+    let mut best: Option<(usize, S)> = None;
+    for line in lines {
+        let score = line
+            .as_ref()
+            .split_whitespace()
+            .filter(|w| words.contains(w))
+            .count();
+        if best.as_ref().is_none_or(|(b, _)| score > *b) {
+            best = Some((score, line));
+        }
+    }
+    best.map(|(_, line)| line)
 }
 
 /// The event name of a line shaped like trace-cmd's (`comm-pid [cpu] ts: name: ...`, also
@@ -214,5 +257,45 @@ mod tests {
             Some("sched_switch")
         );
         assert_eq!(event_name("no event here"), None);
+    }
+
+    /// Three wake-ups at one nanosecond on CPU 1, as a TCG guest's clock records them:
+    /// the line asked for is the one like the analyzer's rendering, not the first.
+    #[test]
+    fn the_line_like_the_event_meant_among_several_at_one_timestamp() {
+        let header = Header {
+            path: std::path::Path::new("t.txt"),
+            format: "text",
+            facts: Default::default(),
+            ts_in_nanos: true,
+            trace_dat: None,
+            meta: None,
+        };
+        let mut recent = RecentLines::new(&header, 1_000_000_000, 16);
+        let lines = [
+            "cyclictest-182 [001] 25.108127: sched_waking: comm=irq/14-ata_piix pid=150 prio=49 target_cpu=001",
+            "cyclictest-182 [001] 25.108127: sched_waking: comm=irq/15-ata_piix pid=151 prio=49 target_cpu=001",
+            "cyclictest-182 [001] 25.108127: irq_handler_exit: irq=15 ret=handled",
+        ];
+        for l in lines {
+            recent.keep_raw(25_108_126_532, 1, &Raw::Line(l));
+        }
+        let like = "cyclictest-182 [001] 25.108126532: sched_waking: comm=irq/15-ata_piix pid=151 prio=49 target_cpu=001";
+        let got = recent.line(25_108_126_532, 1, "sched_waking", like);
+        assert_eq!(got.as_deref(), Some(lines[1]));
+        assert_eq!(
+            recent
+                .line(25_108_126_532, 1, "sched_waking", "")
+                .as_deref(),
+            Some(lines[0]),
+            "the first of equals"
+        );
+        assert_eq!(
+            recent
+                .newest_line(25_108_126_532, 1, "sched_waking")
+                .as_deref(),
+            Some(lines[1])
+        );
+        assert_eq!(recent.line(25_108_126_533, 1, "sched_waking", like), None);
     }
 }

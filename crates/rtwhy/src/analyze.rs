@@ -10,7 +10,7 @@ use rtwhy_analyze::timerlat::TimerlatAnalyzer;
 use rtwhy_analyze::{Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::osnoise::{is_osnoise_name, osnoise_record};
-use rtwhy_decode::recent::{event_name, RecentLines};
+use rtwhy_decode::recent::{event_name, most_like, RecentLines};
 use rtwhy_decode::TraceMeta;
 use rtwhy_model::{Event, EventKind, FieldValue, SystemFacts};
 
@@ -339,7 +339,7 @@ impl Worker {
                 feed.push(&ev, line);
             }
             if let Some(pid) = wait_starts(&ev.kind) {
-                if let Some(line) = self.recent.line(ev.ts.0, ev.cpu, ev.kind.name()) {
+                if let Some(line) = self.recent.newest_line(ev.ts.0, ev.cpu, ev.kind.name()) {
                     let kept = self.pinned.entry(pid).or_default();
                     if kept.len() == PINNED_PER_TASK {
                         kept.pop_front();
@@ -373,19 +373,18 @@ impl Worker {
                 let Some(name) = event_name(&e.line) else {
                     continue;
                 };
-                let known = self
-                    .lines
-                    .get(&key)
-                    .is_some_and(|v| v.iter().any(|l| event_name(l) == Some(name)));
+                let line = self.recent.line(e.ts.0, e.cpu, name, &e.line).or_else(|| {
+                    let pinned = self.pinned.values().flatten().filter(|(ts, cpu, line)| {
+                        *ts == e.ts.0 && *cpu == e.cpu && event_name(line) == Some(name)
+                    });
+                    most_like(pinned.map(|(_, _, line)| line), &e.line).cloned()
+                });
+                let known = line
+                    .as_ref()
+                    .is_some_and(|l| self.lines.get(&key).is_some_and(|v| v.contains(l)));
                 if known {
                     continue;
                 }
-                let line = self.recent.line(e.ts.0, e.cpu, name).or_else(|| {
-                    self.pinned.values().flatten().find_map(|(ts, cpu, line)| {
-                        (*ts == e.ts.0 && *cpu == e.cpu && event_name(line) == Some(name))
-                            .then(|| line.clone())
-                    })
-                });
                 if let Some(line) = line {
                     self.lines.entry(key).or_default().push(line);
                 }
@@ -424,7 +423,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
         for e in &mut spike.evidence {
             let printed = lines.get(&(i, e.ts.0, e.cpu)).and_then(|v| {
                 let name = event_name(&e.line)?;
-                v.iter().find(|l| event_name(l) == Some(name))
+                most_like(v.iter().filter(|l| event_name(l) == Some(name)), &e.line)
             });
             if let Some(line) = printed {
                 e.line = line.clone();
