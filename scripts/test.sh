@@ -67,7 +67,7 @@ log "rtwhy in a PREEMPT_RT guest, CPU 1 isolated (scripts/rt-guest-test.sh)"
 if [ "${RTWHY_GUEST:-1}" = 0 ] && [ "${CI:-}" != true ]; then
     echo "skipped: RTWHY_GUEST=0"
 else
-    RTWHY_GUEST_SCENARIOS=${RTWHY_GUEST_SCENARIOS:-rt_throttling,preemption,priority_inversion,lock_contention,softirq} \
+    RTWHY_GUEST_SCENARIOS=${RTWHY_GUEST_SCENARIOS:-rt_throttling,preemption,priority_inversion,lock_contention,softirq,irq_on_isolated_cpu} \
         scripts/rt-guest-test.sh
 fi
 
