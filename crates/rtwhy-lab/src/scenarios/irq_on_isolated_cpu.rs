@@ -7,6 +7,7 @@
 //! to, so the thread's time on the isolated CPU is the victim's wait. A PIO controller
 //! comes first: its handler copies every sector, milliseconds of thread time, where a
 //! DMA disk's or 9p's completions take microseconds, less than a VM's own noise.
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -132,7 +133,7 @@ impl Recipe for IrqOnIsolatedCpu {
 fn device_irq_for(p: &Platform, cpu: u32) -> std::result::Result<DeviceIrq, String> {
     let mut irqs = p.device_irqs();
     if irqs.is_empty() {
-        return Err("no device interrupt the lab can drive: no block-device queue (virtio-blk, NVMe, AHCI, MMC) and no 9p file system on virtio".into());
+        return Err("no device interrupt the lab can drive: no block-device queue (virtio-blk, NVMe, AHCI, MMC), no ATA controller in PIO mode and no 9p file system on virtio".into());
     }
     irqs.sort_by_key(|i| {
         let rank = match i.device {
