@@ -134,81 +134,77 @@ impl RecentLines {
     /// like `like` (the analyzer's own rendering of the event it means; the first of
     /// equals).
     pub fn line(&mut self, ts: u64, cpu: u32, event: &str, like: &str) -> Option<String> {
-        most_like(self.lines_at(ts, cpu, event), like)
+        let lines: Vec<String> = self
+            .kept_at(ts, cpu)
+            .filter_map(|i| self.render(cpu, i, event))
+            .collect();
+        most_like(lines, like)
     }
 
     /// The line of the last kept event at `ts` on `cpu` named `event`: the one just
     /// kept, when it is that.
     pub fn newest_line(&mut self, ts: u64, cpu: u32, event: &str) -> Option<String> {
-        self.lines_at(ts, cpu, event).pop()
+        self.kept_at(ts, cpu)
+            .rev()
+            .find_map(|i| self.render(cpu, i, event))
     }
 
-    /// The lines of the kept events at `ts` on `cpu` named `event`, in trace order.
-    fn lines_at(&mut self, ts: u64, cpu: u32, event: &str) -> Vec<String> {
-        let mut found = Vec::new();
+    /// Where the kept events at `ts` on `cpu` lie in its queue.
+    fn kept_at(&self, ts: u64, cpu: u32) -> std::ops::Range<usize> {
         let Some(q) = self.cpus.get((cpu as usize).min(MAX_CPUS - 1)) else {
-            return found;
+            return 0..0;
         };
         let lo = q.kept.partition_point(|k| k.ts < ts);
-        for k in q.kept.range(lo..) {
-            if k.ts != ts {
-                break;
-            }
-            let Some(start) =
-                k.at.checked_sub(q.base)
-                    .and_then(|s| usize::try_from(s).ok())
-            else {
-                break;
-            };
-            let Some(end) = start.checked_add(k.len as usize) else {
-                break;
-            };
-            self.scratch.clear();
-            let live = q.live();
-            self.scratch
-                .extend_from_slice(live.get(start..end.min(live.len())).unwrap_or_default());
-            let mut out = String::new();
-            match self.printer.as_mut() {
-                Some(p) => {
-                    let meta = std::sync::Arc::clone(p.meta());
-                    let format = meta
-                        .endian
-                        .u16(&self.scratch, 0)
-                        .and_then(|id| meta.format(u32::from(id)))
-                        .filter(|f| f.name == event);
-                    if format.is_none() {
-                        continue;
-                    }
-                    // The evidence is the event's own line, without the dropped-events
-                    // notice trace-cmd prints before it.
-                    let rec = Record {
-                        ts: k.ts,
-                        cpu,
-                        data: &self.scratch,
-                        format,
-                        endian: meta.endian,
-                        missed_before: None,
-                        following: &[],
-                    };
-                    p.set_instance(self.buffers.name(usize::from(k.buffer)));
-                    p.write_report_as_of(&rec, k.seq, &mut out);
-                    // A stack's frames follow on lines of their own; the event's line is
-                    // the first.
-                    if let Some(nl) = out.find('\n') {
-                        out.truncate(nl);
-                    }
-                }
-                None => {
-                    let line = String::from_utf8_lossy(&self.scratch);
-                    if event_name(&line) != Some(event) {
-                        continue;
-                    }
-                    out.push_str(&line);
+        lo..lo + q.kept.range(lo..).take_while(|k| k.ts == ts).count()
+    }
+
+    /// The line of the `i`th kept event on `cpu`, when it is named `event`.
+    fn render(&mut self, cpu: u32, i: usize, event: &str) -> Option<String> {
+        let q = self.cpus.get((cpu as usize).min(MAX_CPUS - 1))?;
+        let k = *q.kept.get(i)?;
+        let start = usize::try_from(k.at.checked_sub(q.base)?).ok()?;
+        let end = start.checked_add(k.len as usize)?;
+        self.scratch.clear();
+        let live = q.live();
+        self.scratch
+            .extend_from_slice(live.get(start..end.min(live.len())).unwrap_or_default());
+        let mut out = String::new();
+        match self.printer.as_mut() {
+            Some(p) => {
+                let meta = std::sync::Arc::clone(p.meta());
+                let format = meta
+                    .endian
+                    .u16(&self.scratch, 0)
+                    .and_then(|id| meta.format(u32::from(id)))
+                    .filter(|f| f.name == event)?;
+                // The evidence is the event's own line, without the dropped-events
+                // notice trace-cmd prints before it.
+                let rec = Record {
+                    ts: k.ts,
+                    cpu,
+                    data: &self.scratch,
+                    format: Some(format),
+                    endian: meta.endian,
+                    missed_before: None,
+                    following: &[],
+                };
+                p.set_instance(self.buffers.name(usize::from(k.buffer)));
+                p.write_report_as_of(&rec, k.seq, &mut out);
+                // A stack's frames follow on lines of their own; the event's line is
+                // the first.
+                if let Some(nl) = out.find('\n') {
+                    out.truncate(nl);
                 }
             }
-            found.push(out);
+            None => {
+                let line = String::from_utf8_lossy(&self.scratch);
+                if event_name(&line) != Some(event) {
+                    return None;
+                }
+                out.push_str(&line);
+            }
         }
-        found
+        Some(out)
     }
 }
 
