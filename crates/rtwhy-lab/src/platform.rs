@@ -187,7 +187,11 @@ impl Platform {
         if driver.is_empty() || driver.contains('/') || driver.starts_with('.') {
             return None;
         }
+        // Most IRQ names are no PCI driver's: nothing to look for behind them.
         let bound = self.path(&format!("sys/bus/pci/drivers/{driver}"));
+        if !bound.is_dir() {
+            return None;
+        }
         let mut disks = Vec::new();
         for b in std::fs::read_dir(self.path("sys/block")).ok()?.flatten() {
             // .../<PCI address>/ataN/hostH/target.../H:C:T:L
