@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rtwhy_sys as sys;
 
-use super::{mark, pin, Load, Stop, MAX_LOAD};
+use super::{aligned, mark, pin, Load, Stop, MAX_LOAD};
 use crate::{LabError, Result};
 
 const BLOCK: usize = 4096;
@@ -77,10 +77,8 @@ pub fn start(cfg: BlockIo, stop: Stop) -> Result<Load> {
         let (file, stop, scratch) = (file.clone(), stop.clone(), scratch.clone());
         load.spawn("lab-blockio", move || {
             pin(cfg.cpu, "blockio")?;
-            // O_DIRECT wants a buffer aligned to the logical block size.
             let mut raw = vec![0x5au8; 2 * BLOCK];
-            let skip = raw.as_ptr().align_offset(BLOCK).min(BLOCK);
-            let buf = raw.get_mut(skip..skip + BLOCK).unwrap_or_default();
+            let buf = aligned(&mut raw, BLOCK, BLOCK);
             if !stop.sleep_until(start) {
                 return Ok("lab-blockio: stopped before it started".into());
             }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rtwhy_sys as sys;
 
-use super::{mark, pin, Load, Stop, MAX_LOAD};
+use super::{aligned, mark, pin, Load, Stop, MAX_LOAD};
 use crate::{LabError, Result};
 
 /// One read's size.
@@ -64,8 +64,7 @@ pub fn start(cfg: DiskReads, stop: Stop) -> Result<Load> {
         load.spawn("lab-diskread", move || {
             pin(cfg.cpu, "diskreads")?;
             let mut raw = vec![0u8; CHUNK + ALIGN];
-            let skip = raw.as_ptr().align_offset(ALIGN).min(ALIGN);
-            let buf = raw.get_mut(skip..skip + CHUNK).unwrap_or_default();
+            let buf = aligned(&mut raw, ALIGN, CHUNK);
             if !stop.sleep_until(start) {
                 return Ok("lab-diskread: stopped before it started".into());
             }

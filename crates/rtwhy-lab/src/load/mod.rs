@@ -191,6 +191,13 @@ pub fn mark(text: &str) {
     }
 }
 
+/// `len` bytes of `raw` (which holds `len + align`) starting at an `align`-byte boundary:
+/// the buffer O_DIRECT wants, aligned to the device's logical block size.
+pub(crate) fn aligned(raw: &mut [u8], align: usize, len: usize) -> &mut [u8] {
+    let skip = raw.as_ptr().align_offset(align).min(align);
+    raw.get_mut(skip..skip + len).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
