@@ -19,6 +19,10 @@ pub struct DeviceIrq {
     pub name: String,
     /// The CPUs it is delivered to (`effective_affinity_list`, else `smp_affinity_list`).
     pub cpus: CpuList,
+    /// The CPUs asked for (`smp_affinity_list`). Not always `cpus`: x86 moves an
+    /// edge-triggered interrupt only when it next arrives, so right after a change is
+    /// undone `effective_affinity_list` still names the CPU it was moved to.
+    pub requested: Option<CpuList>,
     /// A managed IRQ: the kernel owns its affinity, it cannot be moved.
     pub managed: bool,
     /// SCHED_FIFO priority of its `irq/N-name` thread (threaded IRQs, PREEMPT_RT), when
@@ -271,6 +275,7 @@ fn device_irq(f: &IrqFact, device: IrqDevice) -> Option<DeviceIrq> {
         irq: f.irq,
         name: f.name.clone()?,
         cpus: CpuList::parse(list)?,
+        requested: f.affinity.as_deref().and_then(CpuList::parse),
         managed: f.managed,
         thread_prio: f.thread_prio.filter(|&p| p > 0),
         device,
@@ -345,6 +350,7 @@ mod tests {
                 irq: 41,
                 name: "virtio8-input.0".into(),
                 cpus: CpuList(vec![0]),
+                requested: Some(CpuList(vec![0])),
                 managed: false,
                 thread_prio: Some(50),
                 device: IrqDevice::NicRx {
@@ -442,6 +448,7 @@ mod tests {
                 irq: 25,
                 name: "virtio0-requests".into(),
                 cpus: CpuList(vec![0]),
+                requested: Some(CpuList(vec![0])),
                 managed: false,
                 thread_prio: Some(50),
                 device: IrqDevice::NineP(PathBuf::from("/")),
