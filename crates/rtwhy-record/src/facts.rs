@@ -365,11 +365,20 @@ fn is_irq_detail(word: &str) -> bool {
 }
 
 /// `1` or `0` when the kernel says whether the IRQ's affinity is managed, read-only:
-/// only the IRQ debugfs (`CONFIG_GENERIC_IRQ_DEBUGFS`) shows `IRQD_AFFINITY_MANAGED`.
-/// Without it the fact is left out rather than probed by writing `smp_affinity`.
+/// the IRQ debugfs (`CONFIG_GENERIC_IRQ_DEBUGFS`) shows `IRQD_AFFINITY_MANAGED`; without
+/// it, an `smp_affinity_list` without write permission is the kernel saying user space
+/// cannot set this IRQ's affinity (Linux 6.x drops the bit for such IRQs), so `1`.
+/// Otherwise the fact is left out rather than probed by writing `smp_affinity`.
 fn irq_managed(root: &Path, irq: u32) -> Option<String> {
-    let text =
-        std::fs::read_to_string(root.join(format!("sys/kernel/debug/irq/irqs/{irq}"))).ok()?;
+    let Ok(text) = std::fs::read_to_string(root.join(format!("sys/kernel/debug/irq/irqs/{irq}")))
+    else {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(root.join(format!("proc/irq/{irq}/smp_affinity_list")))
+            .ok()?
+            .permissions()
+            .mode();
+        return (mode & 0o222 == 0).then(|| "1".to_string());
+    };
     Some(
         if text.contains("AFFINITY_MANAGED") {
             "1"
@@ -488,6 +497,28 @@ mod tests {
             active_choice("always [madvise] never").as_deref(),
             Some("madvise")
         );
+    }
+
+    #[test]
+    fn an_affinity_user_space_cannot_write_is_managed() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        for (irq, mode) in [(36, 0o444), (14, 0o644)] {
+            let dir = root.path().join(format!("proc/irq/{irq}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let f = dir.join("smp_affinity_list");
+            std::fs::write(&f, "0-1\n").unwrap();
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        // This VM's virtio-blk queue (MSI-X, spread by the kernel): read-only.
+        assert_eq!(irq_managed(root.path(), 36).as_deref(), Some("1"));
+        // Writable, and no IRQ debugfs to say more: unknown, not probed.
+        assert_eq!(irq_managed(root.path(), 14), None);
+        // The debugfs, where there is one, decides.
+        let debug = root.path().join("sys/kernel/debug/irq/irqs");
+        std::fs::create_dir_all(&debug).unwrap();
+        std::fs::write(debug.join("36"), "handler:  handle_edge_irq\nflags: 0x0\n").unwrap();
+        assert_eq!(irq_managed(root.path(), 36).as_deref(), Some("0"));
     }
 
     #[test]
