@@ -796,22 +796,24 @@ fn selftest_names_every_cause_it_can_induce_here() {
         assert!(row.contains(" pass"), "{s} did not pass here: {row}");
     }
     // The disk interrupt on this VM adds 10-20 us to a victim whose own idle exits
-    // (halt exits) take 30-40 us: under the majority-of-latency criterion the scenario
-    // passes or fails by whether one long interrupt-bound spike happens (measured
-    // 2026-11-23 on a quiet VM: shares 5, 38, 67, 68, 2, 5, 69 %). Here it must be
-    // induced, judged and named; its pass is not required (docs/rt-guest.md).
+    // (halt exits) take 30-40 us: it is induced, judged and named, and then, unless it
+    // passed, found not inducible from a measurement of its handler's time (p99 15-26 us
+    // against this CPU's noise p99 65-83 us, measured 2026-11-25) with both numbers in
+    // the row. A FAIL is a failure: the measurement said the interrupt can stand out.
     let irq = row("irq_on_isolated_cpu");
     assert!(
         irq.contains("irq_on_isolated_cpu x"),
         "the disk IRQ was never named: {irq}"
     );
-    let others_failed = stdout
-        .lines()
-        .filter(|l| l.contains(" FAIL"))
-        .any(|l| !l.starts_with("irq_on_isolated_cpu "));
-    assert!(!others_failed, "{}", text(&o));
-    let expected = if irq.contains(" pass") { 0 } else { 1 };
-    assert_eq!(o.status.code(), Some(expected), "{}", text(&o));
+    assert!(
+        irq.contains(" pass")
+            || (irq.contains("not inducible here: IRQ ")
+                && irq.contains(" works p99 ")
+                && irq.contains("wake-up noise (p99 ")),
+        "{irq}"
+    );
+    assert!(!stdout.contains(" FAIL"), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // What this VM cannot do is said, with the reason.
     for (s, why) in [("hwlat", "SMI"), ("frequency_ramp", "no cpufreq")] {
         let row = stdout.lines().find(|l| l.starts_with(s)).unwrap();

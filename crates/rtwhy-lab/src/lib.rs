@@ -215,6 +215,14 @@ impl Scenario {
         r.check(p, cpu)
     }
 
+    /// The device interrupts the scenario's load routes to `cpu` and keeps busy, when the
+    /// interrupts' own work is what it makes the victim wait for (`irq_on_isolated_cpu`);
+    /// empty for the others. How long that work lasts at a time decides whether the
+    /// scenario can stand out of the CPU's own noise at all.
+    pub fn drives(self, p: &Platform, cpu: u32) -> Vec<DeviceIrq> {
+        scenarios::recipe(self).drives(p, cpu)
+    }
+
     /// Changes the settings the scenario needs (journalled in `tweaks`) and starts its
     /// load where `at` says; the load ends by itself within the scenario's run time (or
     /// `at.length`).

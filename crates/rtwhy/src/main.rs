@@ -8,6 +8,7 @@ mod dump;
 mod generate;
 mod handoff;
 mod info;
+mod irq_work;
 mod journal;
 mod ledger;
 mod record;

@@ -10,8 +10,11 @@
 //! was stopped, see `load_latency`; the share is printed per scenario): a classifier answering at random,
 //! or always with the most common cause, does not reach it (see the tests). The other
 //! causes seen are listed beside it (a shared VM adds its own stalls). "Not inducible here" is decided before anything runs, from what the
-//! kernel allows; a scenario that ran and produced no spike of the victim is a failure,
-//! so a broken recorder cannot pass.
+//! kernel allows, or, for the device-interrupt scenario after a failed attempt, from a
+//! measurement: its interrupts' work traced with the load alone, too short at a time to
+//! stand out of the CPU's noise (`irq_work`; both numbers in the verdict). Otherwise a
+//! scenario that ran and produced no spike of the victim is a failure, so a broken
+//! recorder cannot pass.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -37,6 +40,7 @@ use rtwhy_record::tracefs::Tracefs;
 
 use crate::analyze::analyze_file;
 use crate::cli::{LabArgs, SelftestArgs, VictimArg};
+use crate::irq_work;
 
 /// Exit code after Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -364,6 +368,7 @@ fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> R
         share: None,
     };
     let mut best: Option<Row> = None;
+    let mut measured = false;
     if let Err(why) = s.check(&bench.platform, bench.cpu) {
         row.verdict = Verdict::NotInducible(why);
         return row;
@@ -387,6 +392,8 @@ fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> R
                 return row;
             }
             Ok(Attempt::NotInducible(why)) => {
+                // Refused before anything ran: no attempt to show.
+                row.attempts = 0;
                 row.verdict = Verdict::NotInducible(why);
                 return row;
             }
@@ -414,6 +421,13 @@ fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> R
         if !row.verdict.fails() {
             return row;
         }
+        if matches!(row.verdict, Verdict::Fail | Verdict::NoSpike) && !measured {
+            measured = true;
+            if let Some(why) = irqs_too_short(bench, s) {
+                row.verdict = Verdict::NotInducible(why);
+                return row;
+            }
+        }
         if row.verdict == Verdict::Fail && best.as_ref().is_none_or(|b| b.share < row.share) {
             best = Some(row.clone());
         }
@@ -426,6 +440,62 @@ fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> R
         },
         None => row,
     }
+}
+
+/// After a failed attempt of a scenario that drives device interrupts: why it cannot be
+/// induced here when the interrupts' own work, measured with the load alone, is too
+/// short to stand out of this CPU's noise (see [`irq_work`]); `None` when it is long
+/// enough (the failure stands) or could not be measured (said, and the failure stands).
+fn irqs_too_short(bench: &Bench, s: Scenario) -> Option<String> {
+    let irqs = s.drives(&bench.platform, bench.cpu);
+    if irqs.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = irqs
+        .iter()
+        .map(|i| format!("IRQ {} ({})", i.irq, i.name))
+        .collect();
+    let named = named.join(", ");
+    eprintln!(
+        "rtwhy selftest: {}: measuring how long the work of {named} lasts at a time on CPU {}, the load alone for {} s",
+        s.name(),
+        bench.cpu,
+        irq_work::MEASURE_RUN.as_secs()
+    );
+    let at = Placement {
+        cpu: bench.cpu,
+        housekeeping: bench.housekeeping,
+        scratch: rtwhy_lab::default_scratch_dir(),
+        length: None,
+        noise: bench.noise.p99,
+        stream_from: bench.stream_from,
+    };
+    let keep = bench.work.join(format!("{}-irqwork.txt", s.name()));
+    let _ = std::fs::create_dir_all(&bench.work);
+    let work = match irq_work::measure(&bench.platform, s, &at, &irqs, &bench.interrupted, &keep) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!(
+                "rtwhy selftest: {}: the interrupts' work could not be measured: {e:#}",
+                s.name()
+            );
+            return None;
+        }
+    };
+    eprintln!(
+        "rtwhy selftest: {}: {named} on CPU {}: {}",
+        s.name(),
+        bench.cpu,
+        work.summary()
+    );
+    let short_of = irq_work::too_short(&work, bench.noise.p99, bench.setup(s).threshold)?;
+    Some(format!(
+        "{named} works p99 {} at a time on CPU {} ({} bursts, the load alone for {} s), under {short_of}: no late wake-up is mostly its doing (a threaded or PIO device's interrupt works longer)",
+        human_duration(work.quantile(0.99)),
+        bench.cpu,
+        work.bursts.len(),
+        irq_work::MEASURE_RUN.as_secs(),
+    ))
 }
 
 enum Attempt {
@@ -918,8 +988,9 @@ fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
         "scenario", "spikes", "worst", "diagnosis", "expected", "share"
     )?;
     for r in rows {
+        // A scenario found not inducible after an attempt shows what that attempt saw.
         let spikes = match r.verdict {
-            Verdict::NotInducible(_) => "-".to_string(),
+            Verdict::NotInducible(_) if r.attempts == 0 => "-".to_string(),
             _ => r.spikes.to_string(),
         };
         let worst = if r.worst_ns > 0 {

@@ -48,6 +48,10 @@ impl Recipe for IrqOnIsolatedCpu {
         device_irq_for(p, cpu).map(|_| ())
     }
 
+    fn drives(&self, p: &Platform, cpu: u32) -> Vec<DeviceIrq> {
+        driven_irqs(p, cpu).unwrap_or_default()
+    }
+
     /// Interrupts cannot starve the victim, so the disk load starts at once and the
     /// victim's first spikes are already the load's.
     fn delay(&self) -> Duration {
@@ -71,26 +75,19 @@ impl Recipe for IrqOnIsolatedCpu {
         for pid in unbound_kthreads_on(p, cpu) {
             tweaks.pin_task(pid, &[housekeeping])?;
         }
-        route_to(p, &irq, cpu, tweaks)?;
+        for driven in driven_irqs(p, cpu).map_err(LabError::Refused)? {
+            route_to(p, &driven, cpu, tweaks)?;
+        }
         match irq.device {
-            IrqDevice::PioDisks(disks) => {
-                // The controller's other interrupts (one per channel) come too: its
-                // handler serves every channel that has a block ready.
-                for sibling in p.device_irqs() {
-                    if sibling.name == irq.name && sibling.irq != irq.irq && !sibling.managed {
-                        route_to(p, &sibling, cpu, tweaks)?;
-                    }
-                }
-                load::diskreads::start(
-                    load::diskreads::DiskReads {
-                        cpu: housekeeping,
-                        disks,
-                        delay,
-                        length,
-                    },
-                    stop,
-                )
-            }
+            IrqDevice::PioDisks(disks) => load::diskreads::start(
+                load::diskreads::DiskReads {
+                    cpu: housekeeping,
+                    disks,
+                    delay,
+                    length,
+                },
+                stop,
+            ),
             IrqDevice::Disk => {
                 // Completions finished on the submitting CPU (by IPI), not in a BLOCK
                 // softirq on the victim's: what the victim's CPU pays is the IRQ's time.
@@ -154,6 +151,22 @@ fn device_irq_for(p: &Platform, cpu: u32) -> std::result::Result<DeviceIrq, Stri
         "the device interrupts ({}) are managed by the kernel and none is routed to CPU {cpu}",
         names.join(", ")
     ))
+}
+
+/// The interrupts the scenario routes to `cpu`: the device's, and for a PIO controller
+/// its other channels' too (its handler serves every channel that has a block ready).
+fn driven_irqs(p: &Platform, cpu: u32) -> std::result::Result<Vec<DeviceIrq>, String> {
+    let irq = device_irq_for(p, cpu)?;
+    let mut out = Vec::new();
+    if let IrqDevice::PioDisks(_) = irq.device {
+        out.extend(
+            p.device_irqs()
+                .into_iter()
+                .filter(|s| s.name == irq.name && s.irq != irq.irq && !s.managed),
+        );
+    }
+    out.insert(0, irq);
+    Ok(out)
 }
 
 /// `queue/rq_affinity` of the disk holding `dir`.
