@@ -70,6 +70,37 @@ EOF
 cat >>"$shared/check.sh" <<'EOF'
 failed=0
 fail() { echo "rt-guest-test: FAIL: $*"; failed=1; }
+# Runs a command; if it is still running after $1 seconds, writes every task's state and
+# the kernel stacks of rtwhy's and the loads' threads to hang-$2.txt in the shared
+# directory, then stops it with SIGINT (every load stops, every setting is restored).
+bounded() {
+    local limit=$1 name=$2 pid watchdog code
+    shift 2
+    "$@" &
+    pid=$!
+    (
+        for _ in $(seq "$limit"); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 1; done
+        {
+            echo "== $name still running after $limit s"
+            ps -eLo pid,tid,cls,rtprio,psr,stat,wchan:32,comm
+            for t in /proc/[0-9]*/task/*; do
+                case $(cat "$t/comm" 2>/dev/null) in
+                rtwhy* | lab-* | cyclictest | irq/1[45]-*) echo "-- $t $(cat "$t/comm")"; cat "$t/stack" ;;
+                esac
+            done
+            grep -E 'ata_piix|virtio' /proc/interrupts
+            dmesg | tail -20
+        } >"$RTWHY_GUEST_SHARED/hang-$name.txt" 2>&1
+        echo "rt-guest-test: $name still running after $limit s: stopped; task states in hang-$name.txt"
+        kill -INT "$pid"
+    ) &
+    watchdog=$!
+    wait "$pid"
+    code=$?
+    kill "$watchdog" 2>/dev/null
+    wait "$watchdog" 2>/dev/null
+    return "$code"
+}
 t0=$SECONDS
 doctor=$("$exe" doctor)
 echo "$doctor"
@@ -87,7 +118,7 @@ if [ -n "$stream_port" ]; then
         fail "could not configure the guest's NIC '$nic' on QEMU's user-mode network"
     stream=(--stream-from "10.0.2.2:$stream_port")
 fi
-"$exe" selftest --cpu 1 --scenarios "$scenarios" "${stream[@]}" --keep "$RTWHY_GUEST_SHARED/keep" >"$RTWHY_GUEST_SHARED/selftest.txt"
+bounded 900 selftest "$exe" selftest --cpu 1 --scenarios "$scenarios" "${stream[@]}" --keep "$RTWHY_GUEST_SHARED/keep" >"$RTWHY_GUEST_SHARED/selftest.txt"
 code=$?
 cat "$RTWHY_GUEST_SHARED/selftest.txt"
 echo "rt-guest-test: selftest took $((SECONDS - t0)) s, exit $code"
@@ -101,8 +132,8 @@ if [[ ,$scenarios, == *,irq_on_isolated_cpu,* ]]; then
     # measurement must not call the scenario "not inducible" (it does on a VM whose disk
     # handler runs microseconds).
     t0=$SECONDS
-    wrong=$("$exe" selftest --cpu 1 --scenarios irq_on_isolated_cpu --expect irq_on_isolated_cpu=preemption \
-        --attempts 1 2>"$RTWHY_GUEST_SHARED/wrong.err")
+    wrong=$(bounded 300 wrong "$exe" selftest --cpu 1 --scenarios irq_on_isolated_cpu \
+        --expect irq_on_isolated_cpu=preemption --attempts 1 2>"$RTWHY_GUEST_SHARED/wrong.err")
     code=$?
     echo "$wrong"
     grep "bursts, p50" "$RTWHY_GUEST_SHARED/wrong.err"
