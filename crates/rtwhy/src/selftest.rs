@@ -172,6 +172,18 @@ impl Bench {
     fn setup(&self, s: Scenario) -> Setup {
         s.setup_for(&self.platform, self.cpu, self.noise.p99)
     }
+
+    /// Where a scenario's load runs on this bench, for the scenario's own length.
+    fn placement(&self) -> Placement {
+        Placement {
+            cpu: self.cpu,
+            housekeeping: self.housekeeping,
+            scratch: rtwhy_lab::default_scratch_dir(),
+            length: None,
+            noise: self.noise.p99,
+            stream_from: self.stream_from,
+        }
+    }
 }
 
 /// How late a timer thread on the victim's CPU wakes with nothing loaded.
@@ -462,14 +474,7 @@ fn irqs_too_short(bench: &Bench, s: Scenario) -> Option<String> {
         bench.cpu,
         irq_work::MEASURE_RUN.as_secs()
     );
-    let at = Placement {
-        cpu: bench.cpu,
-        housekeeping: bench.housekeeping,
-        scratch: rtwhy_lab::default_scratch_dir(),
-        length: None,
-        noise: bench.noise.p99,
-        stream_from: bench.stream_from,
-    };
+    let at = bench.placement();
     let keep = bench.work.join(format!("{}-irqwork.txt", s.name()));
     let _ = std::fs::create_dir_all(&bench.work);
     let work = match irq_work::measure(&bench.platform, s, &at, &irqs, &bench.interrupted, &keep) {
@@ -522,14 +527,7 @@ impl Observer for Scene<'_> {
             // The load is the recorded command itself.
             return;
         }
-        let at = Placement {
-            cpu: self.bench.cpu,
-            housekeeping: self.bench.housekeeping,
-            scratch: rtwhy_lab::default_scratch_dir(),
-            length: None,
-            noise: self.bench.noise.p99,
-            stream_from: self.bench.stream_from,
-        };
+        let at = self.bench.placement();
         match self.scenario.start(
             &self.bench.platform,
             &at,

@@ -49,7 +49,9 @@ impl Recipe for IrqOnIsolatedCpu {
     }
 
     fn drives(&self, p: &Platform, cpu: u32) -> Vec<DeviceIrq> {
-        driven_irqs(p, cpu).unwrap_or_default()
+        device_irq_for(p, cpu)
+            .map(|irq| with_siblings(p, &irq))
+            .unwrap_or_default()
     }
 
     /// Interrupts cannot starve the victim, so the disk load starts at once and the
@@ -75,7 +77,7 @@ impl Recipe for IrqOnIsolatedCpu {
         for pid in unbound_kthreads_on(p, cpu) {
             tweaks.pin_task(pid, &[housekeeping])?;
         }
-        for driven in driven_irqs(p, cpu).map_err(LabError::Refused)? {
+        for driven in with_siblings(p, &irq) {
             route_to(p, &driven, cpu, tweaks)?;
         }
         match irq.device {
@@ -153,11 +155,10 @@ fn device_irq_for(p: &Platform, cpu: u32) -> std::result::Result<DeviceIrq, Stri
     ))
 }
 
-/// The interrupts the scenario routes to `cpu`: the device's, and for a PIO controller
+/// The interrupts the scenario routes along with `irq`: itself, and for a PIO controller
 /// its other channels' too (its handler serves every channel that has a block ready).
-fn driven_irqs(p: &Platform, cpu: u32) -> std::result::Result<Vec<DeviceIrq>, String> {
-    let irq = device_irq_for(p, cpu)?;
-    let mut out = Vec::new();
+fn with_siblings(p: &Platform, irq: &DeviceIrq) -> Vec<DeviceIrq> {
+    let mut out = vec![irq.clone()];
     if let IrqDevice::PioDisks(_) = irq.device {
         out.extend(
             p.device_irqs()
@@ -165,8 +166,7 @@ fn driven_irqs(p: &Platform, cpu: u32) -> std::result::Result<Vec<DeviceIrq>, St
                 .filter(|s| s.name == irq.name && s.irq != irq.irq && !s.managed),
         );
     }
-    out.insert(0, irq);
-    Ok(out)
+    out
 }
 
 /// `queue/rq_affinity` of the disk holding `dir`.
