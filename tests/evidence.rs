@@ -182,3 +182,60 @@ fn the_viewer_shows_each_evidence_line_as_trace_cmd_prints_it() {
     assert!(checked > 0, "no evidence line was compared");
     eprintln!("{checked} evidence lines in the viewer equal trace-cmd's");
 }
+
+/// `rtwhy dump` prints every fixture line for line as `trace-cmd report` does, in
+/// particular the files of two buffers (the scenario's instance and the top level that
+/// holds a program's own markers): trace-cmd gives every line of such a file a buffer
+/// column as wide as the longest instance name, blank for the top level. rtwhy printed
+/// top-level lines without it (1008 lines of `priority_inversion_nested.dat` differed).
+#[test]
+fn dump_prints_every_fixture_as_trace_cmd_report() {
+    let files = dats_below(&workspace().join("fixtures"));
+    let mut two_buffers = 0usize;
+    let mut wrong = Vec::new();
+    for dat in &files {
+        let Some(report) = trace_cmd_report(dat) else {
+            return;
+        };
+        let out = Command::new(rtwhy())
+            .arg("dump")
+            .arg(dat)
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "rtwhy dump {}", dat.display());
+        let ours = String::from_utf8_lossy(&out.stdout);
+        // In a two-buffer file an instance line starts with its name, a top-level line
+        // blank (without instances every line starts blank, the task name right-aligned).
+        let named = report
+            .lines()
+            .any(|l| !l.starts_with(' ') && !l.starts_with("cpus=") && !l.starts_with("CPU:"));
+        if named && report.lines().any(|l| l.starts_with(' ')) {
+            two_buffers += 1;
+        }
+        if let Some((n, (a, b))) = ours
+            .lines()
+            .zip(report.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+        {
+            wrong.push(format!(
+                "{} line {}:\n  rtwhy:     {a}\n  trace-cmd: {b}",
+                dat.display(),
+                n + 1
+            ));
+        } else if ours.lines().count() != report.lines().count() {
+            wrong.push(format!(
+                "{}: {} lines, trace-cmd {}",
+                dat.display(),
+                ours.lines().count(),
+                report.lines().count()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "dump differs:\n{}", wrong.join("\n"));
+    assert!(two_buffers > 0, "no fixture of two buffers was compared");
+    eprintln!(
+        "{} fixtures printed as trace-cmd prints them ({two_buffers} with a top-level buffer beside an instance)",
+        files.len()
+    );
+}

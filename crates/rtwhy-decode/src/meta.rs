@@ -184,6 +184,10 @@ pub struct TraceMeta {
     pub host_sync: Option<HostSync>,
     /// The metadata texts as read, for writing the trace out again.
     pub sources: MetaSources,
+    /// When the file holds instance buffers, the length of the longest instance name:
+    /// `trace-cmd report` then starts every line with a buffer column that wide (see
+    /// [`crate::print::Printer::set_instance`]). `None` for a file of one top-level buffer.
+    pub instance_width: Option<usize>,
 }
 
 impl TraceMeta {
@@ -204,6 +208,7 @@ impl TraceMeta {
             ts_offset: 0,
             host_sync: None,
             sources: MetaSources::default(),
+            instance_width: None,
         }
     }
 

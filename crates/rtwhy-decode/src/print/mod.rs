@@ -120,13 +120,29 @@ pub struct Printer {
     events: EventTable,
     plugins: PluginState,
     counter_clock: bool,
+    /// The buffer column of the current buffer's lines, and that buffer's name.
     instance: Option<String>,
+    instance_name: String,
     comms: PidMap<CommCache>,
     /// The seconds of the last timestamp and their text (` %5llu.`).
     secs: (u64, String),
     /// While printing a record as it printed at its place: its sequence number; names
     /// learned at or after it are not known yet.
     as_of: Option<u64>,
+}
+
+/// The buffer column trace-cmd starts a line of buffer `name` with, in a file whose
+/// longest instance name is `width` long (`None`: no instances, no column).
+fn buffer_column(name: &str, width: Option<usize>) -> Option<String> {
+    let Some(width) = width else {
+        return (!name.is_empty()).then(|| format!("{name}: "));
+    };
+    // Widths count bytes, as C's `%*s` does.
+    let pad = width.saturating_sub(name.len());
+    let mut column = " ".repeat(pad);
+    column.push_str(name);
+    column.push_str(if name.is_empty() { "  " } else { ": " });
+    Some(column)
 }
 
 impl Printer {
@@ -138,13 +154,15 @@ impl Printer {
                 meta.clock.as_deref(),
                 Some("x86-tsc" | "counter" | "uptime")
             );
+        let instance = buffer_column("", meta.instance_width);
         Printer {
             meta,
             funcs: FuncMap::default(),
             events: EventTable::default(),
             plugins: PluginState::default(),
             counter_clock,
-            instance: None,
+            instance,
+            instance_name: String::new(),
             comms: PidMap::default(),
             secs: (0, String::new()),
             as_of: None,
@@ -183,22 +201,17 @@ impl Printer {
         self.as_of = None;
     }
 
-    /// Names the buffer the records come from. trace-cmd starts every line of an
-    /// instance buffer with `name: `; the top-level buffer (empty name) has no prefix.
-    /// Cheap when the name has not changed, so call it for every record.
+    /// Names the buffer the records come from. In a file with instance buffers,
+    /// trace-cmd starts every line with a buffer column as wide as the longest instance
+    /// name: `name: ` right-aligned in it, blanks for the top-level buffer (empty name).
+    /// A file of one top-level buffer has no column. Cheap when the name has not changed,
+    /// so call it for every record.
     pub fn set_instance(&mut self, name: &str) {
-        let same = match &self.instance {
-            Some(prefix) => prefix.strip_suffix(": ") == Some(name),
-            None => name.is_empty(),
-        };
-        if same {
+        if self.instance_name == name {
             return;
         }
-        self.instance = if name.is_empty() {
-            None
-        } else {
-            Some(format!("{name}: "))
-        };
+        self.instance_name = name.to_string();
+        self.instance = buffer_column(name, self.meta.instance_width);
     }
 
     /// Appends the whole line(s) for one record as `trace-cmd report -R` prints them, no

@@ -177,6 +177,14 @@ pub(super) fn read(bytes: &Bytes) -> Result<Parsed> {
         }
     }
     check_cpu_data(bytes, &mut p);
+    // Counted over the buffers that could be read: trace-cmd leaves out an instance
+    // whose data it cannot open.
+    p.meta.instance_width = p
+        .buffers
+        .iter()
+        .filter(|b| !b.name.is_empty())
+        .map(|b| b.name.len())
+        .max();
     Ok(p)
 }
 
