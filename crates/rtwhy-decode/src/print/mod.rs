@@ -207,7 +207,10 @@ impl Printer {
     /// A file of one top-level buffer has no column. Cheap when the name has not changed,
     /// so call it for every record.
     pub fn set_instance(&mut self, name: &str) {
-        if self.instance_name == name {
+        // By length alone for the top level's empty name, nearly every record's: a
+        // string comparison per record was 16 % of `dump --raw`'s samples.
+        let n = &self.instance_name;
+        if n.len() == name.len() && (name.is_empty() || n == name) {
             return;
         }
         self.instance_name = name.to_string();
