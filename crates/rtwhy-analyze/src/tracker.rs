@@ -30,6 +30,11 @@ pub(crate) struct Task {
     /// A victim's latest episodes (oldest first), for a marker written after them:
     /// cyclictest's names the newest, the recorder's one a few milliseconds old.
     recent: VecDeque<PastEpisode>,
+    /// A cyclictest marker the task wrote while the events still held it waiting, and the
+    /// start of that wait: from another buffer (the top level beside an instance) a marker
+    /// can carry its switch-in's very timestamp and sort before it. The switch-in that
+    /// ends the wait gets it.
+    marker: Option<(Nanos, SpikeSource)>,
 }
 
 /// How many of a victim's episodes are kept for markers.
@@ -217,6 +222,7 @@ impl Tracker {
             futex: None,
             preempted_by: None,
             recent: VecDeque::new(),
+            marker: None,
         });
         if let Some(c) = comm {
             t.comm = *c;
@@ -293,6 +299,8 @@ impl Tracker {
             });
             if waiting && while_running {
                 self.ran(ev.pid, ev.cpu, ev.ts, false, ev, &mut out);
+            } else if waiting && is_cyclictest_marker(&ev.kind) {
+                // Proves nothing yet: see `Task::marker`.
             } else if waiting {
                 let end = self.inferred_switch_in(ev);
                 self.ran(ev.pid, ev.cpu, end, true, ev, &mut out);
@@ -535,6 +543,10 @@ impl Tracker {
             return;
         };
         let run = t.run;
+        let marker = t
+            .marker
+            .take()
+            .filter(|(since, _)| Some(*since) == wait_start(t));
         t.run = Run::Running { cpu };
         let wake = t.wake.take();
         let blocked = t.blocked.take();
@@ -599,8 +611,10 @@ impl Tracker {
                 spike: None,
             });
         }
-        if spike {
-            out.push(Outcome::Spike(Box::new(episode)));
+        match marker {
+            Some((_, source)) => out.push(Outcome::Spike(Box::new(Episode { source, ..episode }))),
+            None if spike => out.push(Outcome::Spike(Box::new(episode))),
+            None => {}
         }
     }
 
@@ -622,6 +636,13 @@ impl Tracker {
                 text: text.trim_end().to_string(),
                 reported_ns: reported,
             };
+            let victim = self.is_victim(ev.pid);
+            if let Some(t) = self.tasks.get_mut(&ev.pid).filter(|_| victim) {
+                if let Some(since) = wait_start(t) {
+                    t.marker = Some((since, source));
+                    return;
+                }
+            }
             let last = self
                 .tasks
                 .get(&ev.pid)
@@ -823,6 +844,21 @@ fn is_housekeeping(comm: &Comm) -> bool {
     ["migration/", "watchdog/", "cpuhp/", "idle_inject/"]
         .iter()
         .any(|p| name.starts_with(p))
+}
+
+/// When the wait of `t` started, if it is waiting to run: woken (not while running), or
+/// preempted while runnable.
+fn wait_start(t: &Task) -> Option<Nanos> {
+    match (&t.wake, t.run) {
+        (Some(w), _) if !w.while_running => Some(w.ts),
+        (None, Run::Runnable { since, .. }) => Some(since),
+        _ => None,
+    }
+}
+
+/// Whether `kind` is one of cyclictest's `--tracemark` markers.
+fn is_cyclictest_marker(kind: &EventKind) -> bool {
+    matches!(kind, EventKind::Print { text } if parse_cyclictest_marker(text).is_some())
 }
 
 /// cyclictest's `--tracemark` text: `hit latency threshold (X > Y)`, in microseconds.

@@ -328,6 +328,33 @@ fn a_cyclictest_marker_names_its_wakeup_even_below_the_threshold() {
     );
 }
 
+/// A trace clock as coarse as the guest's `global` can stamp cyclictest's marker with the
+/// very instant of its switch-in, and the marker then sorts first: it is still about the
+/// wake-up that switch ends (the marker's writer is running), not the one before it.
+#[test]
+fn a_cyclictest_marker_stamped_with_its_switch_in_names_that_wakeup() {
+    let mut t = T::new();
+    victim_sleeps(&mut t);
+    t.switch(10, 1, (0, 120), 0, (200, 120));
+    // An earlier, short wait the marker must not be paired with.
+    t.waking(100, 1, 200);
+    t.switch(120, 1, (200, 120), 0, (VICTIM, VPRIO));
+    t.switch(130, 1, (VICTIM, VPRIO), 1, (200, 120));
+    t.waking(1000, 1, 200);
+    let (us, pid, kind) = print(5000, VICTIM, "hit latency threshold (4000 > 3000)");
+    t.ev(us, 1, pid, kind);
+    t.switch(5000, 1, (200, 120), 0, (VICTIM, VPRIO));
+    let a = t.analyze();
+    assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
+    let s = &a.spikes[0];
+    assert_eq!(s.latency_ns, 4000 * US);
+    assert!(
+        matches!(&s.source, SpikeSource::ToolMarker { reported_ns, .. } if *reported_ns == 4000 * US),
+        "{:?}",
+        s.source
+    );
+}
+
 #[test]
 fn without_irq_events_the_verdict_says_what_is_missing() {
     let mut t = T::new();
