@@ -2,11 +2,12 @@
 //! saved command lines (pid to task name).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// A text of the trace file read the first time it is asked for. A kallsyms section is
-/// megabytes of compressed text that printing raw records, or counting them, never
-/// needs: its decompression waits until a symbol is looked up or the text written out.
+/// A text of the trace file read the first time it is asked for, or ahead of that on a
+/// thread of its own ([`Self::read_ahead`]). A kallsyms section is megabytes of
+/// compressed text that printing raw records, or counting them, may never need.
 /// Clones share the text (and its one reading).
 #[derive(Clone, Default)]
 pub struct LazyText(Arc<Lazy>);
@@ -15,6 +16,9 @@ pub struct LazyText(Arc<Lazy>);
 struct Lazy {
     text: OnceLock<Result<Box<str>, String>>,
     read: Mutex<Option<Box<Reader>>>,
+    /// Whether [`LazyText::get`] was called: an error is reported only then, so that what
+    /// a command says does not depend on how far a read-ahead got.
+    asked: AtomicBool,
 }
 
 type Reader = dyn FnOnce() -> Result<String, String> + Send;
@@ -33,23 +37,55 @@ impl LazyText {
         let lazy = Lazy {
             text: OnceLock::new(),
             read: Mutex::new(Some(Box::new(read))),
+            asked: AtomicBool::new(false),
         };
         LazyText(Arc::new(lazy))
     }
 
-    /// The text (read now if it was not yet); empty if reading it failed.
+    /// The text (read now if it was not yet, or waited for if a read-ahead is reading
+    /// it); empty if reading it failed.
     pub fn get(&self) -> &str {
-        let text = self.0.text.get_or_init(|| {
+        self.0.asked.store(true, Ordering::Relaxed);
+        self.fill().as_deref().unwrap_or_default()
+    }
+
+    fn fill(&self) -> &Result<Box<str>, String> {
+        self.0.text.get_or_init(|| {
             // The reader runs once: the first caller takes it, and OnceLock makes any
             // other caller wait for that one's result.
             let read = self.0.read.lock().ok().and_then(|mut r| r.take());
-            read.map_or_else(|| Ok(Box::from("")), |r| r().map(String::into_boxed_str))
-        });
-        text.as_deref().unwrap_or_default()
+            let Some(read) = read else {
+                return Ok(Box::from(""));
+            };
+            // A reader that panics (a decoder bug) leaves an error, not a text that
+            // silently stays empty for the next caller.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+                .unwrap_or_else(|_| Err("reading the section failed (a decoder bug)".into()))
+                .map(String::into_boxed_str)
+        })
+    }
+
+    /// Starts reading the text on a thread of its own, so that it is ready (or nearer)
+    /// when first asked for: a kallsyms section takes tens of milliseconds to decompress,
+    /// and nearly every command looks a symbol up. Nothing is reported from the thread;
+    /// if it cannot be started, the first caller of [`Self::get`] reads the text.
+    pub fn read_ahead(&self) {
+        if self.0.text.get().is_some() {
+            return;
+        }
+        let text = self.clone();
+        let _ = std::thread::Builder::new()
+            .name("rtwhy-read-ahead".into())
+            .spawn(move || {
+                text.fill();
+            });
     }
 
     /// Why the text could not be read, once something asked for it.
     pub fn error(&self) -> Option<&str> {
+        if !self.0.asked.load(Ordering::Relaxed) {
+            return None;
+        }
         self.0.text.get()?.as_ref().err().map(String::as_str)
     }
 }
@@ -97,8 +133,9 @@ struct Symbol {
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
     text: LazyText,
-    /// Sorted by address; symbols sharing an address keep their file order.
-    entries: OnceLock<Vec<Symbol>>,
+    /// Sorted by address; symbols sharing an address keep their file order. Shared by
+    /// clones, as the text is.
+    entries: Arc<OnceLock<Vec<Symbol>>>,
 }
 
 impl Kallsyms {
@@ -112,8 +149,23 @@ impl Kallsyms {
     pub fn from_text(text: LazyText) -> Kallsyms {
         Kallsyms {
             text,
-            entries: OnceLock::new(),
+            entries: Arc::default(),
         }
+    }
+
+    /// Reads the text and parses the table on a thread of its own (see
+    /// [`LazyText::read_ahead`]), so that the first lookup finds them ready or nearer.
+    pub fn read_ahead(&self) {
+        if self.entries.get().is_some() {
+            return;
+        }
+        let k = self.clone();
+        let _ = std::thread::Builder::new()
+            .name("rtwhy-read-ahead".into())
+            .spawn(move || {
+                let text = k.text.fill().as_deref().unwrap_or_default();
+                k.entries.get_or_init(|| parse_entries(text));
+            });
     }
 
     /// The kallsyms text (read now if it was not yet).
@@ -131,7 +183,10 @@ impl Kallsyms {
     }
 
     fn entries(&self) -> &[Symbol] {
-        self.entries.get_or_init(|| parse_entries(self.text.get()))
+        // The text first, also when a read-ahead parsed the table: asking for it is what
+        // lets its error be reported.
+        let text = self.text.get();
+        self.entries.get_or_init(|| parse_entries(text))
     }
 
     /// All symbols as (address, name as a byte range of the text for [`Self::slice`],
@@ -392,6 +447,43 @@ mod tests {
         assert_eq!(bad.error(), None, "not read yet, so no error yet");
         assert_eq!(Kallsyms::from_text(bad.clone()).lookup(0x1000), None);
         assert_eq!(bad.error(), Some("zstd data does not decompress"));
+    }
+
+    #[test]
+    fn a_read_ahead_reads_once_and_reports_nothing_until_asked() {
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = reads.clone();
+        let text = LazyText::deferred(move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            Err("zstd data does not decompress".into())
+        });
+        text.read_ahead();
+        while reads.load(Ordering::Relaxed) == 0 {
+            std::thread::yield_now();
+        }
+        assert_eq!(text.error(), None, "nobody asked yet");
+        assert_eq!(text.get(), "");
+        assert_eq!(text.error(), Some("zstd data does not decompress"));
+        assert_eq!(reads.load(Ordering::Relaxed), 1);
+
+        let bad = Kallsyms::from_text(LazyText::deferred(|| Err("bad section".into())));
+        bad.read_ahead();
+        while bad.entries.get().is_none() {
+            std::thread::yield_now();
+        }
+        assert_eq!(bad.text().error(), None, "nobody asked yet");
+        assert_eq!(bad.lookup(0x1000), None);
+        assert_eq!(bad.text().error(), Some("bad section"));
+
+        let good = Kallsyms::from_text(LazyText::deferred(|| {
+            Ok("ffffffff81000000 T _stext\n".to_string())
+        }));
+        good.clone().read_ahead();
+        assert_eq!(good.exact(0xffff_ffff_8100_0000), Some("_stext"));
+
+        let panics = LazyText::deferred(|| panic!("a decoder bug"));
+        assert_eq!(panics.get(), "");
+        assert!(panics.error().is_some_and(|e| e.contains("decoder bug")));
     }
 
     #[test]

@@ -350,8 +350,8 @@ fn set_kallsyms_text(text: LazyText, p: &mut Parsed) {
 }
 
 /// The kallsyms section of a v7 file at `offset`: its header checked now, its content
-/// decompressed the first time a symbol is needed (counting or analysing records
-/// usually never does).
+/// decompressed by a read-ahead thread from now on, and waited for (or read then, if
+/// there was no thread) the first time a symbol is needed.
 fn deferred_kallsyms(bytes: &Bytes, offset: u64, codec: Codec, endian: Endian) -> Result<LazyText> {
     section_header(bytes, offset, OPT_KALLSYMS, endian)?;
     let bytes = bytes.clone();
@@ -362,11 +362,12 @@ fn deferred_kallsyms(bytes: &Bytes, offset: u64, codec: Codec, endian: Endian) -
         let text = c.bytes(n as usize, "kallsyms")?;
         Ok(String::from_utf8_lossy(text).into_owned())
     };
-    Ok(LazyText::deferred(move || {
+    let text = LazyText::deferred(move || {
         read().map_err(|e| {
             format!("{e}; the kallsyms section is skipped (addresses print as numbers)")
         })
-    }))
+    });
+    Ok(text)
 }
 
 fn set_printk(text: &[u8], p: &mut Parsed) {
@@ -693,10 +694,15 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
             }
         }
     }
+    // Kallsyms first, so that its read-ahead runs beside the event formats' parsing.
+    pointers.sort_by_key(|(id, _)| *id != OPT_KALLSYMS);
     for (id, off) in pointers {
         if id == OPT_KALLSYMS && codec != Codec::None {
             match deferred_kallsyms(bytes, off, codec, endian) {
-                Ok(text) => set_kallsyms_text(text, p),
+                Ok(text) => {
+                    set_kallsyms_text(text, p);
+                    p.meta.kallsyms.read_ahead();
+                }
                 Err(e) => p.warnings.push(format!("{e}; the section is skipped")),
             }
             continue;
