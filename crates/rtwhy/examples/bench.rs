@@ -607,11 +607,16 @@ fn analysis_section(rows: &[AnalysisRow]) -> String {
                 .max_by_key(|r| r.window.max_in_horizon);
             if let Some(d) = dense.filter(|d| d.window.max_in_horizon > s.window.max_in_horizon) {
                 if let (Some(da), Some(di)) = (peak_mib(&d.analyze), peak_mib(&d.info)) {
+                    let held = d.window.max_in_horizon.min(config.max_events_per_cpu);
+                    let history =
+                        (held * d.window.cpus * event_bytes) as f64 / f64::from(1u32 << 20);
+                    // The spikes, each kept with its evidence and breakdown until the
+                    // report is written, are the rest.
+                    let spikes = d.spikes.map_or(0, |(n, _)| n);
                     md.push_str(&format!(
-                        "\nWhat the history costs follows the event rate instead: {} records {:.0} events/s, so its busiest CPU has {} events within {:.0} s, all kept, and `rtwhy analyze` peaks at {da:.0} MiB on it against {di:.0} MiB for decoding alone ({:+.0} MiB), more than on the {:.0}x larger synthetic trace.\n",
+                        "\nWhat the history costs follows the event rate instead: {} records {:.0} events/s, so its busiest CPU has {held} events within {:.0} s, all kept (about {history:.1} MiB of history), and the analyzer holds its {spikes} diagnosed spikes, each with its evidence and breakdown, until the report is written: `rtwhy analyze` peaks at {da:.0} MiB on it against {di:.0} MiB for decoding alone ({:+.0} MiB), more than on the {:.0}x larger synthetic trace.\n",
                         d.name,
                         d.window.density,
-                        d.window.max_in_horizon.min(config.max_events_per_cpu),
                         config.horizon.0 as f64 / 1e9,
                         da - di,
                         s.size as f64 / d.size.max(1) as f64,
