@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A text of the trace file read the first time it is asked for, or ahead of that on a
-/// thread of its own ([`Self::read_ahead`]). A kallsyms section is megabytes of
+/// thread of its own ([`Kallsyms::read_ahead`]). A kallsyms section is megabytes of
 /// compressed text that printing raw records, or counting them, may never need.
 /// Clones share the text (and its one reading).
 #[derive(Clone, Default)]
@@ -65,22 +65,6 @@ impl LazyText {
         })
     }
 
-    /// Starts reading the text on a thread of its own, so that it is ready (or nearer)
-    /// when first asked for: a kallsyms section takes tens of milliseconds to decompress,
-    /// and nearly every command looks a symbol up. Nothing is reported from the thread;
-    /// if it cannot be started, the first caller of [`Self::get`] reads the text.
-    pub fn read_ahead(&self) {
-        if self.0.text.get().is_some() {
-            return;
-        }
-        let text = self.clone();
-        let _ = std::thread::Builder::new()
-            .name("rtwhy-read-ahead".into())
-            .spawn(move || {
-                text.fill();
-            });
-    }
-
     /// Why the text could not be read, once something asked for it.
     pub fn error(&self) -> Option<&str> {
         if !self.0.asked.load(Ordering::Relaxed) {
@@ -129,7 +113,7 @@ struct Symbol {
 /// Kernel symbols from `/proc/kallsyms`, for turning addresses into `function+0x10`.
 ///
 /// A kallsyms table holds a few hundred thousand lines; it is parsed the first time a
-/// symbol is looked up, so reading a trace that never needs one does not pay for it.
+/// symbol is looked up, or ahead of that by [`Self::read_ahead`].
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
     text: LazyText,
@@ -153,8 +137,11 @@ impl Kallsyms {
         }
     }
 
-    /// Reads the text and parses the table on a thread of its own (see
-    /// [`LazyText::read_ahead`]), so that the first lookup finds them ready or nearer.
+    /// Reads the text and parses the table on a thread of its own, so that the first
+    /// lookup finds them ready (or nearer): a kallsyms section takes tens of milliseconds
+    /// to decompress, and nearly every command looks a symbol up. Nothing is reported
+    /// from the thread (see [`LazyText::error`]); if it cannot be started, the first
+    /// lookup reads and parses.
     pub fn read_ahead(&self) {
         if self.entries.get().is_some() {
             return;
@@ -457,7 +444,7 @@ mod tests {
             counted.fetch_add(1, Ordering::Relaxed);
             Err("zstd data does not decompress".into())
         });
-        text.read_ahead();
+        Kallsyms::from_text(text.clone()).read_ahead();
         while reads.load(Ordering::Relaxed) == 0 {
             std::thread::yield_now();
         }

@@ -582,7 +582,15 @@ fn analysis_section(rows: &[AnalysisRow]) -> String {
             let worst_case =
                 config.max_events_per_cpu as f64 * s.window.cpus as f64 * event_bytes as f64
                     / f64::from(1u32 << 20);
-            let held = s.window.max_in_horizon.min(config.max_events_per_cpu);
+            // The events a row's busiest CPU keeps within the horizon, and their MiB.
+            let kept = |w: &Window| {
+                let held = w.max_in_horizon.min(config.max_events_per_cpu);
+                (
+                    held,
+                    (held * w.cpus * event_bytes) as f64 / f64::from(1u32 << 20),
+                )
+            };
+            let (held, held_mib) = kept(&s.window);
             let horizon_s = config.horizon.0 as f64 / 1e9;
             let bound = if s.window.max_in_horizon < config.max_events_per_cpu {
                 "the time horizon, not the count limit, bounds the history"
@@ -590,12 +598,11 @@ fn analysis_section(rows: &[AnalysisRow]) -> String {
                 "the count limit, not the time horizon, bounds the history"
             };
             md.push_str(&format!(
-                " The analyzer keeps each CPU's events for the last {horizon_s:.0} s of trace time, at most {} per CPU. The synthetic trace repeats its seed at the seed's own rate ({:.0} events/s of trace time, against {:.0} in the seed): its busiest CPU records {} events within {horizon_s:.0} s at most, so {bound}, at about {:.1} MiB ({} CPUs x {held} x {event_bytes}-byte events, before the events' own heap data). A trace dense enough to reach the count limit would hold up to {} x {} x {event_bytes} bytes = {worst_case:.0} MiB of history, whatever its length.\n",
+                " The analyzer keeps each CPU's events for the last {horizon_s:.0} s of trace time, at most {} per CPU. The synthetic trace repeats its seed at the seed's own rate ({:.0} events/s of trace time, against {:.0} in the seed): its busiest CPU records {} events within {horizon_s:.0} s at most, so {bound}, at about {held_mib:.1} MiB ({} CPUs x {held} x {event_bytes}-byte events, before the events' own heap data). A trace dense enough to reach the count limit would hold up to {} x {} x {event_bytes} bytes = {worst_case:.0} MiB of history, whatever its length.\n",
                 config.max_events_per_cpu,
                 s.window.density,
                 b.window.density,
                 s.window.max_in_horizon,
-                (held * s.window.cpus * event_bytes) as f64 / f64::from(1u32 << 20),
                 s.window.cpus,
                 s.window.cpus,
                 config.max_events_per_cpu,
@@ -607,9 +614,7 @@ fn analysis_section(rows: &[AnalysisRow]) -> String {
                 .max_by_key(|r| r.window.max_in_horizon);
             if let Some(d) = dense.filter(|d| d.window.max_in_horizon > s.window.max_in_horizon) {
                 if let (Some(da), Some(di)) = (peak_mib(&d.analyze), peak_mib(&d.info)) {
-                    let held = d.window.max_in_horizon.min(config.max_events_per_cpu);
-                    let history =
-                        (held * d.window.cpus * event_bytes) as f64 / f64::from(1u32 << 20);
+                    let (held, history) = kept(&d.window);
                     // The spikes, each kept with its evidence and breakdown until the
                     // report is written, are the rest.
                     let spikes = d.spikes.map_or(0, |(n, _)| n);

@@ -362,12 +362,11 @@ fn deferred_kallsyms(bytes: &Bytes, offset: u64, codec: Codec, endian: Endian) -
         let text = c.bytes(n as usize, "kallsyms")?;
         Ok(String::from_utf8_lossy(text).into_owned())
     };
-    let text = LazyText::deferred(move || {
+    Ok(LazyText::deferred(move || {
         read().map_err(|e| {
             format!("{e}; the kallsyms section is skipped (addresses print as numbers)")
         })
-    });
-    Ok(text)
+    }))
 }
 
 fn set_printk(text: &[u8], p: &mut Parsed) {
