@@ -796,21 +796,22 @@ fn selftest_names_every_cause_it_can_induce_here() {
         assert!(row.contains(" pass"), "{s} did not pass here: {row}");
     }
     // The disk interrupt on this VM adds 10-20 us to a victim whose own idle exits
-    // (halt exits) take 30-40 us: it is induced, judged and named, and then, unless it
-    // passed, found not inducible from a measurement of its handler's time (p99 15-26 us
-    // against this CPU's noise p99 65-83 us, measured 2026-11-25) with both numbers in
-    // the row. A FAIL is a failure: the measurement said the interrupt can stand out.
+    // (halt exits) take 30-40 us: it is induced and judged (named on some attempts, on
+    // none on others: 0 of 8 spikes once), and then, unless it passed, found not
+    // inducible from a measurement of its handler's time weighed
+    // against this CPU's measured noise (handler p99 16-31 us, noise p99 48-60 us: the
+    // main part of 0.3-7% of the judged latency, measured 2026-11-26; the p99s alone
+    // crossed once, in CI) with the numbers in the row. A FAIL is a failure: the
+    // measurement said the interrupt can be the main part of most of it.
     let irq = row("irq_on_isolated_cpu");
-    assert!(
-        irq.contains("irq_on_isolated_cpu x"),
-        "the disk IRQ was never named: {irq}"
-    );
     assert!(
         irq.contains(" pass")
             || (irq.contains("not inducible here: IRQ ")
                 && irq.contains(" works p99 ")
-                && irq.contains("wake-up noise (p99 ")),
-        "{irq}"
+                && irq.contains("wake-up noise (p99 ")
+                && irq.contains("a pass needs more than 50%")),
+        "{irq}\n{}",
+        text(&o)
     );
     assert!(!stdout.contains(" FAIL"), "{}", text(&o));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
