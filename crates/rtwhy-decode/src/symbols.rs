@@ -101,7 +101,7 @@ impl std::fmt::Debug for LazyText {
 
 /// One kallsyms line, as offsets into the kept text: no allocation per symbol (a table
 /// holds a few hundred thousand of them).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Symbol {
     addr: u64,
     name: (u32, u32),
@@ -226,7 +226,8 @@ impl Kallsyms {
 
 /// Splits each line at ASCII whitespace, as libtraceevent's `sscanf("%llx %c %s")` does
 /// (ASCII bytes never occur inside a multi-byte UTF-8 character, so every piece is a
-/// valid `str` range).
+/// valid `str` range). One pass over the bytes, each looked at once: a kallsyms text is
+/// a few hundred thousand lines, read before the first symbol prints.
 fn parse_entries(text: &str) -> Vec<Symbol> {
     let bytes = text.as_bytes();
     // Offsets are u32: a kallsyms text over 4 GiB is not a kallsyms text.
@@ -234,49 +235,63 @@ fn parse_entries(text: &str) -> Vec<Symbol> {
         return Vec::new();
     }
     let mut entries = Vec::with_capacity(bytes.len() / 40);
-    let mut line_start = 0usize;
-    while line_start < bytes.len() {
-        let line_end = bytes
-            .get(line_start..)
-            .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
-            .map_or(bytes.len(), |n| line_start + n);
-        if let Some(sym) = parse_line(bytes, line_start, line_end) {
-            entries.push(sym);
+    // The first four words of the current line (more are ignored), and how many.
+    let mut words = [(0u32, 0u32); 4];
+    let mut count = 0usize;
+    let mut word_start: Option<u32> = None;
+    for (i, &b) in (0u32..).zip(bytes) {
+        if b.is_ascii_whitespace() {
+            if let Some(s) = word_start.take() {
+                if let Some(w) = words.get_mut(count) {
+                    *w = (s, i);
+                }
+                count += 1;
+            }
+            if b == b'\n' {
+                entries.extend(symbol_of(bytes, &words, count));
+                count = 0;
+            }
+        } else if word_start.is_none() {
+            word_start = Some(i);
         }
-        line_start = line_end + 1;
     }
+    if let Some(s) = word_start {
+        if let Some(w) = words.get_mut(count) {
+            *w = (s, bytes.len() as u32);
+        }
+        count += 1;
+    }
+    entries.extend(symbol_of(bytes, &words, count));
     entries.sort_by_key(|e| e.addr);
     entries
 }
 
-fn parse_line(bytes: &[u8], start: usize, end: usize) -> Option<Symbol> {
-    let mut words = Words {
-        bytes,
-        at: start,
-        end,
-    };
-    let addr = words.next()?;
-    let kind = words.next()?;
-    let name = words.next()?;
-    let addr = hex_u64(bytes.get(addr.0..addr.1)?)?;
-    let module = match words.next() {
-        Some((mut s, mut e)) => {
-            let bracket = |i: usize| matches!(bytes.get(i), Some(b'[' | b']'));
-            while s < e && bracket(s) {
-                s += 1;
-            }
-            while e > s && bracket(e - 1) {
-                e -= 1;
-            }
-            (s as u32, e as u32)
+/// The symbol of a line whose first `count` words (at most four kept) are `words`: an
+/// address, a type letter, a name, and an optional `[module]`.
+fn symbol_of(bytes: &[u8], words: &[(u32, u32); 4], count: usize) -> Option<Symbol> {
+    if count < 3 {
+        return None;
+    }
+    let [addr, kind, name, module] = *words;
+    let addr = hex_u64(bytes.get(addr.0 as usize..addr.1 as usize)?)?;
+    let module = if count > 3 {
+        let (mut s, mut e) = module;
+        let bracket = |i: u32| matches!(bytes.get(i as usize), Some(b'[' | b']'));
+        while s < e && bracket(s) {
+            s += 1;
         }
-        None => (0, 0),
+        while e > s && bracket(e - 1) {
+            e -= 1;
+        }
+        (s, e)
+    } else {
+        (0, 0)
     };
     Some(Symbol {
         addr,
-        name: (name.0 as u32, name.1 as u32),
+        name,
         module,
-        kind: bytes.get(kind.0).copied().unwrap_or(b'?'),
+        kind: bytes.get(kind.0 as usize).copied().unwrap_or(b'?'),
     })
 }
 
@@ -289,36 +304,15 @@ fn hex_u64(word: &[u8]) -> Option<u64> {
         return None;
     }
     digits.iter().try_fold(0u64, |v, &c| {
-        let d = char::from(c).to_digit(16)?;
-        v.checked_mul(16)?.checked_add(u64::from(d))
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        // v * 16 overflows exactly when one of its top four bits is set.
+        (v >> 60 == 0).then_some(v << 4 | u64::from(d))
     })
-}
-
-/// Byte ranges of the ASCII-whitespace-separated words of one line.
-struct Words<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    end: usize,
-}
-
-impl Iterator for Words<'_> {
-    type Item = (usize, usize);
-
-    fn next(&mut self) -> Option<(usize, usize)> {
-        let bytes = self.bytes;
-        let space = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_whitespace);
-        while self.at < self.end && space(self.at) {
-            self.at += 1;
-        }
-        if self.at >= self.end {
-            return None;
-        }
-        let start = self.at;
-        while self.at < self.end && !space(self.at) {
-            self.at += 1;
-        }
-        Some((start, self.at))
-    }
 }
 
 /// `trace_printk` format strings by address (`printk_formats`).
@@ -416,6 +410,76 @@ impl Cmdlines {
 mod tests {
     use super::*;
 
+    /// `parse_entries` spelled out line by line with the standard library's splitting.
+    fn entries_by_line(text: &str) -> Vec<Symbol> {
+        let offset = |w: &str| (w.as_ptr() as usize - text.as_ptr() as usize) as u32;
+        let mut out: Vec<Symbol> = text
+            .split('\n')
+            .filter_map(|line| {
+                let words: Vec<&str> = line.split_ascii_whitespace().collect();
+                let [addr, kind, name, rest @ ..] = words.as_slice() else {
+                    return None;
+                };
+                let module = rest.first().map_or((0, 0), |m| {
+                    let inner = m
+                        .trim_start_matches(['[', ']'])
+                        .trim_end_matches(['[', ']']);
+                    let at = if inner.is_empty() {
+                        offset(m) + m.len() as u32 - m.trim_start_matches(['[', ']']).len() as u32
+                    } else {
+                        offset(inner)
+                    };
+                    (at, at + inner.len() as u32)
+                });
+                Some(Symbol {
+                    addr: hex_u64(addr.as_bytes())?,
+                    name: (offset(name), offset(name) + name.len() as u32),
+                    module,
+                    kind: kind.as_bytes()[0],
+                })
+            })
+            .collect();
+        out.sort_by_key(|e| e.addr);
+        out
+    }
+
+    fn same(text: &str) {
+        assert_eq!(parse_entries(text), entries_by_line(text), "{text:?}");
+    }
+
+    #[test]
+    fn one_pass_parsing_splits_lines_and_words_as_the_standard_library_does() {
+        same("ffffffff81000000 T _stext\nffffffff81000010 t x\t[mod]\n");
+        // No final newline, blank and short lines, runs of mixed whitespace, CRLF, a
+        // fifth word, a module of brackets only, bad hex, `+`, multibyte names.
+        same("ffffffff81000000 T a");
+        same("\n\n  \nffff T\nffff T b c d e\n");
+        same("  ffffffff81000000\t \tT   name  [ext4]\r\n");
+        same("10 t x []\n20 t y [[m]]\n30 t z ]m[\n");
+        same("zz T bad\n+1f T plus\n1f T caf\u{e9}\u{a0}x [m\u{f6}d]\n");
+        same("");
+        same("\n");
+        same("ffffffffffffffffff T overflow\n");
+    }
+
+    #[test]
+    fn one_pass_parsing_agrees_on_a_long_kallsyms_like_text() {
+        let mut text = String::new();
+        for (i, kind) in ["T", "t", "D", "b", "W", "A"]
+            .iter()
+            .cycle()
+            .take(3000)
+            .enumerate()
+        {
+            let module = if i % 7 == 0 { "\t[snd_hda_intel]" } else { "" };
+            text.push_str(&format!(
+                "ffffffff{:08x} {kind} sym_{i}{module}\n",
+                0x8100_0000u32 + (i as u32 * 37) % 5000
+            ));
+        }
+        same(&text);
+    }
+
     #[test]
     fn lazy_text_reads_once_when_asked_and_keeps_its_error() {
         let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -485,6 +549,14 @@ mod tests {
             "1g",
             "10000000000000000",
             "fffffffffffffffff",
+            "0000000000000000000000000000ffffffffffffffff",
+            "FFFFFFFFFFFFFFFF",
+            "AbCdEf09",
+            "0fffffffffffffff0",
+            "f000000000000000",
+            "1000000000000000",
+            "++1",
+            "/:@G`g",
         ] {
             assert_eq!(
                 hex_u64(w.as_bytes()),

@@ -340,8 +340,18 @@ fn v6_cpu_table(
     })
 }
 
+/// `bytes` as text, invalid UTF-8 replaced: the check alone where it is valid, as it is
+/// in every real file (a kallsyms text is megabytes; the replacing pass costs ten times
+/// the check).
+fn text_of(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
 fn set_kallsyms(text: &[u8], p: &mut Parsed) {
-    set_kallsyms_text(String::from_utf8_lossy(text).into_owned().into(), p);
+    set_kallsyms_text(text_of(text).into(), p);
 }
 
 fn set_kallsyms_text(text: LazyText, p: &mut Parsed) {
@@ -360,7 +370,7 @@ fn deferred_kallsyms(bytes: &Bytes, offset: u64, codec: Codec, endian: Endian) -
         let mut c = Cursor::new(&content, offset, endian);
         let n = c.u32("kallsyms size")?;
         let text = c.bytes(n as usize, "kallsyms")?;
-        Ok(String::from_utf8_lossy(text).into_owned())
+        Ok(text_of(text))
     };
     Ok(LazyText::deferred(move || {
         read().map_err(|e| {
@@ -370,13 +380,13 @@ fn deferred_kallsyms(bytes: &Bytes, offset: u64, codec: Codec, endian: Endian) -
 }
 
 fn set_printk(text: &[u8], p: &mut Parsed) {
-    let text = String::from_utf8_lossy(text).into_owned();
+    let text = text_of(text);
     p.meta.printk = PrintkFormats::parse(&text);
     p.meta.sources.printk = text;
 }
 
 fn set_cmdlines(text: &[u8], p: &mut Parsed) {
-    let text = String::from_utf8_lossy(text).into_owned();
+    let text = text_of(text);
     p.meta.cmdlines = Cmdlines::parse(&text);
     p.meta.sources.cmdlines = text;
 }
@@ -410,18 +420,7 @@ fn header_page(text: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
 }
 
 fn add_format(system: &str, text: &[u8], at: u64, p: &mut Parsed) {
-    let text = String::from_utf8_lossy(text).into_owned();
-    let sources = &mut p.meta.sources;
-    if system == "ftrace" {
-        sources.ftrace_formats.push(text.clone());
-    } else {
-        match sources.event_formats.iter_mut().find(|(s, _)| s == system) {
-            Some((_, v)) => v.push(text.clone()),
-            None => sources
-                .event_formats
-                .push((system.to_string(), vec![text.clone()])),
-        }
-    }
+    let text = text_of(text);
     match EventFormat::parse(system, &text) {
         Ok(f) => {
             p.meta.formats.insert(f.id, f);
@@ -429,6 +428,21 @@ fn add_format(system: &str, text: &[u8], at: u64, p: &mut Parsed) {
         Err(e) => p.warnings.push(format!(
             "at file offset {at:#x}: {e}; events of this kind print as unknown"
         )),
+    }
+    let sources = &mut p.meta.sources;
+    if system == "ftrace" {
+        sources.ftrace_formats.push(text);
+        return;
+    }
+    // A file lists each system's formats together: the last system is nearly always
+    // this one, and a system is listed once.
+    let known = match sources.event_formats.last() {
+        Some((s, _)) if s == system => Some(sources.event_formats.len() - 1),
+        _ => sources.event_formats.iter().position(|(s, _)| s == system),
+    };
+    match known.and_then(|i| sources.event_formats.get_mut(i)) {
+        Some((_, v)) => v.push(text),
+        None => sources.event_formats.push((system.to_string(), vec![text])),
     }
 }
 
