@@ -235,11 +235,14 @@ fn parse_entries(text: &str) -> Vec<Symbol> {
         return Vec::new();
     }
     let mut entries = Vec::with_capacity(bytes.len() / 40);
-    // The first four words of the current line (more are ignored), and how many.
+    // The first four words of the current line (more are ignored), and how many. A
+    // newline after the last byte ends the last line like every other.
     let mut words = [(0u32, 0u32); 4];
     let mut count = 0usize;
     let mut word_start: Option<u32> = None;
-    for (i, &b) in (0u32..).zip(bytes) {
+    for (i, b) in bytes.iter().copied().chain([b'\n']).enumerate() {
+        // At most the text's length, checked above to fit.
+        let i = i as u32;
         if b.is_ascii_whitespace() {
             if let Some(s) = word_start.take() {
                 if let Some(w) = words.get_mut(count) {
@@ -255,13 +258,6 @@ fn parse_entries(text: &str) -> Vec<Symbol> {
             word_start = Some(i);
         }
     }
-    if let Some(s) = word_start {
-        if let Some(w) = words.get_mut(count) {
-            *w = (s, bytes.len() as u32);
-        }
-        count += 1;
-    }
-    entries.extend(symbol_of(bytes, &words, count));
     entries.sort_by_key(|e| e.addr);
     entries
 }

@@ -160,7 +160,7 @@ pub fn attainable_share(work: &IrqWork, noise: &[u64], threshold: Duration) -> O
     for &b in noise {
         prefix.push(prefix.last().copied().unwrap_or(0.0) + b as f64);
     }
-    // Σ (b + d) over noise[from..to], and the first index whose value passes `pred`.
+    // Σ (b + d) over noise[from..to].
     let sum = |from: usize, to: usize, d: f64| -> f64 {
         let (Some(hi), Some(lo)) = (prefix.get(to), prefix.get(from)) else {
             return 0.0;

@@ -190,7 +190,6 @@ impl Bench {
 /// How late a timer thread on the victim's CPU wakes with nothing loaded.
 #[derive(Debug, Clone, Default)]
 struct Noise {
-    samples: usize,
     p99: Duration,
     max: Duration,
     /// Every wake-up's latency (ns), shortest first.
@@ -233,7 +232,6 @@ fn measure_noise(cpu: u32, interrupted: &AtomicBool) -> Result<Noise> {
         n => lat.get(n * 99 / 100).copied().unwrap_or(max),
     };
     Ok(Noise {
-        samples: lat.len(),
         p99: Duration::from_nanos(p99),
         max: Duration::from_nanos(max.max(p99)),
         latencies: lat,
@@ -954,7 +952,7 @@ fn print_platform(out: &mut impl Write, b: &Bench) -> Result<()> {
         b.cpu,
         human_duration(n.p99.as_nanos() as u64),
         human_duration(n.max.as_nanos() as u64),
-        n.samples,
+        n.latencies.len(),
         NOISE_RUN.as_secs()
     )?;
     writeln!(

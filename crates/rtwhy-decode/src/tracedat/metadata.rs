@@ -434,13 +434,7 @@ fn add_format(system: &str, text: &[u8], at: u64, p: &mut Parsed) {
         sources.ftrace_formats.push(text);
         return;
     }
-    // A file lists each system's formats together: the last system is nearly always
-    // this one, and a system is listed once.
-    let known = match sources.event_formats.last() {
-        Some((s, _)) if s == system => Some(sources.event_formats.len() - 1),
-        _ => sources.event_formats.iter().position(|(s, _)| s == system),
-    };
-    match known.and_then(|i| sources.event_formats.get_mut(i)) {
+    match sources.event_formats.iter_mut().find(|(s, _)| s == system) {
         Some((_, v)) => v.push(text),
         None => sources.event_formats.push((system.to_string(), vec![text])),
     }
