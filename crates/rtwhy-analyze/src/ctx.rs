@@ -203,6 +203,15 @@ impl Ctx<'_> {
             .max_by_key(|s| s.to.0 - s.from.0)
     }
 
+    /// The largest segment passing `f`, and the stretch of work it belongs to (see
+    /// [`largest_stretch`]).
+    pub(crate) fn largest_stretch(
+        &self,
+        f: impl Fn(&Bucket) -> bool,
+    ) -> Option<(&Segment, &[Segment])> {
+        largest_stretch(&self.replay.segments, f)
+    }
+
     pub(crate) fn top_item(&self, f: impl Fn(&Bucket) -> bool) -> Option<&BreakdownItem> {
         self.items
             .iter()
@@ -236,5 +245,127 @@ pub(crate) fn housekeeping(ctx: &Ctx<'_>) -> String {
         "<housekeeping CPUs>".to_string()
     } else {
         rtwhy_model::CpuList(hk).to_string()
+    }
+}
+
+/// The largest of `segs` (in time order, back to back) passing `f` and, where it is an
+/// interrupt's work, the pieces of the same IRQ next to it that pass `f` too: a threaded
+/// handler whose own hard handler interrupts it (a PIO disk's, every few hundred
+/// microseconds) ran as one stretch, not as its longest piece. The largest segment, and
+/// the stretch (at least the largest alone).
+fn largest_stretch(
+    segs: &[Segment],
+    f: impl Fn(&Bucket) -> bool,
+) -> Option<(&Segment, &[Segment])> {
+    let (i, largest) = segs
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| f(&s.bucket))
+        .max_by_key(|(_, s)| s.to.0 - s.from.0)?;
+    let irq = irq_of(&largest.bucket);
+    let same_work = |s: &Segment| irq.is_some() && irq_of(&s.bucket) == irq && f(&s.bucket);
+    let mut first = i;
+    while let Some(p) = first.checked_sub(1) {
+        match (segs.get(p), segs.get(first)) {
+            (Some(a), Some(b)) if a.to == b.from && same_work(a) => first = p,
+            _ => break,
+        }
+    }
+    let mut last = i;
+    while let (Some(a), Some(b)) = (segs.get(last), segs.get(last + 1)) {
+        if a.to != b.from || !same_work(b) {
+            break;
+        }
+        last += 1;
+    }
+    Some((largest, segs.get(first..=last)?))
+}
+
+/// The IRQ number a segment's work belongs to: its hard handler or its thread.
+fn irq_of(b: &Bucket) -> Option<i32> {
+    match b {
+        Bucket::Irq { irq, .. } | Bucket::IrqThread { irq, .. } => Some(*irq),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtwhy_model::Comm;
+
+    fn seg(bucket: Bucket, from: u64, to: u64) -> Segment {
+        Segment {
+            bucket,
+            from: Nanos(from),
+            to: Nanos(to),
+            begin: None,
+            end: None,
+        }
+    }
+
+    fn hard(irq: i32) -> Bucket {
+        Bucket::Irq {
+            irq,
+            name: "ata_piix".into(),
+        }
+    }
+
+    fn thread(irq: i32) -> Bucket {
+        Bucket::IrqThread {
+            irq,
+            name: "ata_piix".into(),
+            thread: TaskRef {
+                tid: 149,
+                comm: Comm::new(&format!("irq/{irq}-ata_piix")),
+                prio: 49,
+            },
+            outranks_victim: true,
+        }
+    }
+
+    fn span(run: &[Segment]) -> (u64, u64) {
+        (run[0].from.0, run[run.len() - 1].to.0)
+    }
+
+    #[test]
+    fn an_irq_thread_interrupted_by_its_own_hard_handler_is_one_stretch() {
+        let segs = [
+            seg(Bucket::TimerIrqDelay, 0, 100),
+            seg(thread(14), 100, 300),
+            seg(hard(14), 300, 310),
+            seg(thread(14), 310, 500),
+            seg(hard(15), 500, 510),
+            seg(thread(14), 510, 520),
+        ];
+        let irq_work = |b: &Bucket| matches!(b, Bucket::Irq { .. } | Bucket::IrqThread { .. });
+        let (largest, run) = largest_stretch(&segs, irq_work).unwrap();
+        assert_eq!((largest.from.0, largest.to.0), (100, 300));
+        // Another IRQ's handler ends it; the timer delay before is not IRQ work.
+        assert_eq!(span(run), (100, 500));
+        assert_eq!(run.len(), 3);
+
+        // Pieces the cause does not show are not joined.
+        let threads_only = |b: &Bucket| matches!(b, Bucket::IrqThread { .. });
+        let (_, run) = largest_stretch(&segs, threads_only).unwrap();
+        assert_eq!(span(run), (100, 300));
+
+        // Nor are pieces with a gap between them.
+        let gap = [
+            seg(thread(14), 0, 50),
+            seg(hard(14), 60, 70),
+            seg(thread(14), 70, 80),
+        ];
+        let (_, run) = largest_stretch(&gap, irq_work).unwrap();
+        assert_eq!(span(run), (0, 50));
+
+        // Other work stays its largest piece alone.
+        let tasks = [
+            seg(Bucket::TimerIrqDelay, 0, 10),
+            seg(Bucket::TimerIrqDelay, 10, 30),
+        ];
+        let (_, run) = largest_stretch(&tasks, |_| true).unwrap();
+        assert_eq!(span(run), (10, 30));
+        assert!(largest_stretch(&tasks, |_| false).is_none());
     }
 }

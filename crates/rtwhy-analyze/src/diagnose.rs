@@ -474,13 +474,16 @@ impl Ctx<'_> {
         // The stretch the primary cause's rule points at, from the event that began it to
         // the one that ended it.
         let cause_filter = |b: &Bucket| rules::rule(primary).is_some_and(|r| r.shows(self, b));
-        if let Some(seg) = self.largest(cause_filter) {
-            let dur = human_duration(seg.to.0 - seg.from.0);
-            if let Some(b) = &seg.begin {
-                push(b, format!("begins {dur} of {}", seg.bucket));
-            }
-            if let Some(e) = &seg.end {
-                push(e, format!("ends {dur} of {}", seg.bucket));
+        if let Some((largest, run)) = self.largest_stretch(cause_filter) {
+            if let (Some(first), Some(last)) = (run.first(), run.last()) {
+                let dur = human_duration(last.to.0 - first.from.0);
+                let what = stretch_label(largest, run);
+                if let Some(b) = &first.begin {
+                    push(b, format!("begins {dur} of {what}"));
+                }
+                if let Some(e) = &last.end {
+                    push(e, format!("ends {dur} of {what}"));
+                }
             }
         }
         if primary == Cause::RtThrottling {
@@ -605,6 +608,23 @@ enum HolderState {
         since: Nanos,
         futex: Option<Event>,
     },
+}
+
+/// What the evidence says a stretch of the cause's work was: the largest piece's bucket,
+/// and for an IRQ thread's run with its own hard handler in it, how often that ran.
+fn stretch_label(largest: &breakdown::Segment, run: &[breakdown::Segment]) -> String {
+    let others = run.iter().filter(|s| s.bucket != largest.bucket).count();
+    match (&largest.bucket, others) {
+        (_, 0) => largest.bucket.to_string(),
+        (Bucket::IrqThread { .. }, 1) => format!("{}, and its hard handler once", largest.bucket),
+        (Bucket::IrqThread { .. }, n) => {
+            format!("{}, and its hard handler {n} times", largest.bucket)
+        }
+        (b, n) => format!(
+            "{b} and {n} more piece{} of the same IRQ's work",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// The futex call `tid` was in at index `idx` of `cpu`'s history: its `sys_enter_futex`
@@ -1023,4 +1043,60 @@ fn missing_events(tr: &Tracker, ep: &Episode) -> Vec<String> {
         );
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtwhy_model::Comm;
+
+    fn seg(bucket: Bucket) -> breakdown::Segment {
+        breakdown::Segment {
+            bucket,
+            from: Nanos(0),
+            to: Nanos(1),
+            begin: None,
+            end: None,
+        }
+    }
+
+    #[test]
+    fn a_stretch_names_its_largest_piece_and_the_hard_handler_runs_in_it() {
+        let hard = seg(Bucket::Irq {
+            irq: 14,
+            name: "ata_piix".into(),
+        });
+        let thread = seg(Bucket::IrqThread {
+            irq: 14,
+            name: "ata_piix".into(),
+            thread: TaskRef {
+                tid: 149,
+                comm: Comm::new("irq/14-ata_piix"),
+                prio: 49,
+            },
+            outranks_victim: true,
+        });
+        let alone = stretch_label(&thread, std::slice::from_ref(&thread));
+        assert_eq!(alone, thread.bucket.to_string());
+        let once = [thread.clone(), hard.clone(), thread.clone()];
+        assert_eq!(
+            stretch_label(&thread, &once),
+            format!("{alone}, and its hard handler once")
+        );
+        let thrice = [
+            hard.clone(),
+            thread.clone(),
+            hard.clone(),
+            thread.clone(),
+            hard.clone(),
+        ];
+        assert_eq!(
+            stretch_label(&thread, &thrice),
+            format!("{alone}, and its hard handler 3 times")
+        );
+        assert_eq!(
+            stretch_label(&hard, &[hard.clone(), thread.clone()]),
+            format!("{} and 1 more piece of the same IRQ's work", hard.bucket)
+        );
+    }
 }
