@@ -564,3 +564,65 @@ fn a_breach_marker_names_the_spike_nearest_its_switch_in_not_the_next_period() {
 fn victim_sleeps_at(t: &mut T, us: u64) {
     t.switch(us, 1, (VICTIM, VPRIO), 1, (0, 120));
 }
+
+#[test]
+fn an_irq_thread_whose_hard_half_came_before_the_window_is_summed_up_without_it() {
+    // The device's hard handler ran at 80 us and woke its thread (FIFO 50), which holds
+    // CPU 1 from 90 us; the victim (FIFO 40, below it), woken at 100 us, runs at 400 us.
+    // The window holds only the thread: no "hard handler 0.0 us" in the summary.
+    const LOW: i32 = 59; // FIFO 40
+    let switch =
+        |prev: (i32, &str, i32), state: u64, next: (i32, &str, i32)| EventKind::SchedSwitch {
+            prev_comm: Comm::new(prev.1),
+            prev_pid: prev.0,
+            prev_prio: prev.2,
+            prev_state: TaskState(state),
+            next_comm: Comm::new(next.1),
+            next_pid: next.0,
+            next_prio: next.2,
+        };
+    let thread = (50, "irq/24-virtio1-", 49);
+    let mut t = T::new();
+    t.ev(
+        0,
+        1,
+        VICTIM,
+        switch((VICTIM, "ctl", LOW), 1, (0, "swapper/1", 120)),
+    );
+    t.ev(
+        80,
+        1,
+        0,
+        EventKind::IrqHandlerEntry {
+            irq: 24,
+            name: "virtio1-req.0".into(),
+        },
+    );
+    t.ev(82, 1, 0, EventKind::IrqHandlerExit { irq: 24, ret: 2 });
+    t.ev(90, 1, 0, switch((0, "swapper/1", 120), 0, thread));
+    t.ev(
+        100,
+        1,
+        50,
+        EventKind::SchedWaking {
+            comm: Comm::new("ctl"),
+            pid: VICTIM,
+            prio: LOW,
+            target_cpu: 1,
+        },
+    );
+    t.ev(400, 1, 50, switch(thread, 1, (VICTIM, "ctl", LOW)));
+    let a = t.analyze();
+    let s = &a.spikes[0];
+    assert_eq!(s.primary.cause, Cause::Irq, "{:?}", s.primary);
+    assert!(s
+        .breakdown
+        .iter()
+        .any(|i| matches!(&i.bucket, Bucket::IrqThread { irq: 24, .. }) && i.ns == 300 * US));
+    let summary = &s.primary.summary;
+    assert!(
+        summary.contains("300.0 us (thread irq/24-virtio1-"),
+        "{summary}"
+    );
+    assert!(!summary.contains("hard handler"), "{summary}");
+}

@@ -57,9 +57,14 @@ pub(super) fn irq_summary(ctx: &Ctx<'_>, cause: Cause) -> String {
                 human_duration(w.hard_ns + w.thread_ns)
             );
             if let Some(t) = &w.thread {
+                // No hard half in the window (it woke the thread before): the thread alone.
+                let hard = if w.hard_ns == 0 {
+                    String::new()
+                } else {
+                    format!("hard handler {}, ", human_duration(w.hard_ns))
+                };
                 s.push_str(&format!(
-                    " (hard handler {}, thread {t} {}{})",
-                    human_duration(w.hard_ns),
+                    " ({hard}thread {t} {}{})",
                     human_duration(w.thread_ns),
                     if t.prio <= victim.prio {
                         ", which outranks the victim"
