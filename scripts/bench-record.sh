@@ -11,7 +11,8 @@
 #      off CPU 0, where the benchmark runs, which leaves the in-kernel cost (events, BPF)
 #   (an rtwhy without --recorder-cpus runs under `taskset -c N` instead)
 # and prints a Markdown table of:
-#   1. throughput of `perf bench sched pipe` (pinned to CPU 0, and unpinned)
+#   1. throughput of `perf bench sched pipe` (pinned to CPU 0; pinned to CPU 1 at
+#      SCHED_FIFO 10, the recorded command real-time; and unpinned)
 #   2. cyclictest latency on CPU 1 (no extra load), histogram percentiles
 #   3. breach-to-freeze delay and dead time of the captures of a cyclictest disturbed by a
 #      bounded SCHED_FIFO 95 spinner on CPU 1 (300 us every 50 ms plus 0-1 ms random)
@@ -236,6 +237,14 @@ for rep in $(seq "$REPS"); do
         cond_run $cond "pipe-pinned-$cond-$rep" 60 -t 100us --duration 3600s -- \
             taskset -c 0 perf bench sched pipe -l $PIPE_PINNED_LOOPS
     done
+    # The recorded command real-time, as an RT application is: the BPF programs then do
+    # their whole work for its switches and wake-ups. On CPU 1 (no SCHED_FIFO load on CPU
+    # 0; RT throttling bounds it to 95 %), -t 10ms so that nothing is captured.
+    for cond in A B C; do
+        say "throughput rt      rep $rep $cond"
+        cond_run $cond "pipe-rt-$cond-$rep" 60 -t 10ms --duration 3600s -- \
+            taskset -c 1 chrt -f 10 perf bench sched pipe -l $PIPE_PINNED_LOOPS
+    done
     for cond in A B C; do
         say "throughput free    rep $rep $cond"
         cond_run $cond "pipe-free-$cond-$rep" 60 -t 100us --duration 3600s -- \
@@ -319,6 +328,7 @@ print("|---|---|---|---|---|---|---|---|---|")
 samples = {}
 for variant, cconds, label in (
         ("pinned", ("C", "C1"), "`taskset -c 0 perf bench sched pipe -l %s`" % pinned_loops),
+        ("rt", ("C",), "`taskset -c 1 chrt -f 10 perf bench sched pipe -l %s` (recorded command real-time)" % pinned_loops),
         ("free", ("C",), "`perf bench sched pipe -l %s` (unpinned)" % free_loops)):
     m = {}
     for cond in ("A", "B") + cconds:
