@@ -360,12 +360,12 @@ mod tests {
         assert_eq!(span(run), (0, 50));
 
         // Other work stays its largest piece alone.
-        let tasks = [
+        let others = [
             seg(Bucket::TimerIrqDelay, 0, 10),
             seg(Bucket::TimerIrqDelay, 10, 30),
         ];
-        let (_, run) = largest_stretch(&tasks, |_| true).unwrap();
+        let (_, run) = largest_stretch(&others, |_| true).unwrap();
         assert_eq!(span(run), (10, 30));
-        assert!(largest_stretch(&tasks, |_| false).is_none());
+        assert!(largest_stretch(&others, |_| false).is_none());
     }
 }
