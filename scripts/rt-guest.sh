@@ -30,6 +30,9 @@
 #                                             IRQ thread's time (the lab's irq_on_isolated_cpu
 #                                             reads them)
 #   --timeout SECS      RTWHY_GUEST_TIMEOUT   whole run, boot included (default 900)
+#   --stall SECS        RTWHY_GUEST_STALL     once the command has started, stop the guest
+#                                             when nothing in the shared directory changed
+#                                             for this long (exit 125; default 0: never)
 #   --boot-timeout SECS RTWHY_GUEST_BOOT_TIMEOUT  the command must have started within
 #                                             this (default 240)
 #   --shared DIR        RTWHY_GUEST_SHARED    writable directory seen by the guest at the
@@ -47,8 +50,9 @@
 # RTWHY_GUEST_SHARED set. Its stdout and stderr go to files in the shared directory (the
 # serial console loses output) and are printed here once the guest is down; the guest's
 # console is kept as DIR/.rt-guest/console.log. Exit status: the command's, or 124 when
-# it did not finish within the timeout, or 2 when the harness could not run it (one line
-# on stderr says why). No QEMU process is left behind, also on timeout or Ctrl-C.
+# it did not finish within the timeout, 125 when it was stopped as wedged (--stall), or 2
+# when the harness could not run it (one line on stderr says why). No QEMU process is
+# left behind, also on timeout or Ctrl-C.
 #
 # Setting up (first run, as root, from Debian's and PyPI's packages only):
 # qemu-system-x86, busybox-static and kmod via apt-get; the kernel package fetched with
@@ -69,6 +73,7 @@ network=${RTWHY_GUEST_NETWORK:-none}
 pata=${RTWHY_GUEST_PATA:-2}
 timeout_s=${RTWHY_GUEST_TIMEOUT:-900}
 boot_timeout_s=${RTWHY_GUEST_BOOT_TIMEOUT:-240}
+stall_s=${RTWHY_GUEST_STALL:-0}
 shared=${RTWHY_GUEST_SHARED:-}
 cache=${RTWHY_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rtwhy-guest}
 kernel_pkg=${RTWHY_GUEST_KERNEL_PACKAGE:-}
@@ -92,6 +97,7 @@ while [ $# -gt 0 ]; do
     --pata) need_arg "$@"; pata=$2; shift 2 ;;
     --timeout) need_arg "$@"; timeout_s=$2; shift 2 ;;
     --boot-timeout) need_arg "$@"; boot_timeout_s=$2; shift 2 ;;
+    --stall) need_arg "$@"; stall_s=$2; shift 2 ;;
     --shared) need_arg "$@"; shared=$2; shift 2 ;;
     --cache) need_arg "$@"; cache=$2; shift 2 ;;
     --kernel-package) need_arg "$@"; kernel_pkg=$2; shift 2 ;;
@@ -112,6 +118,7 @@ esac
 for n in cpus timeout_s boot_timeout_s; do
     [[ ${!n} =~ ^[1-9][0-9]*$ ]] || die "${n%_s} must be a positive whole number, not '${!n}'"
 done
+[[ $stall_s =~ ^[0-9]+$ ]] || die "stall must be a whole number of seconds, not '$stall_s'"
 [[ $pata =~ ^[0-2]$ ]] || die "pata must be 0, 1 or 2 disks, not '$pata'"
 [[ $memory =~ ^[1-9][0-9]*[MGmg]?$ ]] || die "memory must look like 2G or 1536M, not '$memory'"
 case $network in
@@ -299,6 +306,15 @@ while :; do
         outcome=timeout
         break
     fi
+    # A wedged guest (seen under TCG: both vCPUs busy, nothing on the console, no
+    # watchdog inside getting to run) writes nothing more: checked every 10 s.
+    if [ "$stall_s" -gt 0 ] && [ -e "$ctl/started" ] && [ $((elapsed % 10)) -eq 0 ]; then
+        newest=$(find "$shared" -type f ! -name '*.img' -printf '%T@\n' 2>/dev/null | sort -n | tail -n 1)
+        if [ -n "$newest" ] && [ $(($(date +%s) - ${newest%.*})) -ge "$stall_s" ]; then
+            outcome=stall
+            break
+        fi
+    fi
     sleep 1
 done
 cleanup
@@ -313,6 +329,10 @@ noboot)
 timeout)
     echo "rt-guest: command did not finish within ${timeout_s}s (console: $ctl/console.log)" >&2
     exit 124
+    ;;
+stall)
+    echo "rt-guest: the guest wrote nothing to $shared for ${stall_s}s: stopped as wedged (console: $ctl/console.log)" >&2
+    exit 125
     ;;
 esac
 if [ ! -e "$ctl/started" ]; then
