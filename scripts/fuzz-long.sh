@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(tracedat page format text)
+[ ${#targets[@]} -eq 0 ] && targets=(tracedat page format text zstd)
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 if ! command -v cargo-fuzz >/dev/null; then
     cargo install cargo-fuzz --locked -q || exit 2

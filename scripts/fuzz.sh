@@ -11,7 +11,7 @@ secs="${1:-20}"
 if ! command -v cargo-fuzz >/dev/null; then
     cargo install cargo-fuzz --locked -q
 fi
-for target in tracedat page format text; do
+for target in tracedat page format text zstd; do
     echo "fuzzing $target for ${secs}s"
     mkdir -p "fuzz/work/$target"
     log="fuzz/$target.log"

@@ -1,8 +1,16 @@
-//! Decompression of trace.dat v7 sections and trace data chunks (zstd, zlib), pure Rust.
+//! Decompression of trace.dat v7 sections and trace data chunks (zstd with rtwhy's own
+//! decoder, zlib with `miniz_oxide`), pure Rust.
 
-use std::io::Read;
+use std::cell::RefCell;
+
+use super::zstd;
 
 use crate::{Error, Result};
+
+thread_local! {
+    /// Tables and buffers kept between the chunks one thread decompresses.
+    static ZSTD: RefCell<zstd::Decoder> = RefCell::default();
+}
 
 /// Largest uncompressed piece accepted: trace-cmd compresses in chunks of a few pages, so
 /// anything bigger is a corrupt size, not data.
@@ -53,19 +61,18 @@ impl Codec {
                     })?
             }
             Codec::Zstd => {
-                let mut dec = ruzstd::decoding::StreamingDecoder::new(data)
-                    .map_err(|e| Error::corrupt(offset, format!("zstd frame header: {e}")))?;
                 // The header's size is only a claim: reserve what the input can plausibly
                 // expand to and let real data grow the buffer up to the claim.
                 let hint =
                     (expected as usize).min(data.len().saturating_mul(32).saturating_add(4096));
                 let mut out = Vec::with_capacity(hint);
-                (&mut dec)
-                    .take(expected + 1)
-                    .read_to_end(&mut out)
-                    .map_err(|e| {
-                        Error::corrupt(offset, format!("zstd data does not decompress: {e}"))
-                    })?;
+                ZSTD.with(|dec| {
+                    let mut dec = dec.borrow_mut();
+                    zstd::decompress(&mut dec, data, &mut out, expected as usize)
+                })
+                .map_err(|e| {
+                    Error::corrupt(offset, format!("zstd data does not decompress: {e}"))
+                })?;
                 out
             }
         };

@@ -21,6 +21,7 @@ mod metadata;
 mod source;
 mod stream;
 mod writer;
+pub mod zstd;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
