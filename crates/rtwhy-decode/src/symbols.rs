@@ -235,31 +235,88 @@ fn parse_entries(text: &str) -> Vec<Symbol> {
         return Vec::new();
     }
     let mut entries = Vec::with_capacity(bytes.len() / 40);
-    // The first four words of the current line (more are ignored), and how many. A
-    // newline after the last byte ends the last line like every other.
+    let mut start = 0usize;
+    while start < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |n| start + n);
+        match usual_line(bytes, start, end) {
+            Some(sym) => entries.extend(sym),
+            None => entries.extend(any_line(bytes, start, end)),
+        }
+        start = end + 1;
+    }
+    entries.sort_by_key(|e| e.addr);
+    entries
+}
+
+/// A line as the kernel writes it, `<hex> <type> <name>` and optionally `\t[<module>]`,
+/// read without splitting words; `None` for any other shape (then [`any_line`] reads it).
+#[inline]
+fn usual_line(bytes: &[u8], start: usize, end: usize) -> Option<Option<Symbol>> {
+    let line = bytes.get(start..end)?;
+    let digits = if line.get(16) == Some(&b' ') {
+        16
+    } else {
+        memchr::memchr(b' ', line)?
+    };
+    let kind = *line.get(digits + 1)?;
+    if digits == 0 || digits > 16 || line.get(digits + 2) != Some(&b' ') {
+        return None;
+    }
+    let name_at = digits + 3;
+    let tab = memchr::memchr(b'\t', line).unwrap_or(line.len());
+    if tab <= name_at || tab + 1 == line.len() {
+        return None;
+    }
+    // No whitespace (nor other control byte) inside the words: checked without an early
+    // exit, which the compiler turns into wide compares.
+    let plain = |w: &[u8]| w.iter().fold(true, |ok, &b| ok & (b > b' '));
+    let module_text = line.get(tab + 1..).unwrap_or_default();
+    if kind <= b' ' || !plain(&line[..digits]) || !plain(&line[name_at..tab]) || !plain(module_text)
+    {
+        return None;
+    }
+    let module = if tab == line.len() {
+        (0, 0)
+    } else {
+        let (mut s, mut e) = (start + tab + 1, end);
+        let bracket = |i: usize| matches!(bytes.get(i), Some(b'[' | b']'));
+        while s < e && bracket(s) {
+            s += 1;
+        }
+        while e > s && bracket(e - 1) {
+            e -= 1;
+        }
+        (s as u32, e as u32)
+    };
+    let addr = hex_short(&line[..digits])?;
+    Some(Some(Symbol {
+        addr,
+        name: ((start + name_at) as u32, (start + tab) as u32),
+        module,
+        kind,
+    }))
+}
+
+/// Any line: its words split at ASCII whitespace.
+fn any_line(bytes: &[u8], start: usize, end: usize) -> Option<Symbol> {
+    // The first four words of the line (more are ignored), and how many.
     let mut words = [(0u32, 0u32); 4];
     let mut count = 0usize;
-    let mut word_start: Option<u32> = None;
-    for (i, b) in bytes.iter().copied().chain([b'\n']).enumerate() {
-        // At most the text's length, checked above to fit.
-        let i = i as u32;
-        if b.is_ascii_whitespace() {
+    let mut word_start: Option<usize> = None;
+    for i in start..=end {
+        let b = bytes.get(i).copied().unwrap_or(b'\n');
+        if b.is_ascii_whitespace() || i == end {
             if let Some(s) = word_start.take() {
                 if let Some(w) = words.get_mut(count) {
-                    *w = (s, i);
+                    *w = (s as u32, i as u32);
                 }
                 count += 1;
-            }
-            if b == b'\n' {
-                entries.extend(symbol_of(bytes, &words, count));
-                count = 0;
             }
         } else if word_start.is_none() {
             word_start = Some(i);
         }
     }
-    entries.sort_by_key(|e| e.addr);
-    entries
+    symbol_of(bytes, &words, count)
 }
 
 /// The symbol of a line whose first `count` words (at most four kept) are `words`: an
@@ -294,6 +351,36 @@ fn symbol_of(bytes: &[u8], words: &[(u32, u32); 4], count: usize) -> Option<Symb
 /// A hexadecimal number as `u64::from_str_radix(_, 16)` reads it (an optional `+`, at
 /// least one digit, no overflow), without first checking the bytes are UTF-8: a few
 /// hundred thousand of these are read when a trace's first symbol is printed.
+/// Hex digits' values, 0x80 for any other byte.
+const HEX: [u8; 256] = {
+    let mut t = [0x80u8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// At most 16 hex digits (so no overflow), without a sign.
+#[inline]
+fn hex_short(word: &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    let mut bad = 0u8;
+    for &c in word.get(..16).unwrap_or(word) {
+        let d = HEX[usize::from(c)];
+        bad |= d;
+        v = v << 4 | u64::from(d & 15);
+    }
+    (bad & 0x80 == 0 && !word.is_empty() && word.len() <= 16).then_some(v)
+}
+
 fn hex_u64(word: &[u8]) -> Option<u64> {
     let digits = word.strip_prefix(b"+").unwrap_or(word);
     if digits.is_empty() {
