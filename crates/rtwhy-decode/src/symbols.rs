@@ -169,6 +169,12 @@ impl Kallsyms {
             .count()
     }
 
+    /// Whether the table is parsed already (by a read-ahead or a lookup), so that a lookup
+    /// now does not wait.
+    pub fn is_parsed(&self) -> bool {
+        self.entries.get().is_some()
+    }
+
     fn entries(&self) -> &[Symbol] {
         // The text first, also when a read-ahead parsed the table: asking for it is what
         // lets its error be reported.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
-use rtwhy_decode::print::Printer;
+use rtwhy_decode::print::{Hole, Printer};
 use rtwhy_decode::TraceMeta;
 
 use crate::cli::DumpArgs;
@@ -31,6 +31,10 @@ struct Lines {
     names: RecordNames,
     out: BufWriter<std::io::Stdout>,
     text: String,
+    /// Text printed while the kernel symbols were still being read, with the function
+    /// names left out of it (see [`Printer::defer_symbols`]), and its size.
+    pending: Vec<(String, Vec<Hole>)>,
+    pending_bytes: usize,
     /// The write that failed (a closed pipe, a full disk); printing stops there.
     failed: Option<std::io::Error>,
 }
@@ -53,13 +57,53 @@ impl Lines {
         }
         batch.copied.clear();
         batch.records.clear();
-        if let Err(e) = self.out.write_all(self.text.as_bytes()) {
+        let holes = self.printer.take_holes();
+        if holes.is_empty() && self.pending.is_empty() {
+            let text = std::mem::take(&mut self.text);
+            let ok = self.write(&text);
+            self.text = text;
+            return ok;
+        }
+        self.pending_bytes += self.text.len();
+        let text = std::mem::replace(&mut self.text, String::with_capacity(TEXT_CAPACITY));
+        self.pending.push((text, holes));
+        if self.printer.symbols_ready() || self.pending_bytes > PENDING_MAX {
+            return self.flush_pending();
+        }
+        true
+    }
+
+    /// Writes the text held back, with the function names filled in (waiting for the
+    /// symbols if need be); false once writing failed.
+    fn flush_pending(&mut self) -> bool {
+        self.pending_bytes = 0;
+        for (text, holes) in std::mem::take(&mut self.pending) {
+            let ok = if holes.is_empty() {
+                self.write(&text)
+            } else {
+                self.write(&self.printer.fill_holes(&text, &holes))
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn write(&mut self, text: &str) -> bool {
+        if let Err(e) = self.out.write_all(text.as_bytes()) {
             self.failed = Some(e);
             return false;
         }
         true
     }
 }
+
+/// The printing thread's text buffer, reused batch after batch.
+const TEXT_CAPACITY: usize = 1 << 20;
+
+/// Text held back while the symbols are read: at most this much, then printing waits.
+const PENDING_MAX: usize = 16 << 20;
 
 /// Prints every record of a trace.dat as trace-cmd does.
 struct DumpSink {
@@ -89,12 +133,16 @@ impl Sink for DumpSink {
             return Ok(true);
         };
         self.meta = Some(meta.clone());
+        let mut printer = Printer::new(meta);
+        printer.defer_symbols(self.raw);
         let lines = Lines {
-            printer: Printer::new(meta),
+            printer,
             raw: self.raw,
             names: RecordNames::default(),
             out,
-            text: String::with_capacity(1 << 20),
+            text: String::with_capacity(TEXT_CAPACITY),
+            pending: Vec::new(),
+            pending_bytes: 0,
             failed: None,
         };
         self.thread = Some(Handoff::spawn(
@@ -140,6 +188,9 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
     };
     let end = read?;
     if let Some(mut lines) = printed {
+        if lines.failed.is_none() {
+            lines.flush_pending();
+        }
         if let Some(e) = lines.failed.take() {
             return Err(e.into());
         }

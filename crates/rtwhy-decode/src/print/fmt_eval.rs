@@ -303,9 +303,26 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut String, piece: &Piece) {
     }
 }
 
-/// `%pS` and friends: the symbol (with `+0x` offset for `S`/`F`), else the address.
+/// `%pS` and friends: the symbol (with `+0x` offset for `S`/`F`), else the address. Left
+/// out, with a note of where it goes, when the printer defers symbols and they are not
+/// read yet.
 pub(crate) fn print_function(ctx: &Ctx<'_>, out: &mut String, with_offset: bool, val: u64) {
-    match ctx.funcs.find(val) {
+    if let Some(holes) = ctx.funcs.defer {
+        if !ctx.funcs.ready() {
+            holes.borrow_mut().push(super::Hole {
+                at: out.len(),
+                val,
+                with_offset,
+            });
+            return;
+        }
+    }
+    write_function(ctx.funcs, out, with_offset, val);
+}
+
+/// What [`print_function`] prints, looked up now.
+pub(crate) fn write_function(funcs: Funcs<'_>, out: &mut String, with_offset: bool, val: u64) {
+    match funcs.find(val) {
         Some((start, name)) => {
             out.push_str(name);
             if with_offset {

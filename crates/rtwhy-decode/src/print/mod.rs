@@ -15,6 +15,7 @@ mod plugins;
 mod raw;
 mod symbols;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -110,6 +111,15 @@ impl std::hash::Hasher for PidHasher {
 
 type PidMap<V> = HashMap<i32, V, std::hash::BuildHasherDefault<PidHasher>>;
 
+/// A function name left out of printed text while the trace's kernel symbols were still
+/// being read (see [`Printer::defer_symbols`]): where it goes, and what to look up.
+#[derive(Debug, Clone, Copy)]
+pub struct Hole {
+    at: usize,
+    val: u64,
+    with_offset: bool,
+}
+
 /// Prints records as trace-cmd does (a record the kernel dropped events before is
 /// preceded by trace-cmd's `CPU:n [EVENTS DROPPED]` line). Keeps per-event caches and the state trace-cmd's
 /// plugins keep (task names learned from sched events, function call chains), so use
@@ -129,6 +139,9 @@ pub struct Printer {
     /// While printing a record as it printed at its place: its sequence number; names
     /// learned at or after it are not known yet.
     as_of: Option<u64>,
+    /// Raw mode leaves symbols out until they are read ([`Printer::defer_symbols`]).
+    defer: bool,
+    holes: RefCell<Vec<Hole>>,
 }
 
 /// The buffer column trace-cmd starts a line of buffer `name` with, in a file whose
@@ -166,6 +179,51 @@ impl Printer {
             comms: PidMap::default(),
             secs: (0, String::new()),
             as_of: None,
+            defer: false,
+            holes: RefCell::default(),
+        }
+    }
+
+    /// In raw mode, prints on while the trace's kernel symbols are still being read (a
+    /// kallsyms section takes tens of milliseconds to decompress and parse) instead of
+    /// waiting at the first `%pS`-style conversion: each function name left out is noted
+    /// with its byte position in the text written since the last [`Printer::take_holes`]
+    /// (into one `String`), and [`Printer::fill_holes`] writes them in. For a caller that
+    /// holds its text back until then.
+    pub fn defer_symbols(&mut self, on: bool) {
+        self.defer = on;
+    }
+
+    /// Whether symbols are read, so that [`Printer::fill_holes`] does not wait.
+    pub fn symbols_ready(&self) -> bool {
+        self.funcs(None).ready()
+    }
+
+    /// The function names left out since the last call, in the order of their positions.
+    pub fn take_holes(&mut self) -> Vec<Hole> {
+        std::mem::take(self.holes.get_mut())
+    }
+
+    /// `text` with the names `holes` (taken for it) left out written in, looked up now
+    /// (waiting for the symbols if need be).
+    pub fn fill_holes(&self, text: &str, holes: &[Hole]) -> String {
+        let funcs = self.funcs(None);
+        let mut out = String::with_capacity(text.len() + holes.len() * 32);
+        let mut from = 0;
+        for h in holes {
+            out.push_str(text.get(from..h.at).unwrap_or_default());
+            fmt_eval::write_function(funcs, &mut out, h.with_offset, h.val);
+            from = h.at.max(from);
+        }
+        out.push_str(text.get(from..).unwrap_or_default());
+        out
+    }
+
+    fn funcs<'a>(&'a self, defer: Option<&'a RefCell<Vec<Hole>>>) -> Funcs<'a> {
+        Funcs {
+            map: &self.funcs,
+            kallsyms: &self.meta.kallsyms,
+            defer,
         }
     }
 
@@ -187,7 +245,7 @@ impl Printer {
             return;
         }
         let meta: &TraceMeta = &self.meta;
-        let ctx = eval_ctx(meta, &self.funcs, rec);
+        let ctx = eval_ctx(meta, &self.funcs, rec, None);
         plugins::learn(&st.learn, &ctx, &mut self.plugins, seq);
     }
 
@@ -288,14 +346,21 @@ impl Printer {
         } else {
             self.report_info(rec, event, out);
         }
-        if out.len() > start && out.ends_with('\n') {
+        // A name left out at the very end would have ended the text instead.
+        let hole_at_end = self
+            .holes
+            .get_mut()
+            .last()
+            .is_some_and(|h| h.at == out.len());
+        if out.len() > start && out.ends_with('\n') && !hole_at_end {
             out.pop();
         }
     }
 
     fn raw_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
         let meta: &TraceMeta = &self.meta;
-        let ctx = eval_ctx(meta, &self.funcs, rec);
+        let defer = self.defer.then_some(&self.holes);
+        let ctx = eval_ctx(meta, &self.funcs, rec, defer);
         let st = self.events.get(event, meta.kernel_long_size);
         let pieces: &[fmt_parse::Piece] = if st.failed || st.bprint {
             &[]
@@ -313,7 +378,7 @@ impl Printer {
     fn report_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
         let meta: &TraceMeta = &self.meta;
         let long_size = meta.kernel_long_size;
-        let ctx = eval_ctx(meta, &self.funcs, rec);
+        let ctx = eval_ctx(meta, &self.funcs, rec, None);
         let st = self.events.get(event, long_size);
         if !plugins::run(st.handler, &ctx, info, &mut self.plugins, event, rec.cpu) {
             return;
@@ -436,7 +501,12 @@ fn format_comm_pid(out: &mut String, comm: &str, pid: i32) {
     num::pad(out, 5usize.saturating_sub(len), ' ');
 }
 /// What evaluating a print format needs for one record of the trace `meta`.
-fn eval_ctx<'a>(meta: &'a TraceMeta, funcs: &'a FuncMap, rec: &Record<'a>) -> Ctx<'a> {
+fn eval_ctx<'a>(
+    meta: &'a TraceMeta,
+    funcs: &'a FuncMap,
+    rec: &Record<'a>,
+    defer: Option<&'a RefCell<Vec<Hole>>>,
+) -> Ctx<'a> {
     Ctx {
         data: rec.data,
         following: rec.following,
@@ -445,6 +515,7 @@ fn eval_ctx<'a>(meta: &'a TraceMeta, funcs: &'a FuncMap, rec: &Record<'a>) -> Ct
         funcs: Funcs {
             map: funcs,
             kallsyms: &meta.kallsyms,
+            defer,
         },
         printk: &meta.printk,
     }

@@ -2,8 +2,11 @@
 //! several aliases at one address it picks and that nothing past the last symbol
 //! resolves.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::OnceLock;
+
+use super::Hole;
 
 use crate::symbols::Kallsyms;
 
@@ -20,6 +23,9 @@ pub(crate) struct FuncMap {
 pub(crate) struct Funcs<'a> {
     pub map: &'a FuncMap,
     pub kallsyms: &'a Kallsyms,
+    /// Where to note a function left out while the symbols are not read yet (see
+    /// [`super::Printer::defer_symbols`]); `None` to wait for them.
+    pub defer: Option<&'a RefCell<Vec<Hole>>>,
 }
 
 /// Addresses, and names as byte ranges of the kallsyms text (no copy of a few hundred
@@ -36,6 +42,11 @@ impl<'a> Funcs<'a> {
     fn table(&self) -> &'a Table {
         let k = self.kallsyms;
         self.map.table.get_or_init(|| build(k))
+    }
+
+    /// Whether a lookup now would not wait for the symbols to be read.
+    pub fn ready(&self) -> bool {
+        self.map.table.get().is_some() || self.kallsyms.is_parsed()
     }
 
     /// The function containing `addr`: (start address, name).
@@ -114,6 +125,7 @@ mod tests {
         let m = Funcs {
             map: &map,
             kallsyms: &k,
+            defer: None,
         };
         assert_eq!(m.find(0x1050), Some((0x1000, "a")));
         assert_eq!(m.find(0x1100), Some((0x1100, "b")));
