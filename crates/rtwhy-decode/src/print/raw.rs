@@ -120,10 +120,33 @@ fn find_conv(f: &Field, pieces: &[Piece], start: usize) -> Option<(usize, bool, 
     }
 }
 
+/// Bytes libtraceevent prints in a string array: printable ASCII and the five spacing
+/// controls.
+const PRINTABLE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0x20;
+    while c < 0x7f {
+        t[c] = true;
+        c += 1;
+    }
+    t[b'\t' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[0x0b] = true;
+    t[0x0c] = true;
+    t[b'\r' as usize] = true;
+    t
+};
+
 fn is_printable(b: &[u8]) -> bool {
-    b.iter()
-        .take_while(|c| **c != 0)
-        .all(|c| (0x20..0x7f).contains(c) || matches!(c, b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+    for &c in b {
+        if c == 0 {
+            break;
+        }
+        if !PRINTABLE[usize::from(c)] {
+            return false;
+        }
+    }
+    true
 }
 
 /// Prints a field from its bytes alone. Returns true when a string-typed array was
