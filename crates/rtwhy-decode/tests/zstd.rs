@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use rtwhy_decode::tracedat::zstd::{decompress, Decoder};
+use rtwhy_decode::tracedat::zstd::{decompress, decompress_over, Decoder};
 
 fn data(name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -66,6 +66,20 @@ fn concatenated_and_skippable_frames_decode_in_turn() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&out[..4], b"kept");
     assert!(out[4..] == [want.clone(), want].concat());
+}
+
+/// A reused buffer is written over, not cleared: whatever it held, longer or shorter than
+/// the output, only the output is left.
+#[test]
+fn decoding_over_an_old_buffer_leaves_only_the_new_bytes() {
+    let want = sample();
+    let mut dec = Decoder::default();
+    for old in [vec![0xAA; want.len() + 5000], vec![0x55; 10], Vec::new()] {
+        let mut buf = old;
+        let r = decompress_over(&mut dec, &data("level19-nocheck.zst"), &mut buf, want.len());
+        assert!(r.is_ok(), "{r:?}");
+        assert!(buf == want, "{} bytes left", buf.len());
+    }
 }
 
 #[test]

@@ -43,39 +43,56 @@ impl Codec {
 
     /// Decompresses `data` (at file offset `offset`) that must expand to exactly `expected` bytes.
     pub fn decompress(self, data: &[u8], expected: u64, offset: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.decompress_into(data, expected, offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Codec::decompress`] into `out`, replacing what it held and reusing its memory
+    /// (zstd writes over the old bytes instead of clearing them first).
+    pub fn decompress_into(
+        self,
+        data: &[u8],
+        expected: u64,
+        offset: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         if expected > MAX_UNCOMPRESSED {
             return Err(Error::corrupt(
                 offset,
                 format!("compressed block claims {expected} bytes uncompressed"),
             ));
         }
-        let out = match self {
-            Codec::None => data.to_vec(),
+        match self {
+            Codec::None => {
+                out.clear();
+                out.extend_from_slice(data);
+            }
             Codec::Zlib => {
-                miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(data, expected as usize)
-                    .map_err(|e| {
-                        Error::corrupt(
-                            offset,
-                            format!("zlib data does not inflate: {:?}", e.status),
-                        )
-                    })?
+                *out =
+                    miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(data, expected as usize)
+                        .map_err(|e| {
+                            Error::corrupt(
+                                offset,
+                                format!("zlib data does not inflate: {:?}", e.status),
+                            )
+                        })?
             }
             Codec::Zstd => {
                 // The header's size is only a claim: reserve what the input can plausibly
                 // expand to and let real data grow the buffer up to the claim.
                 let hint =
                     (expected as usize).min(data.len().saturating_mul(32).saturating_add(4096));
-                let mut out = Vec::with_capacity(hint);
+                out.reserve(hint.saturating_sub(out.len()));
                 ZSTD.with(|dec| {
                     let mut dec = dec.borrow_mut();
-                    zstd::decompress(&mut dec, data, &mut out, expected as usize)
+                    zstd::decompress_over(&mut dec, data, out, expected as usize)
                 })
                 .map_err(|e| {
                     Error::corrupt(offset, format!("zstd data does not decompress: {e}"))
                 })?;
-                out
             }
-        };
+        }
         if out.len() as u64 != expected {
             return Err(Error::corrupt(
                 offset,
@@ -85,6 +102,6 @@ impl Codec {
                 ),
             ));
         }
-        Ok(out)
+        Ok(())
     }
 }

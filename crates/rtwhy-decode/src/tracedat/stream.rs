@@ -101,7 +101,7 @@ impl CpuReader {
                 let n = (*end - *next).min(page_size * PAGES_PER_READ);
                 let r = bytes.read_exact(*next, n, "CPU data");
                 *next += n;
-                r
+                r.map(|b| self.buf = b)
             }
             Layout::Chunked { next, end, left } => {
                 if *left == 0 || *next >= *end {
@@ -114,7 +114,8 @@ impl CpuReader {
                     let usize_ = u64::from(endian.u32(&h, 4).unwrap_or(0));
                     let data = bytes.read_exact(at + 8, csize, "compressed chunk")?;
                     *next = at + 8 + csize;
-                    codec.decompress(&data, usize_, at + 8)
+                    // Over the last chunk's bytes: the buffer is not cleared chunk after chunk.
+                    codec.decompress_into(&data, usize_, at + 8, &mut self.buf)
                 });
                 if r.is_err() {
                     *left = 0;
@@ -123,8 +124,7 @@ impl CpuReader {
             }
         };
         match loaded {
-            Ok(buf) => {
-                self.buf = buf;
+            Ok(()) => {
                 self.page_start = 0;
                 self.cursor = None;
                 true
@@ -134,6 +134,9 @@ impl CpuReader {
                     "CPU {}: {e}; the rest of this CPU's events are not read",
                     self.cpu
                 ));
+                // Nothing of a chunk that failed half-way is read.
+                self.buf.clear();
+                self.page_start = 0;
                 false
             }
         }

@@ -47,6 +47,26 @@ pub fn decompress(dec: &mut Decoder, input: &[u8], out: &mut Vec<u8>, limit: usi
     r
 }
 
+/// [`decompress`] into `out` from its start, over what it held (not cleared first: a
+/// buffer reused chunk after chunk is not zeroed each time). `out` ends as long as the
+/// output, also after an error.
+pub fn decompress_over(
+    dec: &mut Decoder,
+    input: &[u8],
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> Res<()> {
+    let mut o = Out {
+        buf: out,
+        len: 0,
+        end: limit,
+    };
+    let r = frames(dec, input, &mut o);
+    let len = o.len;
+    out.truncate(len);
+    r
+}
+
 fn frames(dec: &mut Decoder, input: &[u8], o: &mut Out<'_>) -> Res<()> {
     let mut at = 0usize;
     if input.is_empty() {
