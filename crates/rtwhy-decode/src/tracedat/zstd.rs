@@ -145,7 +145,8 @@ fn le_n(b: &[u8], at: usize, n: usize) -> Option<u64> {
     Some(s.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x)))
 }
 
-/// One FSE decoding-table entry.
+/// One state of an FSE decoding table: the symbol it stands for, and the next state as
+/// `base` plus the next `bits` bits of the stream.
 #[derive(Debug, Clone, Copy, Default)]
 struct FseEntry {
     symbol: u8,
@@ -153,6 +154,7 @@ struct FseEntry {
     base: u16,
 }
 
+/// An FSE decoding table of `1 << log` states.
 #[derive(Debug, Clone, Default)]
 struct FseTable {
     log: u32,
@@ -162,16 +164,21 @@ struct FseTable {
 /// What the decoder keeps between blocks of a frame (and buffers between calls).
 #[derive(Debug, Default)]
 pub struct Decoder {
+    /// The last Huffman table (treeless literals reuse it).
     huffman: Option<HuffTable>,
+    /// The last tables of literal lengths, offsets and match lengths (for repeat mode).
     ll: Option<FseTable>,
     of: Option<FseTable>,
     ml: Option<FseTable>,
+    /// The three repeat offsets.
     reps: [usize; 3],
+    /// The current block's literals, when they are not stored raw in the block.
     literals: Vec<u8>,
-    // Scratch for building tables.
+    /// Probabilities read from a table description.
     probs: Vec<i16>,
 }
 
+/// A Huffman decoding table.
 #[derive(Debug, Clone, Default)]
 struct HuffTable {
     max_bits: u32,
@@ -430,27 +437,22 @@ impl Decoder {
         if modes & 3 != 0 {
             return bad("reserved bits set in the sequence compression modes");
         }
-        at += table_for(
-            &mut self.ll,
-            modes >> 6,
-            b.get(at..).unwrap_or_default(),
-            Kind::Ll,
-            &mut self.probs,
-        )?;
-        at += table_for(
-            &mut self.of,
-            (modes >> 4) & 3,
-            b.get(at..).unwrap_or_default(),
-            Kind::Of,
-            &mut self.probs,
-        )?;
-        at += table_for(
-            &mut self.ml,
-            (modes >> 2) & 3,
-            b.get(at..).unwrap_or_default(),
-            Kind::Ml,
-            &mut self.probs,
-        )?;
+        // The tables' descriptions, in this order; each mode is two bits of `modes`.
+        let slots = [
+            (&mut self.ll, 6, Kind::Ll),
+            (&mut self.of, 4, Kind::Of),
+            (&mut self.ml, 2, Kind::Ml),
+        ];
+        for (slot, shift, kind) in slots {
+            let mode = (modes >> shift) & 3;
+            at += table_for(
+                slot,
+                mode,
+                b.get(at..).unwrap_or_default(),
+                kind,
+                &mut self.probs,
+            )?;
+        }
         let (Some(ll_t), Some(of_t), Some(ml_t)) = (&self.ll, &self.of, &self.ml) else {
             return bad("sequence table missing");
         };
@@ -535,8 +537,11 @@ impl Decoder {
     }
 }
 
+/// Where a block's literals are.
 enum Lits {
+    /// Stored as they are in the block: (start, length).
     Raw(usize, usize),
+    /// Decoded into [`Decoder::literals`].
     Buffer,
 }
 
@@ -978,102 +983,40 @@ const OF_DEFAULT: [i16; 29] = [
     1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1,
 ];
 
-/// Literal length codes: baseline and extra bits.
-const LL: [(u32, u8); 36] = [
-    (0, 0),
-    (1, 0),
-    (2, 0),
-    (3, 0),
-    (4, 0),
-    (5, 0),
-    (6, 0),
-    (7, 0),
-    (8, 0),
-    (9, 0),
-    (10, 0),
-    (11, 0),
-    (12, 0),
-    (13, 0),
-    (14, 0),
-    (15, 0),
-    (16, 1),
-    (18, 1),
-    (20, 1),
-    (22, 1),
-    (24, 2),
-    (28, 2),
-    (32, 3),
-    (40, 3),
-    (48, 4),
-    (64, 6),
-    (128, 7),
-    (256, 8),
-    (512, 9),
-    (1024, 10),
-    (2048, 11),
-    (4096, 12),
-    (8192, 13),
-    (16384, 14),
-    (32768, 15),
-    (65536, 16),
-];
+/// Literal length codes: baseline and extra bits (codes below 16 are the length).
+const LL: [(u32, u8); 36] = codes(
+    0,
+    [
+        16, 1, 18, 1, 20, 1, 22, 1, 24, 2, 28, 2, 32, 3, 40, 3, 48, 4, 64, 6, 128, 7, 256, 8, 512,
+        9, 1024, 10, 2048, 11, 4096, 12, 8192, 13, 16384, 14, 32768, 15, 65536, 16,
+    ],
+);
 
-/// Match length codes: baseline and extra bits.
-const ML: [(u32, u8); 53] = [
-    (3, 0),
-    (4, 0),
-    (5, 0),
-    (6, 0),
-    (7, 0),
-    (8, 0),
-    (9, 0),
-    (10, 0),
-    (11, 0),
-    (12, 0),
-    (13, 0),
-    (14, 0),
-    (15, 0),
-    (16, 0),
-    (17, 0),
-    (18, 0),
-    (19, 0),
-    (20, 0),
-    (21, 0),
-    (22, 0),
-    (23, 0),
-    (24, 0),
-    (25, 0),
-    (26, 0),
-    (27, 0),
-    (28, 0),
-    (29, 0),
-    (30, 0),
-    (31, 0),
-    (32, 0),
-    (33, 0),
-    (34, 0),
-    (35, 1),
-    (37, 1),
-    (39, 1),
-    (41, 1),
-    (43, 2),
-    (47, 2),
-    (51, 3),
-    (59, 3),
-    (67, 4),
-    (83, 4),
-    (99, 5),
-    (131, 7),
-    (259, 8),
-    (515, 9),
-    (1027, 10),
-    (2051, 11),
-    (4099, 12),
-    (8195, 13),
-    (16387, 14),
-    (32771, 15),
-    (65539, 16),
-];
+/// Match length codes: baseline and extra bits (codes below 32 are the length less 3).
+const ML: [(u32, u8); 53] = codes(
+    3,
+    [
+        35, 1, 37, 1, 39, 1, 41, 1, 43, 2, 47, 2, 51, 3, 59, 3, 67, 4, 83, 4, 99, 5, 131, 7, 259,
+        8, 515, 9, 1027, 10, 2051, 11, 4099, 12, 8195, 13, 16387, 14, 32771, 15, 65539, 16,
+    ],
+);
+
+/// A code table of `N` codes: first those whose baseline is the code plus `plus` (no
+/// extra bits), then one per (baseline, extra bits) pair given flat in `high`.
+const fn codes<const N: usize, const F: usize>(plus: u32, high: [u32; F]) -> [(u32, u8); N] {
+    let mut t = [(0u32, 0u8); N];
+    let low = N - F / 2;
+    let mut i = 0;
+    while i < N {
+        t[i] = if i < low {
+            (i as u32 + plus, 0)
+        } else {
+            (high[2 * (i - low)], high[2 * (i - low) + 1] as u8)
+        };
+        i += 1;
+    }
+    t
+}
 
 const P1: u64 = 0x9E37_79B1_85EB_CA87;
 const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
