@@ -106,30 +106,16 @@ use super::num::{self, pad};
 /// Prints an integer conversion (`d i u x X o c`) of `val`, already cut to the width of
 /// the C type it was passed as (`bits`: 8, 16, 32 or 64).
 pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
+    let conv = plain_conv(spec);
+    if conv != 0 {
+        return plain_int(out, conv, val, bits);
+    }
     let mask = if bits >= 64 {
         u64::MAX
     } else {
         (1u64 << bits) - 1
     };
     let v = val & mask;
-    let plain = spec.width.is_none()
-        && spec.prec.is_none()
-        && !(spec.left || spec.zero || spec.plus || spec.space || spec.alt);
-    if plain {
-        match spec.conv {
-            b'u' => return num::dec(out, v),
-            b'x' => return num::hex(out, v),
-            b'd' | b'i' => {
-                let sv = if bits >= 64 {
-                    v as i64
-                } else {
-                    ((v << (64 - bits)) as i64) >> (64 - bits)
-                };
-                return num::signed(out, sv);
-            }
-            _ => {}
-        }
-    }
     if spec.conv == b'c' {
         let body = char::from(v as u8);
         let w = spec.width.unwrap_or(0).saturating_sub(1);
@@ -229,6 +215,41 @@ pub(crate) fn string(out: &mut String, spec: &Spec, s: &[u8]) {
     push_bytes(out, s);
     if spec.left {
         pad(out, fill, ' ');
+    }
+}
+
+/// The conversion of a spec printed as plainly as `%u`, `%x` or `%d` (no flags, width or
+/// precision), else 0.
+pub(crate) fn plain_conv(spec: &Spec) -> u8 {
+    let plain = spec.width.is_none()
+        && spec.prec.is_none()
+        && !(spec.left || spec.zero || spec.plus || spec.space || spec.alt);
+    match spec.conv {
+        b'u' | b'x' | b'd' | b'i' if plain => spec.conv,
+        _ => 0,
+    }
+}
+
+/// [`int`] for a conversion [`plain_conv`] returned.
+#[inline]
+pub(crate) fn plain_int(out: &mut String, conv: u8, val: u64, bits: u32) {
+    let mask = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let v = val & mask;
+    match conv {
+        b'u' => num::dec(out, v),
+        b'x' => num::hex(out, v),
+        _ => {
+            let sv = if bits >= 64 {
+                v as i64
+            } else {
+                ((v << (64 - bits)) as i64) >> (64 - bits)
+            };
+            num::signed(out, sv);
+        }
     }
 }
 

@@ -262,7 +262,11 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut String, piece: &Piece) {
             } else {
                 ctx.read(fi.offset, fi.size)
             };
-            cfmt::int(out, parsed, v & fi.mask, fi.bits);
+            if fi.plain != 0 {
+                cfmt::plain_int(out, fi.plain, v & fi.mask, fi.bits);
+            } else {
+                cfmt::int(out, parsed, v & fi.mask, fi.bits);
+            }
         }
         Piece::Conv {
             spec,

@@ -109,11 +109,14 @@ pub(crate) struct FastInt {
     pub mask: u64,
     /// Width of the C type the value is passed as.
     pub bits: u32,
+    /// The conversion (`u`, `x`, `d` or `i`) when it has no flags, width or precision,
+    /// else 0: printed without looking at the spec (see [`super::cfmt::plain_int`]).
+    pub plain: u8,
 }
 
 impl FastInt {
     /// The fast form of a conversion, when there is one.
-    fn new(kind: ConvKind, arg: &Arg, star: Option<&Arg>) -> Option<FastInt> {
+    fn new(kind: ConvKind, spec: &Spec, arg: &Arg, star: Option<&Arg>) -> Option<FastInt> {
         let ConvKind::Digit(ls) = kind else {
             return None;
         };
@@ -142,6 +145,7 @@ impl FastInt {
             size: f.size,
             mask,
             bits,
+            plain: super::cfmt::plain_conv(spec),
         })
     }
 }
@@ -822,7 +826,7 @@ pub(crate) fn split_format(fmt: &str, args: Vec<Arg>) -> ParsedFmt {
                         };
                         let parsed = Box::new(Spec::parse(&spec));
                         let star = star.take();
-                        let fast = FastInt::new(kind, &arg, star.as_ref());
+                        let fast = FastInt::new(kind, &parsed, &arg, star.as_ref());
                         pieces.push(Piece::Conv {
                             spec,
                             parsed,
