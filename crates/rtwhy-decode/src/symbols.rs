@@ -284,15 +284,7 @@ fn usual_line(bytes: &[u8], start: usize, end: usize) -> Option<Option<Symbol>> 
     let module = if tab == line.len() {
         (0, 0)
     } else {
-        let (mut s, mut e) = (start + tab + 1, end);
-        let bracket = |i: usize| matches!(bytes.get(i), Some(b'[' | b']'));
-        while s < e && bracket(s) {
-            s += 1;
-        }
-        while e > s && bracket(e - 1) {
-            e -= 1;
-        }
-        (s as u32, e as u32)
+        module_name(bytes, ((start + tab + 1) as u32, end as u32))
     };
     let addr = hex_short(&line[..digits])?;
     Some(Some(Symbol {
@@ -334,15 +326,7 @@ fn symbol_of(bytes: &[u8], words: &[(u32, u32); 4], count: usize) -> Option<Symb
     let [addr, kind, name, module] = *words;
     let addr = hex_u64(bytes.get(addr.0 as usize..addr.1 as usize)?)?;
     let module = if count > 3 {
-        let (mut s, mut e) = module;
-        let bracket = |i: u32| matches!(bytes.get(i as usize), Some(b'[' | b']'));
-        while s < e && bracket(s) {
-            s += 1;
-        }
-        while e > s && bracket(e - 1) {
-            e -= 1;
-        }
-        (s, e)
+        module_name(bytes, module)
     } else {
         (0, 0)
     };
@@ -354,9 +338,18 @@ fn symbol_of(bytes: &[u8], words: &[(u32, u32); 4], count: usize) -> Option<Symb
     })
 }
 
-/// A hexadecimal number as `u64::from_str_radix(_, 16)` reads it (an optional `+`, at
-/// least one digit, no overflow), without first checking the bytes are UTF-8: a few
-/// hundred thousand of these are read when a trace's first symbol is printed.
+/// The `[module]` word `(start, end)` without its brackets.
+fn module_name(bytes: &[u8], (mut s, mut e): (u32, u32)) -> (u32, u32) {
+    let bracket = |i: u32| matches!(bytes.get(i as usize), Some(b'[' | b']'));
+    while s < e && bracket(s) {
+        s += 1;
+    }
+    while e > s && bracket(e - 1) {
+        e -= 1;
+    }
+    (s, e)
+}
+
 /// Hex digits' values, 0x80 for any other byte.
 const HEX: [u8; 256] = {
     let mut t = [0x80u8; 256];
@@ -374,19 +367,25 @@ const HEX: [u8; 256] = {
     t
 };
 
-/// At most 16 hex digits (so no overflow), without a sign.
+/// One to 16 hex digits (so no overflow), without a sign.
 #[inline]
 fn hex_short(word: &[u8]) -> Option<u64> {
+    if word.is_empty() || word.len() > 16 {
+        return None;
+    }
     let mut v = 0u64;
     let mut bad = 0u8;
-    for &c in word.get(..16).unwrap_or(word) {
+    for &c in word {
         let d = HEX[usize::from(c)];
         bad |= d;
         v = v << 4 | u64::from(d & 15);
     }
-    (bad & 0x80 == 0 && !word.is_empty() && word.len() <= 16).then_some(v)
+    (bad & 0x80 == 0).then_some(v)
 }
 
+/// A hexadecimal number as `u64::from_str_radix(_, 16)` reads it (an optional `+`, at
+/// least one digit, no overflow), without first checking the bytes are UTF-8: a few
+/// hundred thousand of these are read when a trace's first symbol is printed.
 fn hex_u64(word: &[u8]) -> Option<u64> {
     let digits = word.strip_prefix(b"+").unwrap_or(word);
     if digits.is_empty() {

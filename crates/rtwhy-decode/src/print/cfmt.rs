@@ -110,12 +110,7 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
     if conv != 0 {
         return plain_int(out, conv, val, bits);
     }
-    let mask = if bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    };
-    let v = val & mask;
+    let v = cut(val, bits);
     if spec.conv == b'c' {
         let body = char::from(v as u8);
         let w = spec.width.unwrap_or(0).saturating_sub(1);
@@ -130,11 +125,7 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
     }
     let (neg, mag) = match spec.conv {
         b'd' | b'i' => {
-            let sv = if bits >= 64 {
-                v as i64
-            } else {
-                ((v << (64 - bits)) as i64) >> (64 - bits)
-            };
+            let sv = signed_of(v, bits);
             (sv < 0, sv.unsigned_abs())
         }
         _ => (false, v),
@@ -233,23 +224,31 @@ pub(crate) fn plain_conv(spec: &Spec) -> u8 {
 /// [`int`] for a conversion [`plain_conv`] returned.
 #[inline]
 pub(crate) fn plain_int(out: &mut String, conv: u8, val: u64, bits: u32) {
-    let mask = if bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    };
-    let v = val & mask;
+    let v = cut(val, bits);
     match conv {
         b'u' => num::dec(out, v),
         b'x' => num::hex(out, v),
-        _ => {
-            let sv = if bits >= 64 {
-                v as i64
-            } else {
-                ((v << (64 - bits)) as i64) >> (64 - bits)
-            };
-            num::signed(out, sv);
-        }
+        _ => num::signed(out, signed_of(v, bits)),
+    }
+}
+
+/// `val` cut to a C type of `bits` bits (8, 16, 32 or 64).
+#[inline]
+fn cut(val: u64, bits: u32) -> u64 {
+    if bits >= 64 {
+        val
+    } else {
+        val & ((1u64 << bits) - 1)
+    }
+}
+
+/// `v` (cut to `bits`) read as that type's signed value.
+#[inline]
+fn signed_of(v: u64, bits: u32) -> i64 {
+    if bits >= 64 {
+        v as i64
+    } else {
+        ((v << (64 - bits)) as i64) >> (64 - bits)
     }
 }
 

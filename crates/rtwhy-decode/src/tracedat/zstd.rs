@@ -36,15 +36,7 @@ const BLOCK_MAX: usize = 128 << 10;
 /// Tables are kept in the decoder between calls, so reuse one per thread.
 pub fn decompress(dec: &mut Decoder, input: &[u8], out: &mut Vec<u8>, limit: usize) -> Res<()> {
     let start = out.len();
-    let mut o = Out {
-        buf: out,
-        len: start,
-        end: start.saturating_add(limit),
-    };
-    let r = frames(dec, input, &mut o);
-    let len = o.len;
-    out.truncate(len);
-    r
+    decode_at(dec, input, out, start, limit)
 }
 
 /// [`decompress`] into `out` from its start, over what it held (not cleared first: a
@@ -56,10 +48,22 @@ pub fn decompress_over(
     out: &mut Vec<u8>,
     limit: usize,
 ) -> Res<()> {
+    decode_at(dec, input, out, 0, limit)
+}
+
+/// Decodes into `out` from `start` on (what is there is written over), at most `limit`
+/// bytes; `out` ends where the output does.
+fn decode_at(
+    dec: &mut Decoder,
+    input: &[u8],
+    out: &mut Vec<u8>,
+    start: usize,
+    limit: usize,
+) -> Res<()> {
     let mut o = Out {
         buf: out,
-        len: 0,
-        end: limit,
+        len: start,
+        end: start.saturating_add(limit),
     };
     let r = frames(dec, input, &mut o);
     let len = o.len;
