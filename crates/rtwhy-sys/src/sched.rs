@@ -113,12 +113,6 @@ pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
-/// CPU time the calling thread has used, in nanoseconds (time spent preempted does not
-/// count).
-pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
