@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
-use rtwhy_decode::print::{Hole, Printer};
+use rtwhy_decode::print::{Hole, Line, Printer};
 use rtwhy_decode::TraceMeta;
 
 use crate::cli::DumpArgs;
@@ -30,10 +30,10 @@ struct Lines {
     raw: bool,
     names: RecordNames,
     out: BufWriter<std::io::Stdout>,
-    text: String,
+    text: Line,
     /// Text printed while the kernel symbols were still being read, with the function
     /// names left out of it (see [`Printer::defer_symbols`]), and its size.
-    pending: Vec<(String, Vec<Hole>)>,
+    pending: Vec<(Line, Vec<Hole>)>,
     pending_bytes: usize,
     /// The write that failed (a closed pipe, a full disk); printing stops there.
     failed: Option<std::io::Error>,
@@ -49,9 +49,9 @@ impl Lines {
             let (record, buffer) = self.names.get(&batch.records, c, &meta);
             self.printer.set_instance(buffer);
             if self.raw {
-                self.printer.write_raw(&record, &mut self.text);
+                self.printer.write_raw_line(&record, &mut self.text);
             } else {
-                self.printer.write_report(&record, &mut self.text);
+                self.printer.write_report_line(&record, &mut self.text);
             }
             self.text.push('\n');
         }
@@ -65,7 +65,7 @@ impl Lines {
             return ok;
         }
         self.pending_bytes += self.text.len();
-        let text = std::mem::replace(&mut self.text, String::with_capacity(TEXT_CAPACITY));
+        let text = std::mem::replace(&mut self.text, Line::with_capacity(TEXT_CAPACITY));
         self.pending.push((text, holes));
         if self.printer.symbols_ready() || self.pending_bytes > PENDING_MAX {
             return self.flush_pending();
@@ -90,7 +90,7 @@ impl Lines {
         true
     }
 
-    fn write(&mut self, text: &str) -> bool {
+    fn write(&mut self, text: &Line) -> bool {
         if let Err(e) = self.out.write_all(text.as_bytes()) {
             self.failed = Some(e);
             return false;
@@ -140,7 +140,7 @@ impl Sink for DumpSink {
             raw: self.raw,
             names: RecordNames::default(),
             out,
-            text: String::with_capacity(TEXT_CAPACITY),
+            text: Line::with_capacity(TEXT_CAPACITY),
             pending: Vec::new(),
             pending_bytes: 0,
             failed: None,

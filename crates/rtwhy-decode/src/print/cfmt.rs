@@ -102,10 +102,11 @@ fn digits(b: &[u8]) -> (usize, usize) {
 }
 
 use super::num::{self, pad};
+use super::Line;
 
 /// Prints an integer conversion (`d i u x X o c`) of `val`, already cut to the width of
 /// the C type it was passed as (`bits`: 8, 16, 32 or 64).
-pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
+pub(crate) fn int(out: &mut Line, spec: &Spec, val: u64, bits: u32) {
     let conv = plain_conv(spec);
     if conv != 0 {
         return plain_int(out, conv, val, bits);
@@ -156,7 +157,7 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
         b'X' if spec.alt && mag != 0 => "0X",
         _ => "",
     };
-    let body = |out: &mut String| {
+    let body = |out: &mut Line| {
         pad(out, prec_zeros + usize::from(alt_zero), '0');
         num::push_digits(out, digits, 0);
     };
@@ -180,7 +181,7 @@ pub(crate) fn int(out: &mut String, spec: &Spec, val: u64, bits: u32) {
     }
 }
 
-fn push_byte(out: &mut String, b: u8, c: char) {
+fn push_byte(out: &mut Line, b: u8, c: char) {
     if b.is_ascii() {
         out.push(c);
     } else {
@@ -189,7 +190,7 @@ fn push_byte(out: &mut String, b: u8, c: char) {
 }
 
 /// Prints `%s` of a byte string (cut at the first NUL), honouring width, precision and `-`.
-pub(crate) fn string(out: &mut String, spec: &Spec, s: &[u8]) {
+pub(crate) fn string(out: &mut Line, spec: &Spec, s: &[u8]) {
     let s = match s.iter().position(|b| *b == 0) {
         Some(n) => &s[..n],
         None => s,
@@ -223,7 +224,7 @@ pub(crate) fn plain_conv(spec: &Spec) -> u8 {
 
 /// [`int`] for a conversion [`plain_conv`] returned.
 #[inline]
-pub(crate) fn plain_int(out: &mut String, conv: u8, val: u64, bits: u32) {
+pub(crate) fn plain_int(out: &mut Line, conv: u8, val: u64, bits: u32) {
     let v = cut(val, bits);
     match conv {
         b'u' => num::dec(out, v),
@@ -253,21 +254,12 @@ fn signed_of(v: u64, bits: u32) -> i64 {
 }
 
 /// Appends bytes as text; invalid UTF-8 becomes U+FFFD, as a terminal would show it.
-pub(crate) fn push_bytes(out: &mut String, s: &[u8]) {
-    if let Ok(t) = std::str::from_utf8(s) {
-        out.push_str(t);
-        return;
-    }
-    for chunk in s.utf8_chunks() {
-        out.push_str(chunk.valid());
-        if !chunk.invalid().is_empty() {
-            out.push(char::REPLACEMENT_CHARACTER);
-        }
-    }
+pub(crate) fn push_bytes(out: &mut Line, s: &[u8]) {
+    out.push_lossy(s);
 }
 
 /// glibc's `%p`: `(nil)` for zero, else `0x` and lowercase hex.
-pub(crate) fn pointer(out: &mut String, v: u64) {
+pub(crate) fn pointer(out: &mut Line, v: u64) {
     if v == 0 {
         out.push_str("(nil)");
     } else {
@@ -295,9 +287,9 @@ mod tests {
     use super::*;
 
     fn fmt_int(spec: &str, v: u64, bits: u32) -> String {
-        let mut s = String::new();
+        let mut s = Line::default();
         int(&mut s, &Spec::parse(spec), v, bits);
-        s
+        s.to_string_lossy().into_owned()
     }
 
     #[test]
@@ -317,15 +309,15 @@ mod tests {
 
     #[test]
     fn strings_and_pointers() {
-        let mut s = String::new();
+        let mut s = Line::default();
         string(&mut s, &Spec::parse("%-6s"), b"ab\0cd");
         string(&mut s, &Spec::parse("%.2s"), b"xyz");
         pointer(&mut s, 0);
         pointer(&mut s, 0x1f);
-        assert_eq!(s, "ab    xy(nil)0x1f");
+        assert_eq!(s.to_string_lossy(), "ab    xy(nil)0x1f");
         let star = Spec::parse("%*d").with_star(Some(-4));
-        let mut t = String::new();
+        let mut t = Line::default();
         int(&mut t, &star, 7, 32);
-        assert_eq!(t, "7   ");
+        assert_eq!(t.to_string_lossy(), "7   ");
     }
 }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::cfmt::{self, cast, Spec};
 use super::fmt_parse::{strtoull, Arg, ConvKind, Piece};
 use super::symbols::Funcs;
+use super::Line;
 use crate::endian::Endian;
 use crate::format::Field;
 use crate::symbols::PrintkFormats;
@@ -249,7 +250,7 @@ fn eval_index(ctx: &Ctx<'_>, base: &Arg, idx: &Arg) -> u64 {
 }
 
 /// Prints one format piece.
-pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut String, piece: &Piece) {
+pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut Line, piece: &Piece) {
     match piece {
         Piece::Text(t) => out.push_str(t),
         Piece::Conv {
@@ -310,7 +311,7 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut String, piece: &Piece) {
 /// `%pS` and friends: the symbol (with `+0x` offset for `S`/`F`), else the address. Left
 /// out, with a note of where it goes, when the printer defers symbols and they are not
 /// read yet.
-pub(crate) fn print_function(ctx: &Ctx<'_>, out: &mut String, with_offset: bool, val: u64) {
+pub(crate) fn print_function(ctx: &Ctx<'_>, out: &mut Line, with_offset: bool, val: u64) {
     if let Some(holes) = ctx.funcs.defer {
         if !ctx.funcs.ready() {
             holes.borrow_mut().push(super::Hole {
@@ -325,7 +326,7 @@ pub(crate) fn print_function(ctx: &Ctx<'_>, out: &mut String, with_offset: bool,
 }
 
 /// What [`print_function`] prints, looked up now.
-pub(crate) fn write_function(funcs: Funcs<'_>, out: &mut String, with_offset: bool, val: u64) {
+pub(crate) fn write_function(funcs: Funcs<'_>, out: &mut Line, with_offset: bool, val: u64) {
     match funcs.find(val) {
         Some((start, name)) => {
             out.push_str(name);
@@ -347,7 +348,7 @@ fn strip_casts(arg: &Arg) -> &Arg {
     a
 }
 
-fn print_pointer(ctx: &Ctx<'_>, out: &mut String, spec: &str, plen: i64, arg: &Arg) {
+fn print_pointer(ctx: &Ctx<'_>, out: &mut Line, spec: &str, plen: i64, arg: &Arg) {
     if let Arg::BStr(s) = arg {
         cfmt::push_bytes(out, s);
         return;
@@ -390,7 +391,7 @@ fn print_pointer(ctx: &Ctx<'_>, out: &mut String, spec: &str, plen: i64, arg: &A
 
 fn field_bytes<'a>(
     ctx: &'a Ctx<'_>,
-    out: &mut String,
+    out: &mut Line,
     arg: &Arg,
     want: usize,
     what: &str,
@@ -408,7 +409,7 @@ fn field_bytes<'a>(
     ctx.data.get(f.offset..f.offset + want)
 }
 
-fn print_mac(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
+fn print_mac(ctx: &Ctx<'_>, out: &mut Line, ext: &[u8], arg: &Arg) {
     let Some(b) = field_bytes(ctx, out, arg, 6, "INVALIDMAC") else {
         return;
     };
@@ -431,7 +432,7 @@ fn print_mac(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
     }
 }
 
-fn print_ip(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
+fn print_ip(ctx: &Ctx<'_>, out: &mut Line, ext: &[u8], arg: &Arg) {
     let leading = ext.first() == Some(&b'i');
     match ext.get(1) {
         Some(b'4') => {
@@ -475,7 +476,7 @@ fn print_ip(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
 
 /// `%pI6c`: the shortest form, with `::` for the longest run of zero words and a
 /// dotted IPv4 tail for mapped and ISATAP addresses.
-fn ip6_compressed(out: &mut String, b: &[u8]) {
+fn ip6_compressed(out: &mut Line, b: &[u8]) {
     let word = |i: usize| u16::from_be_bytes([b[2 * i], b[2 * i + 1]]);
     let mapped = word(0) == 0
         && word(1) == 0
@@ -522,7 +523,7 @@ fn ip6_compressed(out: &mut String, b: &[u8]) {
     }
 }
 
-fn print_uuid(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
+fn print_uuid(ctx: &Ctx<'_>, out: &mut Line, ext: &[u8], arg: &Arg) {
     let Some(b) = field_bytes(ctx, out, arg, 16, "INVALIDUUID") else {
         return;
     };
@@ -543,7 +544,7 @@ fn print_uuid(ctx: &Ctx<'_>, out: &mut String, ext: &[u8], arg: &Arg) {
 }
 
 /// `%s` of an argument (`print_str_arg`).
-pub(crate) fn print_str(ctx: &Ctx<'_>, out: &mut String, spec: &Spec, arg: &Arg) {
+pub(crate) fn print_str(ctx: &Ctx<'_>, out: &mut Line, spec: &Spec, arg: &Arg) {
     match arg {
         Arg::Atom(a) => cfmt::string(out, spec, a.as_bytes()),
         Arg::BStr(s) => cfmt::string(out, spec, s),

@@ -10,6 +10,7 @@ mod cfmt;
 mod fmt_eval;
 mod fmt_parse;
 mod ftrace;
+mod line;
 mod num;
 mod plugins;
 mod raw;
@@ -18,6 +19,8 @@ mod symbols;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+pub use line::Line;
 
 use fmt_eval::{print_piece, Ctx};
 use fmt_parse::{split_format, ParsedFmt};
@@ -41,7 +44,7 @@ struct EventState {
     /// Offset and size of `common_pid` (as [`Record::pid`] finds it).
     pid_at: (usize, usize),
     /// `: name:` padded as trace-cmd pads it, with the following space.
-    name_part: String,
+    name_part: Line,
     /// Raw mode's per-field choices; rebuilt when `cleared` changes.
     raw_plan: Option<Vec<raw::FieldStep>>,
     /// Where the sched plugin learns task names from this event.
@@ -86,7 +89,7 @@ impl EventTable {
 /// cmdlines never change, names learned from sched events can.
 #[derive(Debug)]
 enum CommCache {
-    Fixed(Box<str>),
+    Fixed(Line),
     Dynamic,
 }
 
@@ -135,13 +138,15 @@ pub struct Printer {
     instance_name: String,
     comms: PidMap<CommCache>,
     /// The seconds of the last timestamp and their text (` %5llu.`).
-    secs: (u64, String),
+    secs: (u64, Line),
     /// While printing a record as it printed at its place: its sequence number; names
     /// learned at or after it are not known yet.
     as_of: Option<u64>,
     /// Raw mode leaves symbols out until they are read ([`Printer::defer_symbols`]).
     defer: bool,
     holes: RefCell<Vec<Hole>>,
+    /// Where [`Printer::write_raw`] and the other `String` writers print first.
+    scratch: Line,
 }
 
 /// The buffer column trace-cmd starts a line of buffer `name` with, in a file whose
@@ -177,10 +182,11 @@ impl Printer {
             instance,
             instance_name: String::new(),
             comms: PidMap::default(),
-            secs: (0, String::new()),
+            secs: (0, Line::default()),
             as_of: None,
             defer: false,
             holes: RefCell::default(),
+            scratch: Line::default(),
         }
     }
 
@@ -206,16 +212,16 @@ impl Printer {
 
     /// `text` with the names `holes` (taken for it) left out written in, looked up now
     /// (waiting for the symbols if need be).
-    pub fn fill_holes(&self, text: &str, holes: &[Hole]) -> String {
+    pub fn fill_holes(&self, text: &Line, holes: &[Hole]) -> Line {
         let funcs = self.funcs(None);
-        let mut out = String::with_capacity(text.len() + holes.len() * 32);
+        let mut out = Line::with_capacity(text.len() + holes.len() * 32);
         let mut from = 0;
         for h in holes {
-            out.push_str(text.get(from..h.at).unwrap_or_default());
+            out.push_range(text, from, h.at);
             fmt_eval::write_function(funcs, &mut out, h.with_offset, h.val);
             from = h.at.max(from);
         }
-        out.push_str(text.get(from..).unwrap_or_default());
+        out.push_range(text, from, text.len());
         out
     }
 
@@ -255,7 +261,7 @@ impl Printer {
     /// the diagnosis is known).
     pub fn write_report_as_of(&mut self, rec: &Record<'_>, seq: u64, out: &mut String) {
         self.as_of = Some(seq);
-        self.write(rec, out, false);
+        self.write_string(rec, out, false);
         self.as_of = None;
     }
 
@@ -278,16 +284,41 @@ impl Printer {
     /// Appends the whole line(s) for one record as `trace-cmd report -R` prints them, no
     /// trailing newline.
     pub fn write_raw(&mut self, rec: &Record<'_>, out: &mut String) {
-        self.write(rec, out, true);
+        self.write_string(rec, out, true);
     }
 
     /// Same for `trace-cmd report` (print fmt evaluated, trace-cmd plugin overrides
     /// applied).
     pub fn write_report(&mut self, rec: &Record<'_>, out: &mut String) {
+        self.write_string(rec, out, false);
+    }
+
+    /// [`Printer::write_raw`] into a [`Line`], for a caller printing many records (no
+    /// check of the text on the way to a `String`).
+    pub fn write_raw_line(&mut self, rec: &Record<'_>, out: &mut Line) {
+        self.write(rec, out, true);
+    }
+
+    /// [`Printer::write_report`] into a [`Line`].
+    pub fn write_report_line(&mut self, rec: &Record<'_>, out: &mut Line) {
         self.write(rec, out, false);
     }
 
-    fn write(&mut self, rec: &Record<'_>, out: &mut String, raw: bool) {
+    /// Writes into the printer's own buffer and appends that to `out`; names left out
+    /// (see [`Printer::defer_symbols`]) are noted at their places in `out`.
+    fn write_string(&mut self, rec: &Record<'_>, out: &mut String, raw: bool) {
+        let mut line = std::mem::take(&mut self.scratch);
+        line.clear();
+        let holes = self.holes.get_mut().len();
+        self.write(rec, &mut line, raw);
+        for h in self.holes.get_mut().iter_mut().skip(holes) {
+            h.at += out.len();
+        }
+        out.push_str(&line.to_string_lossy());
+        self.scratch = line;
+    }
+
+    fn write(&mut self, rec: &Record<'_>, out: &mut Line, raw: bool) {
         if let Some(missed) = rec.missed_before {
             if let Some(i) = &self.instance {
                 out.push_str(i);
@@ -335,10 +366,10 @@ impl Printer {
                 num::dec_width(&mut self.secs.1, secs, 5, false);
                 self.secs.1.push('.');
             }
-            out.push_str(&self.secs.1);
+            out.push_line(&self.secs.1);
             num::dec6(out, (us % 1_000_000) as u32);
         }
-        out.push_str(&st.name_part);
+        out.push_line(&st.name_part);
         // The info part is written in place; trace-cmd drops one trailing newline.
         let start = out.len();
         if raw {
@@ -352,12 +383,12 @@ impl Printer {
             .get_mut()
             .last()
             .is_some_and(|h| h.at == out.len());
-        if out.len() > start && out.ends_with('\n') && !hole_at_end {
-            out.pop();
+        if out.len() > start && out.ends_with_byte(b'\n') && !hole_at_end {
+            out.pop_ascii();
         }
     }
 
-    fn raw_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
+    fn raw_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut Line) {
         let meta: &TraceMeta = &self.meta;
         let defer = self.defer.then_some(&self.holes);
         let ctx = eval_ctx(meta, &self.funcs, rec, defer);
@@ -375,7 +406,7 @@ impl Printer {
         }
     }
 
-    fn report_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut String) {
+    fn report_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut Line) {
         let meta: &TraceMeta = &self.meta;
         let long_size = meta.kernel_long_size;
         let ctx = eval_ctx(meta, &self.funcs, rec, None);
@@ -426,7 +457,10 @@ fn new_state(event: &EventFormat, long_size: usize) -> EventState {
         .field("common_pid")
         .map(|f| (f.offset, f.size))
         .unwrap_or((4, 4));
-    let mut name_part = format!(": {}:", event.name);
+    let mut name_part = Line::default();
+    name_part.push_str(": ");
+    name_part.push_str(&event.name);
+    name_part.push(':');
     num::pad(
         &mut name_part,
         20usize.saturating_sub(event.name.len()),
@@ -454,7 +488,7 @@ fn write_comm_pid(
     plugins: &PluginState,
     as_of: Option<u64>,
     pid: i32,
-    out: &mut String,
+    out: &mut Line,
 ) {
     let entry = cache.entry(pid).or_insert_with(|| {
         let fixed = if pid == 0 {
@@ -464,15 +498,15 @@ fn write_comm_pid(
         };
         match fixed {
             Some(comm) => {
-                let mut s = String::new();
+                let mut s = Line::default();
                 format_comm_pid(&mut s, comm, pid);
-                CommCache::Fixed(s.into_boxed_str())
+                CommCache::Fixed(s)
             }
             None => CommCache::Dynamic,
         }
     });
     match entry {
-        CommCache::Fixed(s) => out.push_str(s),
+        CommCache::Fixed(s) => out.push_line(s),
         CommCache::Dynamic => {
             let known = as_of.is_none_or(|seq| {
                 plugins
@@ -491,7 +525,7 @@ fn write_comm_pid(
     }
 }
 
-fn format_comm_pid(out: &mut String, comm: &str, pid: i32) {
+fn format_comm_pid(out: &mut Line, comm: &str, pid: i32) {
     num::pad(out, 16usize.saturating_sub(comm.len()), ' ');
     out.push_str(comm);
     out.push('-');

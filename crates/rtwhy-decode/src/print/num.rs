@@ -1,12 +1,14 @@
 //! Integer and padding writers for the hot printing paths: digits are produced into a
 //! stack buffer and appended in one `push_str`, without going through `core::fmt`.
 
+use super::Line;
+
 const SPACES: &str = "                                                                ";
 const ZEROS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Appends `n` copies of `fill` (`' '` and `'0'` are fast; anything else goes one by one).
 #[inline]
-pub(crate) fn pad(out: &mut String, mut n: usize, fill: char) {
+pub(crate) fn pad(out: &mut Line, mut n: usize, fill: char) {
     let chunk = match fill {
         ' ' => SPACES,
         '0' => ZEROS,
@@ -26,7 +28,7 @@ pub(crate) fn pad(out: &mut String, mut n: usize, fill: char) {
 
 /// Appends spaces to bring a piece of `len` characters up to `width`.
 #[inline]
-pub(crate) fn spaces_to(out: &mut String, len: usize, width: usize) {
+pub(crate) fn spaces_to(out: &mut Line, len: usize, width: usize) {
     if len < width {
         pad(out, width - len, ' ');
     }
@@ -91,7 +93,7 @@ pub(crate) fn digits(buf: &mut [u8; 24], mut v: u64, radix: u64, upper: bool) ->
 /// Appends the ASCII digits `digits` left in `buf` from `start` on (cheaper than
 /// validating them as UTF-8 for the few bytes a number has).
 #[inline]
-pub(crate) fn push_digits(out: &mut String, buf: &[u8], start: usize) {
+pub(crate) fn push_digits(out: &mut Line, buf: &[u8], start: usize) {
     let d = buf.get(start..).unwrap_or_default();
     out.reserve(d.len());
     for b in d {
@@ -101,7 +103,7 @@ pub(crate) fn push_digits(out: &mut String, buf: &[u8], start: usize) {
 
 /// `%llu`.
 #[inline]
-pub(crate) fn dec(out: &mut String, v: u64) {
+pub(crate) fn dec(out: &mut Line, v: u64) {
     let mut buf = [0u8; 24];
     let i = digits(&mut buf, v, 10, false);
     push_digits(out, &buf, i);
@@ -109,7 +111,7 @@ pub(crate) fn dec(out: &mut String, v: u64) {
 
 /// `%lld`.
 #[inline]
-pub(crate) fn signed(out: &mut String, v: i64) {
+pub(crate) fn signed(out: &mut Line, v: i64) {
     if v < 0 {
         out.push('-');
     }
@@ -118,7 +120,7 @@ pub(crate) fn signed(out: &mut String, v: i64) {
 
 /// `%*llu` (right-aligned in `width`, space-filled) or with `zero`, `%0*llu`.
 #[inline]
-pub(crate) fn dec_width(out: &mut String, v: u64, width: usize, zero: bool) {
+pub(crate) fn dec_width(out: &mut Line, v: u64, width: usize, zero: bool) {
     let mut buf = [0u8; 24];
     let i = digits(&mut buf, v, 10, false);
     let len = buf.len() - i;
@@ -130,7 +132,7 @@ pub(crate) fn dec_width(out: &mut String, v: u64, width: usize, zero: bool) {
 
 /// `%*lld`: right-aligned in `width`, space-filled.
 #[inline]
-pub(crate) fn signed_width(out: &mut String, v: i64, width: usize) {
+pub(crate) fn signed_width(out: &mut Line, v: i64, width: usize) {
     let mut buf = [0u8; 24];
     let i = digits(&mut buf, v.unsigned_abs(), 10, false);
     let len = buf.len() - i + usize::from(v < 0);
@@ -143,7 +145,7 @@ pub(crate) fn signed_width(out: &mut String, v: i64, width: usize) {
 
 /// `%llx`.
 #[inline]
-pub(crate) fn hex(out: &mut String, v: u64) {
+pub(crate) fn hex(out: &mut Line, v: u64) {
     let mut buf = [0u8; 24];
     let i = digits(&mut buf, v, 16, false);
     push_digits(out, &buf, i);
@@ -151,14 +153,14 @@ pub(crate) fn hex(out: &mut String, v: u64) {
 
 /// `0x%llx`.
 #[inline]
-pub(crate) fn hex0x(out: &mut String, v: u64) {
+pub(crate) fn hex0x(out: &mut Line, v: u64) {
     out.push_str("0x");
     hex(out, v);
 }
 
 /// `%02x` of a byte.
 #[inline]
-pub(crate) fn hex2(out: &mut String, b: u8, upper: bool) {
+pub(crate) fn hex2(out: &mut Line, b: u8, upper: bool) {
     let table: &[u8; 16] = if upper {
         b"0123456789ABCDEF"
     } else {
@@ -170,7 +172,7 @@ pub(crate) fn hex2(out: &mut String, b: u8, upper: bool) {
 
 /// `%03u` of a small number, as the CPU column prints it.
 #[inline]
-pub(crate) fn dec3(out: &mut String, v: u32) {
+pub(crate) fn dec3(out: &mut Line, v: u32) {
     if v >= 1000 {
         return dec(out, u64::from(v));
     }
@@ -181,7 +183,7 @@ pub(crate) fn dec3(out: &mut String, v: u32) {
 
 /// `%06u` of a number below a million (the microseconds of a timestamp).
 #[inline]
-pub(crate) fn dec6(out: &mut String, v: u32) {
+pub(crate) fn dec6(out: &mut Line, v: u32) {
     if v >= 1_000_000 {
         return dec_width(out, u64::from(v), 6, true);
     }
@@ -221,7 +223,7 @@ mod tests {
             u64::MAX,
         ];
         for v in vals {
-            let mut s = String::new();
+            let mut s = Line::default();
             dec(&mut s, v);
             hex(&mut s, v);
             hex0x(&mut s, v);
@@ -230,21 +232,21 @@ mod tests {
             signed(&mut s, v as i64);
             signed_width(&mut s, v as i64, 5);
             assert_eq!(
-                s,
+                s.to_string_lossy(),
                 format!("{v}{v:x}0x{v:x}{v:7}{v:07}{}{:5}", v as i64, v as i64)
             );
         }
-        let mut s = String::new();
+        let mut s = Line::default();
         pad(&mut s, 70, ' ');
         pad(&mut s, 3, '0');
         pad(&mut s, 2, 'x');
         hex2(&mut s, 0xa5, false);
         hex2(&mut s, 0x0f, true);
-        assert_eq!(s, format!("{:70}000xxa50F", ""));
+        assert_eq!(s.to_string_lossy(), format!("{:70}000xxa50F", ""));
         let mut b = [0u8; 24];
         let i = digits(&mut b, 0o1777, 8, false);
-        let mut s = String::new();
+        let mut s = Line::default();
         push_digits(&mut s, &b, i);
-        assert_eq!(s, "1777");
+        assert_eq!(s.to_string_lossy(), "1777");
     }
 }

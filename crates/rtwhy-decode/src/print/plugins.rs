@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::fmt_eval::Ctx;
-use super::{cfmt, num};
+use super::{cfmt, num, Line};
 use crate::format::{EventFormat, Field};
 
 /// Which override applies to an event.
@@ -78,7 +78,7 @@ fn own<'e>(e: &'e EventFormat, name: &str) -> Option<&'e Field> {
 
 /// `tep_get_field_val`: a field's number, or `None` (after printing the complaint when
 /// `err`).
-fn val(ctx: &Ctx<'_>, out: &mut String, e: &EventFormat, name: &str, err: bool) -> Option<u64> {
+fn val(ctx: &Ctx<'_>, out: &mut Line, e: &EventFormat, name: &str, err: bool) -> Option<u64> {
     let Some(f) = own(e, name) else {
         if err {
             let _ = write!(out, "<CANT FIND FIELD {name}>");
@@ -97,7 +97,7 @@ fn val(ctx: &Ctx<'_>, out: &mut String, e: &EventFormat, name: &str, err: bool) 
 /// `tep_print_num_field` with a `0x%llx`/`%llu` style format.
 fn num_field(
     ctx: &Ctx<'_>,
-    out: &mut String,
+    out: &mut Line,
     e: &EventFormat,
     name: &str,
     hex: bool,
@@ -131,7 +131,7 @@ fn comm_of<'a>(ctx: &Ctx<'a>, f: &Field) -> &'a [u8] {
 
 fn write_comm(
     ctx: &Ctx<'_>,
-    out: &mut String,
+    out: &mut Line,
     st: &mut PluginState,
     e: &EventFormat,
     name: &str,
@@ -148,7 +148,7 @@ fn write_comm(
         cfmt::push_bytes(out, comm);
         let pid = pid as i32;
         if pid != 0 && !st.comms.contains_key(&pid) {
-            let text = out.get(start..).unwrap_or_default().to_string();
+            let text = String::from_utf8_lossy(out.tail(start)).into_owned();
             st.comms.insert(pid, text);
         }
         out.push(':');
@@ -222,9 +222,8 @@ pub(crate) fn learn(plan: &LearnPlan, ctx: &Ctx<'_>, st: &mut PluginState, seq: 
             let bytes = ctx.data.get(offset..).unwrap_or_default();
             let bytes = bytes.get(..size.min(bytes.len())).unwrap_or_default();
             let n = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-            let mut text = String::new();
-            cfmt::push_bytes(&mut text, bytes.get(..n).unwrap_or_default());
-            st.comms.insert(pid, text);
+            let text = String::from_utf8_lossy(bytes.get(..n).unwrap_or_default());
+            st.comms.insert(pid, text.into_owned());
             st.learned_at.insert(pid, seq);
         }
     }
@@ -305,7 +304,7 @@ const FUTEX_CLOCK_REALTIME: u64 = 256;
 /// `sys_enter_futex` as libtraceevent's futex plugin prints it
 /// (`op=FUTEX_WAKE|FUTEX_PRIVATE_FLAG uaddr=0x7f9dd02cca4c val=1`); nothing past a
 /// missing field or for an unknown command, as there.
-fn write_futex(ctx: &Ctx<'_>, out: &mut String, e: &EventFormat) {
+fn write_futex(ctx: &Ctx<'_>, out: &mut Line, e: &EventFormat) {
     let mut args = [0u64; 6];
     for (slot, name) in args
         .iter_mut()
@@ -358,7 +357,7 @@ fn write_futex(ctx: &Ctx<'_>, out: &mut String, e: &EventFormat) {
     }
 }
 
-fn write_state(out: &mut String, v: i32) {
+fn write_state(out: &mut Line, v: i32) {
     const STATES: &[u8] = b"SDTtZXxW";
     let mut found = false;
     for (i, c) in STATES.iter().enumerate() {
@@ -380,7 +379,7 @@ fn write_state(out: &mut String, v: i32) {
 pub(crate) fn run(
     h: Handler,
     ctx: &Ctx<'_>,
-    out: &mut String,
+    out: &mut Line,
     st: &mut PluginState,
     e: &EventFormat,
     cpu: u32,

@@ -3,7 +3,7 @@
 
 use super::fmt_eval::{print_piece, Ctx};
 use super::fmt_parse::{Arg, Piece};
-use super::num;
+use super::{num, Line};
 use crate::format::{EventFormat, Field};
 
 /// How one field is printed in raw mode, decided once per event (the choice depends
@@ -47,7 +47,7 @@ pub(crate) fn plan(
 /// changes the plan for the next records.
 pub(crate) fn write_planned(
     ctx: &Ctx<'_>,
-    out: &mut String,
+    out: &mut Line,
     event: &EventFormat,
     pieces: &[Piece],
     plan: &[FieldStep],
@@ -82,7 +82,7 @@ pub(crate) fn write_planned(
 /// strings, which libtraceevent then prints as arrays for the rest of the trace.
 pub(crate) fn write_fields(
     ctx: &Ctx<'_>,
-    out: &mut String,
+    out: &mut Line,
     event: &EventFormat,
     pieces: Option<&[Piece]>,
     cleared: &mut [bool],
@@ -151,7 +151,7 @@ fn is_printable(b: &[u8]) -> bool {
 
 /// Prints a field from its bytes alone. Returns true when a string-typed array was
 /// printed as bytes (so it is no longer treated as a string).
-pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut String, f: &Field, cleared: bool) -> bool {
+pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut Line, f: &Field, cleared: bool) -> bool {
     if f.flags.array {
         let (off, len) = if f.flags.dynamic {
             ctx.dynamic(f)
