@@ -68,6 +68,19 @@ impl Line {
         }
     }
 
+    /// Appends a [`Snippet`].
+    #[inline]
+    pub(crate) fn push_snippet(&mut self, s: &Snippet) {
+        match s {
+            Snippet::Short(block, n) => {
+                let at = self.0.len();
+                self.0.extend_from_slice(block);
+                self.0.truncate(at + usize::from(*n));
+            }
+            Snippet::Long(s) => self.push_str(s),
+        }
+    }
+
     /// Reserves room for `n` more bytes.
     pub fn reserve(&mut self, n: usize) {
         self.0.reserve(n);
@@ -109,6 +122,31 @@ impl Line {
     }
 }
 
+/// Fixed text printed again and again (a field's ` name=`): where it is short, appended
+/// as one copy of a whole block cut to its length, cheaper than copying a length known
+/// only then.
+#[derive(Debug, Clone)]
+pub(crate) enum Snippet {
+    /// The text, then padding; its length (the cut falls between characters).
+    Short([u8; SNIPPET], u8),
+    Long(Box<str>),
+}
+
+const SNIPPET: usize = 32;
+
+impl Snippet {
+    pub(crate) fn new(s: &str) -> Snippet {
+        let mut block = [0u8; SNIPPET];
+        match (block.get_mut(..s.len()), u8::try_from(s.len())) {
+            (Some(head), Ok(n)) => {
+                head.copy_from_slice(s.as_bytes());
+                Snippet::Short(block, n)
+            }
+            _ => Snippet::Long(s.into()),
+        }
+    }
+}
+
 impl fmt::Write for Line {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.push_str(s);
@@ -138,5 +176,16 @@ mod tests {
         assert!(l.ends_with_byte(b'2'));
         l.pop_ascii();
         assert_eq!(l.tail(l.len() - 2), b" 4");
+    }
+
+    #[test]
+    fn snippets_short_and_long() {
+        let mut l = Line::default();
+        let long = "x".repeat(SNIPPET + 1);
+        for s in ["", " prev_comm=", "ü", &"y".repeat(SNIPPET), &long] {
+            l.push_snippet(&Snippet::new(s));
+        }
+        let want = format!(" prev_comm=ü{}{long}", "y".repeat(SNIPPET));
+        assert_eq!(l.to_string_lossy(), want);
     }
 }

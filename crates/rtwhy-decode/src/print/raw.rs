@@ -3,6 +3,7 @@
 
 use super::fmt_eval::{print_piece, Ctx};
 use super::fmt_parse::{Arg, Piece};
+use super::line::Snippet;
 use super::{num, Line};
 use crate::format::{EventFormat, Field};
 
@@ -11,7 +12,7 @@ use crate::format::{EventFormat, Field};
 #[derive(Debug)]
 pub(crate) struct FieldStep {
     /// ` name=`.
-    label: String,
+    label: Snippet,
     /// The print-format piece that prints the field, and whether `0x` goes before it.
     conv: Option<(usize, bool)>,
 }
@@ -26,7 +27,7 @@ pub(crate) fn plan(
     let mut cursor = pieces.map(|_| 0usize);
     let mut steps = Vec::with_capacity(event.fields.len());
     for (i, f) in event.fields.iter().enumerate() {
-        let label = format!(" {}=", f.name);
+        let label = Snippet::new(&format!(" {}=", f.name));
         let cleared_here = cleared.get(i).copied().unwrap_or(false);
         let mut conv = None;
         if let (Some(pieces), Some(start)) = (pieces, cursor) {
@@ -55,7 +56,7 @@ pub(crate) fn write_planned(
 ) -> bool {
     let mut changed = false;
     for (i, (f, step)) in event.fields.iter().zip(plan).enumerate() {
-        out.push_str(&step.label);
+        out.push_snippet(&step.label);
         if let Some((at, has_0x)) = step.conv {
             if let Some(piece) = pieces.get(at) {
                 if has_0x {
