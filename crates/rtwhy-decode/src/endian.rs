@@ -16,19 +16,16 @@ impl Endian {
     /// or an odd size.
     #[inline]
     pub fn read_uint(self, data: &[u8], at: usize, size: usize) -> Option<u64> {
-        let b = data.get(at..at.checked_add(size)?)?;
+        // One bounds check per read: a fixed-size chunk of the bytes from `at` on.
+        let d = data.get(at..)?;
         Some(match (size, self) {
-            (1, _) => u64::from(b[0]),
-            (2, Endian::Little) => u64::from(u16::from_le_bytes([b[0], b[1]])),
-            (2, Endian::Big) => u64::from(u16::from_be_bytes([b[0], b[1]])),
-            (4, Endian::Little) => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            (4, Endian::Big) => u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
-            (8, Endian::Little) => {
-                u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-            }
-            (8, Endian::Big) => {
-                u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-            }
+            (1, _) => u64::from(*d.first()?),
+            (2, Endian::Little) => u64::from(u16::from_le_bytes(*d.first_chunk()?)),
+            (2, Endian::Big) => u64::from(u16::from_be_bytes(*d.first_chunk()?)),
+            (4, Endian::Little) => u64::from(u32::from_le_bytes(*d.first_chunk()?)),
+            (4, Endian::Big) => u64::from(u32::from_be_bytes(*d.first_chunk()?)),
+            (8, Endian::Little) => u64::from_le_bytes(*d.first_chunk()?),
+            (8, Endian::Big) => u64::from_be_bytes(*d.first_chunk()?),
             _ => return None,
         })
     }
