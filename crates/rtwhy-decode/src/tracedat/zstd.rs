@@ -626,8 +626,8 @@ impl<'a> BackBits<'a> {
         if back > 0 {
             self.base -= back;
             self.consumed -= back as u32 * 8;
-            self.bits = match self.data.get(self.base..self.base + 8) {
-                Some(s) => u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]),
+            self.bits = match self.data.get(self.base..).and_then(<[u8]>::first_chunk) {
+                Some(s) => u64::from_le_bytes(*s),
                 None => le_tail(self.data, self.base),
             };
         }
