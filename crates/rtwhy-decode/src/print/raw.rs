@@ -161,6 +161,17 @@ pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut Line, f: &Field, cleared:
         };
         let inside = ctx.data.get(off..).unwrap_or_default();
         let inside = &inside[..len.min(inside.len())];
+        if f.flags.string && !cleared {
+            // The usual string: it ends inside the array, whose bytes the record holds
+            // whole, so the array's bytes up to the NUL are what `%s` prints.
+            if let Some(n) = inside.iter().position(|&c| c == 0) {
+                let s = &inside[..n];
+                if s.iter().all(|&c| PRINTABLE[usize::from(c)]) {
+                    out.push_lossy(s);
+                    return false;
+                }
+            }
+        }
         // libtraceevent prints a fixed array whole even when the record ends inside it
         // (a kernel_stack with fewer frames than `caller[]` holds): the rest comes from
         // the bytes that follow the record in the page.
