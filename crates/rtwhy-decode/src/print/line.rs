@@ -68,6 +68,14 @@ impl Line {
         }
     }
 
+    /// Appends ASCII bytes of a size known when compiling (a column of digits): one
+    /// copy, no per-byte checks.
+    #[inline]
+    pub(crate) fn push_ascii_array<const N: usize>(&mut self, a: &[u8; N]) {
+        debug_assert!(a.is_ascii());
+        self.0.extend_from_slice(a);
+    }
+
     /// Appends a [`Snippet`].
     #[inline]
     pub(crate) fn push_snippet(&mut self, s: &Snippet) {

@@ -350,9 +350,7 @@ impl Printer {
             pid,
             out,
         );
-        out.push_str(" [");
-        num::dec3(out, rec.cpu);
-        out.push(']');
+        num::cpu_column(out, rec.cpu);
         if self.counter_clock {
             num::dec_width(out, rec.ts, 12, false);
         } else {

@@ -170,15 +170,17 @@ pub(crate) fn hex2(out: &mut Line, b: u8, upper: bool) {
     out.push(char::from(table[usize::from(b & 15)]));
 }
 
-/// `%03u` of a small number, as the CPU column prints it.
+/// ` [%03u]`, the CPU column.
 #[inline]
-pub(crate) fn dec3(out: &mut Line, v: u32) {
+pub(crate) fn cpu_column(out: &mut Line, v: u32) {
     if v >= 1000 {
-        return dec(out, u64::from(v));
+        out.push_str(" [");
+        dec(out, u64::from(v));
+        out.push(']');
+        return;
     }
-    out.push(char::from(b'0' + (v / 100) as u8));
-    out.push(char::from(b'0' + (v / 10 % 10) as u8));
-    out.push(char::from(b'0' + (v % 10) as u8));
+    let d = |x: u32| b'0' + (x % 10) as u8;
+    out.push_ascii_array(&[b' ', b'[', d(v / 100), d(v / 10), d(v), b']']);
 }
 
 /// `%06u` of a number below a million (the microseconds of a timestamp).
@@ -192,10 +194,14 @@ pub(crate) fn dec6(out: &mut Line, v: u32) {
         (v / 100 % 100) as usize * 2,
         (v % 100) as usize * 2,
     );
-    for d in [a, b, c] {
-        out.push(char::from(PAIRS[d]));
-        out.push(char::from(PAIRS[d + 1]));
-    }
+    out.push_ascii_array(&[
+        PAIRS[a],
+        PAIRS[a + 1],
+        PAIRS[b],
+        PAIRS[b + 1],
+        PAIRS[c],
+        PAIRS[c + 1],
+    ]);
 }
 
 #[cfg(test)]
@@ -243,6 +249,12 @@ mod tests {
         hex2(&mut s, 0xa5, false);
         hex2(&mut s, 0x0f, true);
         assert_eq!(s.to_string_lossy(), format!("{:70}000xxa50F", ""));
+        for v in [0u32, 7, 42, 999, 1000, 4096] {
+            let mut s = Line::default();
+            cpu_column(&mut s, v);
+            dec6(&mut s, v * 233);
+            assert_eq!(s.to_string_lossy(), format!(" [{v:03}]{:06}", v * 233));
+        }
         let mut b = [0u8; 24];
         let i = digits(&mut b, 0o1777, 8, false);
         let mut s = Line::default();
