@@ -76,6 +76,14 @@ impl Line {
         self.0.extend_from_slice(a);
     }
 
+    /// Appends a few ASCII bytes (the digits of a number) byte by byte after one
+    /// reservation: for so few, cheaper than a call to `memcpy`.
+    #[inline]
+    pub(crate) fn push_ascii_short(&mut self, b: &[u8]) {
+        debug_assert!(b.is_ascii());
+        self.0.extend(b.iter().copied());
+    }
+
     /// Appends a [`Snippet`].
     #[inline]
     pub(crate) fn push_snippet(&mut self, s: &Snippet) {

@@ -94,11 +94,7 @@ pub(crate) fn digits(buf: &mut [u8; 24], mut v: u64, radix: u64, upper: bool) ->
 /// validating them as UTF-8 for the few bytes a number has).
 #[inline]
 pub(crate) fn push_digits(out: &mut Line, buf: &[u8], start: usize) {
-    let d = buf.get(start..).unwrap_or_default();
-    out.reserve(d.len());
-    for b in d {
-        out.push(char::from(*b));
-    }
+    out.push_ascii_short(buf.get(start..).unwrap_or_default());
 }
 
 /// `%llu`.
