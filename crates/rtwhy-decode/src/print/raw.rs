@@ -150,6 +150,19 @@ fn is_printable(b: &[u8]) -> bool {
     true
 }
 
+/// The bytes before the first NUL of `b`, when there is one and they are all printable.
+fn printable_before_nul(b: &[u8]) -> Option<&[u8]> {
+    for (i, &c) in b.iter().enumerate() {
+        if c == 0 {
+            return b.get(..i);
+        }
+        if !PRINTABLE[usize::from(c)] {
+            return None;
+        }
+    }
+    None
+}
+
 /// Prints a field from its bytes alone. Returns true when a string-typed array was
 /// printed as bytes (so it is no longer treated as a string).
 pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut Line, f: &Field, cleared: bool) -> bool {
@@ -164,12 +177,9 @@ pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut Line, f: &Field, cleared:
         if f.flags.string && !cleared {
             // The usual string: it ends inside the array, whose bytes the record holds
             // whole, so the array's bytes up to the NUL are what `%s` prints.
-            if let Some(n) = inside.iter().position(|&c| c == 0) {
-                let s = &inside[..n];
-                if s.iter().all(|&c| PRINTABLE[usize::from(c)]) {
-                    out.push_lossy(s);
-                    return false;
-                }
+            if let Some(s) = printable_before_nul(inside) {
+                out.push_lossy(s);
+                return false;
             }
         }
         // libtraceevent prints a fixed array whole even when the record ends inside it
