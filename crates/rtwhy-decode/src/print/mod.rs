@@ -371,7 +371,10 @@ impl Printer {
         // The info part is written in place; trace-cmd drops one trailing newline.
         let start = out.len();
         if raw {
-            self.raw_info(rec, event, out);
+            // The event's state is still borrowed from above: looked up once a record.
+            let defer = self.defer.then_some(&self.holes);
+            let ctx = eval_ctx(&self.meta, &self.funcs, rec, defer);
+            raw_info(st, &ctx, event, out);
         } else {
             self.report_info(rec, event, out);
         }
@@ -383,24 +386,6 @@ impl Printer {
             .is_some_and(|h| h.at == out.len());
         if out.len() > start && out.ends_with_byte(b'\n') && !hole_at_end {
             out.pop_ascii();
-        }
-    }
-
-    fn raw_info(&mut self, rec: &Record<'_>, event: &EventFormat, info: &mut Line) {
-        let meta: &TraceMeta = &self.meta;
-        let defer = self.defer.then_some(&self.holes);
-        let ctx = eval_ctx(meta, &self.funcs, rec, defer);
-        let st = self.events.get(event, meta.kernel_long_size);
-        let pieces: &[fmt_parse::Piece] = if st.failed || st.bprint {
-            &[]
-        } else {
-            &st.parsed.pieces
-        };
-        let plan = st
-            .raw_plan
-            .get_or_insert_with(|| raw::plan(event, Some(pieces), &st.cleared));
-        if raw::write_planned(&ctx, info, event, pieces, plan, &mut st.cleared) {
-            st.raw_plan = None;
         }
     }
 
@@ -533,6 +518,21 @@ fn format_comm_pid(out: &mut Line, comm: &str, pid: i32) {
     num::pad(out, 5usize.saturating_sub(len), ' ');
 }
 /// What evaluating a print format needs for one record of the trace `meta`.
+/// The fields of a record in raw mode, after its header.
+fn raw_info(st: &mut EventState, ctx: &Ctx<'_>, event: &EventFormat, info: &mut Line) {
+    let pieces: &[fmt_parse::Piece] = if st.failed || st.bprint {
+        &[]
+    } else {
+        &st.parsed.pieces
+    };
+    let plan = st
+        .raw_plan
+        .get_or_insert_with(|| raw::plan(event, Some(pieces), &st.cleared));
+    if raw::write_planned(ctx, info, event, pieces, plan, &mut st.cleared) {
+        st.raw_plan = None;
+    }
+}
+
 fn eval_ctx<'a>(
     meta: &'a TraceMeta,
     funcs: &'a FuncMap,
