@@ -29,6 +29,8 @@ struct Lines {
     printer: Printer,
     raw: bool,
     names: RecordNames,
+    /// The buffer number of the last record printed.
+    buffer: Option<usize>,
     out: BufWriter<std::io::Stdout>,
     text: Line,
     /// Text printed while the kernel symbols were still being read, with the function
@@ -47,7 +49,11 @@ impl Lines {
         self.text.clear();
         for c in &batch.copied {
             let (record, buffer) = self.names.get(&batch.records, c, &meta);
-            self.printer.set_instance(buffer);
+            // Runs of records from one buffer: the printer is told when it changes.
+            if self.buffer != Some(c.buffer) {
+                self.buffer = Some(c.buffer);
+                self.printer.set_instance(buffer);
+            }
             if self.raw {
                 self.printer.write_raw_line(&record, &mut self.text);
             } else {
@@ -139,6 +145,7 @@ impl Sink for DumpSink {
             printer,
             raw: self.raw,
             names: RecordNames::default(),
+            buffer: None,
             out,
             text: Line::with_capacity(TEXT_CAPACITY),
             pending: Vec::new(),
