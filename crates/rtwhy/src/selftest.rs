@@ -648,6 +648,12 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
                 "--cpu".into(),
                 cpu.to_string(),
             ];
+            // The load sizes itself above the noise as this selftest sized the threshold
+            // (the inversions' critical section: twice the threshold on a noisy CPU).
+            let noise = bench.placement().noise;
+            if !noise.is_zero() {
+                argv.extend(["--noise".into(), format!("{}us", noise.as_micros().max(1))]);
+            }
             // Without options/copy_trace_marker (Linux 6.1) the session's instances do
             // not see the top-level marker that triggers the captures: lab-high writes
             // into theirs as well.

@@ -83,13 +83,14 @@ impl Recipe for Inversion {
         _delay: Duration,
         _length: Duration,
     ) -> Result<Option<Load>> {
+        let critical = critical_for(self.setup_for(p, at.cpu, at.noise).threshold);
         load::inversion::start(
             load::inversion::Inversion {
                 kind: self.kind,
                 cpu: at.cpu,
                 iterations: 3,
-                critical: critical_for(self.setup_for(p, at.cpu, at.noise).threshold),
-                medium: Duration::from_millis(30),
+                critical,
+                medium: medium_for(critical),
                 medium_first: self.medium_first,
                 nested: self.nested,
             },
@@ -111,6 +112,14 @@ fn critical_for(threshold: Duration) -> Duration {
         .min(Duration::from_millis(20))
 }
 
+/// How long `lab-med` spins: 30 ms, or three times a longer critical section, so that
+/// the preemption stays most of the victim's wait (the holder's own run is the rest).
+fn medium_for(critical: Duration) -> Duration {
+    (critical * 3)
+        .max(Duration::from_millis(30))
+        .min(Duration::from_millis(100))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +138,13 @@ mod tests {
         let worse = PRIORITY_INVERSION.setup_for(&p, 1, Duration::from_millis(8));
         assert_eq!(critical_for(worse.threshold), Duration::from_millis(20));
         assert!(critical_for(worse.threshold) > worse.threshold);
+        assert_eq!(
+            medium_for(Duration::from_millis(3)),
+            Duration::from_millis(30)
+        );
+        assert_eq!(
+            medium_for(Duration::from_millis(20)),
+            Duration::from_millis(60)
+        );
     }
 }
