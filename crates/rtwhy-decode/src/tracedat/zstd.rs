@@ -563,7 +563,10 @@ fn trunc_seq() -> ZstdError {
 #[inline]
 fn copy_match(buf: &mut [u8], op: usize, offset: usize, len: usize) {
     let mut src = op - offset;
-    if offset >= 8 {
+    if offset >= len && len > 8 {
+        // Apart: one copy.
+        buf.copy_within(src..src + len, op);
+    } else if offset >= 8 {
         let mut dst = op;
         let end = op + len;
         while dst < end {
