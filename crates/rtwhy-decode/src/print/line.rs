@@ -1,8 +1,10 @@
 //! The text a printer writes: bytes that are UTF-8 by construction.
 //!
-//! Every write is of a `&str`, a `char`, ASCII bytes or bytes checked on the way in, so
-//! the buffer is always UTF-8; unlike `String` it does not check a string field's bytes
-//! when they are ASCII, and its ASCII writes are one byte each.
+//! Every write is of a `&str`, a `char`, digits and other ASCII the printer made itself
+//! (asserted in debug builds) or bytes from the trace checked on the way in, so the
+//! buffer is always UTF-8; unlike `String` it does not check a string field's bytes a
+//! second time when they are ASCII, and its ASCII writes are one byte each. Whoever
+//! needs a `str` gets one through [`Line::to_string_lossy`], which checks again.
 
 use std::fmt;
 
