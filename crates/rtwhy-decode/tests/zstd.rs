@@ -134,6 +134,20 @@ fn a_damaged_huffman_stream_libzstd_lets_through_is_an_error() {
     assert_eq!(e.to_string(), "Huffman stream not consumed exactly");
 }
 
+/// Found by fuzzing against libzstd (CI's bounded run, stop 35): a frame derived from
+/// `level19-nocheck.zst` (185 bytes differ) with a Huffman-coded literals stream whose
+/// last byte is 0, so it has no end mark. RFC 8878 rules that out; libzstd 1.5.4's fast
+/// four-stream loop does not look and decodes the frame to 91918 bytes without an error.
+#[test]
+fn a_huffman_stream_without_its_end_mark_is_an_error() {
+    let input = data("huffman-no-end-mark.zst");
+    let r = decompress(&mut Decoder::default(), &input, &mut Vec::new(), 1 << 20);
+    let Err(e) = r else {
+        panic!("a stream without its end mark must fail");
+    };
+    assert_eq!(e.to_string(), "bitstream without its end mark");
+}
+
 /// Found by fuzzing against libzstd: an RLE block repeating its byte more than the 128 KiB
 /// a block may hold. libzstd writes it out; so does rtwhy, within the caller's limit.
 #[test]
