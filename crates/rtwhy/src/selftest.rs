@@ -650,7 +650,7 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
             ];
             // The load sizes itself above the noise as this selftest sized the threshold
             // (the inversions' critical section: twice the threshold on a noisy CPU).
-            let noise = bench.placement().noise;
+            let noise = bench.noise.p99;
             if !noise.is_zero() {
                 argv.extend(["--noise".into(), format!("{}us", noise.as_micros().max(1))]);
             }

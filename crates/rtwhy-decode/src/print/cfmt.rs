@@ -204,7 +204,7 @@ pub(crate) fn string(out: &mut Line, spec: &Spec, s: &[u8]) {
     if !spec.left {
         pad(out, fill, ' ');
     }
-    push_bytes(out, s);
+    out.push_lossy(s);
     if spec.left {
         pad(out, fill, ' ');
     }
@@ -251,11 +251,6 @@ fn signed_of(v: u64, bits: u32) -> i64 {
     } else {
         ((v << (64 - bits)) as i64) >> (64 - bits)
     }
-}
-
-/// Appends bytes as text; invalid UTF-8 becomes U+FFFD, as a terminal would show it.
-pub(crate) fn push_bytes(out: &mut Line, s: &[u8]) {
-    out.push_lossy(s);
 }
 
 /// glibc's `%p`: `(nil)` for zero, else `0x` and lowercase hex.

@@ -350,7 +350,7 @@ fn strip_casts(arg: &Arg) -> &Arg {
 
 fn print_pointer(ctx: &Ctx<'_>, out: &mut Line, spec: &str, plen: i64, arg: &Arg) {
     if let Arg::BStr(s) = arg {
-        cfmt::push_bytes(out, s);
+        out.push_lossy(s);
         return;
     }
     let ext = spec

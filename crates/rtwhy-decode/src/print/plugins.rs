@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::fmt_eval::Ctx;
-use super::{cfmt, num, Line};
+use super::{num, Line};
 use crate::format::{EventFormat, Field};
 
 /// Which override applies to an event.
@@ -145,7 +145,7 @@ fn write_comm(
     if let Some(f) = field {
         let comm = comm_of(ctx, f);
         let start = out.len();
-        cfmt::push_bytes(out, comm);
+        out.push_lossy(comm);
         let pid = pid as i32;
         if pid != 0 && !st.comms.contains_key(&pid) {
             let text = String::from_utf8_lossy(out.tail(start)).into_owned();

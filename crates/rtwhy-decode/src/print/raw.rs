@@ -138,29 +138,18 @@ const PRINTABLE: [bool; 256] = {
     t
 };
 
-fn is_printable(b: &[u8]) -> bool {
-    for &c in b {
-        if c == 0 {
-            break;
-        }
-        if !PRINTABLE[usize::from(c)] {
-            return false;
-        }
-    }
-    true
-}
-
-/// The bytes before the first NUL of `b`, when there is one and they are all printable.
-fn printable_before_nul(b: &[u8]) -> Option<&[u8]> {
+/// How many bytes of `b` come before its first NUL (all of them without one), when all
+/// those are printable.
+fn printable_len(b: &[u8]) -> Option<usize> {
     for (i, &c) in b.iter().enumerate() {
         if c == 0 {
-            return b.get(..i);
+            return Some(i);
         }
         if !PRINTABLE[usize::from(c)] {
             return None;
         }
     }
-    None
+    Some(b.len())
 }
 
 /// Prints a field from its bytes alone. Returns true when a string-typed array was
@@ -177,8 +166,8 @@ pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut Line, f: &Field, cleared:
         if f.flags.string && !cleared {
             // The usual string: it ends inside the array, whose bytes the record holds
             // whole, so the array's bytes up to the NUL are what `%s` prints.
-            if let Some(s) = printable_before_nul(inside) {
-                out.push_lossy(s);
+            if let Some(n) = printable_len(inside).filter(|&n| n < inside.len()) {
+                out.push_lossy(&inside[..n]);
                 return false;
             }
         }
@@ -196,8 +185,8 @@ pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut Line, f: &Field, cleared:
         } else {
             inside
         };
-        if f.flags.string && !cleared && is_printable(bytes) {
-            super::cfmt::push_bytes(out, ctx.cstr(off));
+        if f.flags.string && !cleared && printable_len(bytes).is_some() {
+            out.push_lossy(ctx.cstr(off));
             return false;
         }
         out.push_str("ARRAY[");
