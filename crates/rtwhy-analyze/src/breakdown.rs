@@ -80,9 +80,11 @@ pub(crate) struct Replay {
     pub frequencies: Vec<Event>,
     /// The late timer that closed the largest stopped stretch.
     pub late_timer: Option<LateTimer>,
-    /// The history did not reach back to the window's start.
+    /// The history did not reach back to the window's start: the stretch before the
+    /// CPU's first event is `Bucket::NotRecorded`.
     pub truncated: bool,
-    /// Who was current on the CPU when the window began (0: idle, -1: not known).
+    /// Who was current on the CPU when the window began (0: idle, -1: not known, as
+    /// when the history begins inside the window).
     pub start_curr: i32,
     /// Events the ring buffer dropped on the CPU between the switch the replay starts
     /// from and the window's end: who ran and which handler was open are not known.
@@ -119,7 +121,8 @@ pub(crate) fn replay(
         return out;
     }
     let i0 = history.first_at(w.cpu, w.from);
-    out.truncated = history.start(w.cpu).is_none_or(|s| s > w.from);
+    let recorded_from = history.recorded_from(w.cpu).unwrap_or(w.to).min(w.to);
+    out.truncated = recorded_from > w.from;
 
     // State at the window's start: replay from the last switch before it.
     let mut curr: i32 = -1;
@@ -180,13 +183,22 @@ pub(crate) fn replay(
             }
         }
     }
-    out.start_curr = curr;
     let mut acc = Acc {
         out: Vec::new(),
         victim: w.victim,
         tasks,
     };
     let mut t = w.from;
+    // The recording begins inside the window (a capture taken right after the previous
+    // one, a trace started late): until then nobody saw what the CPU did. Its first event
+    // says who was current from then on, not before; the time before is not recorded,
+    // and the CPU's state when the window began is not known.
+    if out.truncated {
+        acc.push(Bucket::NotRecorded, w.from, recorded_from, &None, q.get(i0));
+        t = recorded_from;
+    } else {
+        out.start_curr = curr;
+    }
     let mut opened_by = last_open;
     for e in q.range(i0..) {
         if e.ts >= w.to {

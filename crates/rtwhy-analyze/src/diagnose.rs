@@ -223,7 +223,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 }
                 _ => &[Cause::LockContention],
             },
-            Bucket::Victim | Bucket::Dropped { .. } => &[],
+            Bucket::Victim | Bucket::Dropped { .. } | Bucket::NotRecorded => &[],
         };
         let mut ns = item.ns;
         let mut candidates = candidates;
@@ -297,6 +297,14 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     if let Some(d) = replay.dropped {
         missing.insert(0, dropped_note(ep.cpu, d));
     }
+    let unseen = items
+        .iter()
+        .filter(|i| i.bucket == Bucket::NotRecorded)
+        .map(|i| i.ns)
+        .sum::<u64>();
+    if unseen > 0 {
+        missing.insert(0, not_recorded_note(ep, unseen));
+    }
     let (primary, contributors): (Finding, Vec<Finding>) = match ranked.first() {
         Some(&(cause, ns)) if share(ns) >= MIN_PRIMARY_SHARE => {
             let primary = ctx.finding(cause, share(ns));
@@ -321,6 +329,12 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 .sum::<u64>();
             let mut summary = if replay.dropped.is_some() {
                 "no cause can be named: the events of this window are incomplete".to_string()
+            } else if share(unseen) >= MIN_PRIMARY_SHARE {
+                format!(
+                    "no cause can be named: the recording of CPU {} begins {} into this spike",
+                    ep.cpu,
+                    human_duration(unseen)
+                )
             } else if share(idle) >= MIN_PRIMARY_SHARE {
                 format!(
                     "CPU {} stayed idle for {} after {} was woken for it, and the trace does not say why (a slow idle exit, a late wake-up IPI, or a stopped CPU)",
@@ -1012,6 +1026,19 @@ fn dropped_note(cpu: u32, d: Dropped) -> String {
         "the ring buffer dropped {count} of CPU {cpu} between {} and {}, across this spike's window: record with a larger buffer (rtwhy record --buffer-kb) or fewer events",
         report_time(d.after.0),
         report_time(d.before.0)
+    )
+}
+
+/// What a spike that began before its CPU's first recorded event lacks, and how to
+/// record it whole.
+fn not_recorded_note(ep: &Episode, unseen: u64) -> String {
+    format!(
+        "CPU {} is recorded from {}, {} after {} was due at {}: what it did before is not recorded (for rtwhy's captures: one taken right after the previous one; rtwhy record --min-gap spaces them out)",
+        ep.cpu,
+        report_time(ep.start.0 + unseen),
+        human_duration(unseen),
+        ep.victim,
+        report_time(ep.start.0)
     )
 }
 

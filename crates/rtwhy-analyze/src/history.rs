@@ -13,6 +13,10 @@ pub(crate) struct History {
     cpus: Vec<VecDeque<Event>>,
     /// Per CPU, the stretches whose events the ring buffer dropped.
     drops: Vec<VecDeque<Dropped>>,
+    /// Per CPU, whether events were forgotten from the front of its queue.
+    trimmed: Vec<bool>,
+    /// The trace's first event on any CPU: every CPU was recorded from then on.
+    first: Option<Nanos>,
     horizon: u64,
     max_per_cpu: usize,
 }
@@ -42,6 +46,8 @@ impl History {
         History {
             cpus: Vec::new(),
             drops: Vec::new(),
+            trimmed: Vec::new(),
+            first: None,
             horizon: horizon.0,
             max_per_cpu: max_per_cpu.max(1024),
         }
@@ -51,8 +57,10 @@ impl History {
         let cpu = slot(ev.cpu);
         if cpu >= self.cpus.len() {
             self.cpus.resize_with(cpu + 1, VecDeque::new);
+            self.trimmed.resize(cpu + 1, false);
         }
-        let Some(q) = self.cpus.get_mut(cpu) else {
+        self.first.get_or_insert(ev.ts);
+        let (Some(q), Some(trimmed)) = (self.cpus.get_mut(cpu), self.trimmed.get_mut(cpu)) else {
             return;
         };
         let oldest_kept = ev.ts.0.saturating_sub(self.horizon);
@@ -61,6 +69,7 @@ impl History {
             .is_some_and(|f| f.ts.0 < oldest_kept || q.len() >= self.max_per_cpu)
         {
             q.pop_front();
+            *trimmed = true;
         }
         q.push_back(ev);
         if let Some(d) = self.drops.get_mut(cpu) {
@@ -114,6 +123,18 @@ impl History {
     /// The time from which `cpu`'s history is complete.
     pub(crate) fn start(&self, cpu: u32) -> Option<Nanos> {
         self.cpu(cpu).front().map(|e| e.ts)
+    }
+
+    /// The time from which what `cpu` did is recorded: the trace's first event on any
+    /// CPU (a CPU without events since was silent, not unrecorded; a ring buffer that
+    /// overwrote its oldest pages says so with a drop), or the oldest event kept once
+    /// older ones were forgotten. `None` before the first event.
+    pub(crate) fn recorded_from(&self, cpu: u32) -> Option<Nanos> {
+        if self.trimmed.get(slot(cpu)).copied().unwrap_or(false) {
+            self.start(cpu)
+        } else {
+            self.first
+        }
     }
 }
 

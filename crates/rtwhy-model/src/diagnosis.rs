@@ -314,6 +314,9 @@ pub enum Bucket {
         /// How many events were dropped (0: the kernel did not count them).
         count: u64,
     },
+    /// Time before the CPU's first recorded event (a capture taken right after the
+    /// previous one, a trace started late): what the CPU did then is not known.
+    NotRecorded,
     /// The victim's own CPU time inside the window (switch-in not recorded).
     Victim,
 }
@@ -400,6 +403,7 @@ impl fmt::Display for Bucket {
             Bucket::LockWait { holder: Some(h) } => write!(f, "lock wait, held by {h}"),
             Bucket::LockWait { holder: None } => f.write_str("lock wait, holder unknown"),
             Bucket::Unaccounted => f.write_str("unaccounted: no events, CPU stopped"),
+            Bucket::NotRecorded => f.write_str("not recorded: before the recording began"),
             Bucket::Dropped { count: 0 } => f.write_str("events dropped by the ring buffer"),
             Bucket::Dropped { count } => {
                 write!(f, "{count} events dropped by the ring buffer")
