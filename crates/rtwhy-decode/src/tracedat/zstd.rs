@@ -12,6 +12,7 @@
 //! one, is verified (trace-cmd writes none; the `zstd` command does).
 
 use std::fmt;
+use std::sync::OnceLock;
 
 /// Why a frame did not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +31,9 @@ fn bad<T>(what: impl Into<String>) -> Res<T> {
 }
 
 const MAGIC: u32 = 0xFD2F_B528;
+/// The most bits one sequence's three state updates take (the tables' largest
+/// accuracies: literal lengths 9, match lengths 9, offsets 8).
+const STATE_BITS: u32 = 26;
 const BLOCK_MAX: usize = 128 << 10;
 
 /// Decodes every frame of `input` into `out` (appended), producing at most `limit` bytes.
@@ -479,9 +483,16 @@ impl Decoder {
             let ll_code = usize::from(lle.symbol);
             let (ml_base, ml_bits) = ML[ml_code];
             let (ll_base, ll_bits) = LL[ll_code];
-            let of_value = (1u64 << of_code) + bits.read(of_code);
-            let ml = ml_base as usize + bits.read(u32::from(ml_bits)) as usize;
-            let ll = ll_base as usize + bits.read(u32::from(ll_bits)) as usize;
+            // One reload holds the offset's (at most 31) and the match length's (16)
+            // extra bits; a second one only where the literal length's (16) and the
+            // three state updates' (9 + 9 + 8) would not fit.
+            bits.reload();
+            let of_value = (1u64 << of_code) + bits.read_loaded(of_code);
+            let ml = ml_base as usize + bits.read_loaded(u32::from(ml_bits)) as usize;
+            if bits.consumed + u32::from(ll_bits) + STATE_BITS > 64 {
+                bits.reload();
+            }
+            let ll = ll_base as usize + bits.read_loaded(u32::from(ll_bits)) as usize;
             let offset = if of_value > 3 {
                 let o = (of_value - 3) as usize;
                 reps = [o, reps[0], reps[1]];
@@ -509,9 +520,9 @@ impl Decoder {
                 }
             };
             if i + 1 < count {
-                ll_s = usize::from(lle.base) + bits.read(u32::from(lle.bits)) as usize;
-                ml_s = usize::from(mle.base) + bits.read(u32::from(mle.bits)) as usize;
-                of_s = usize::from(ofe.base) + bits.read(u32::from(ofe.bits)) as usize;
+                ll_s = usize::from(lle.base) + bits.read_loaded(u32::from(lle.bits)) as usize;
+                ml_s = usize::from(mle.base) + bits.read_loaded(u32::from(mle.bits)) as usize;
+                of_s = usize::from(ofe.base) + bits.read_loaded(u32::from(ofe.bits)) as usize;
             }
             // Execute: literals, then the match.
             if lit_at + ll > lits.len() {
@@ -586,7 +597,8 @@ fn copy_match(buf: &mut [u8], op: usize, offset: usize, len: usize) {
 
 /// Reads a bitstream backwards: its last byte's highest set bit marks the end, and
 /// values are taken from there towards the first byte. Reading past the first bit gives
-/// zeros and makes [`BackBits::remaining`] negative.
+/// meaningless values and makes [`BackBits::remaining`] negative, which every caller
+/// checks before it trusts what it decoded.
 struct BackBits<'a> {
     data: &'a [u8],
     /// The container holds the stream's bytes `base..base + 8` (zeros past its end).
@@ -645,10 +657,12 @@ impl<'a> BackBits<'a> {
         self.peek_loaded(n)
     }
 
-    /// [`BackBits::peek`] when the container is known to hold `n` unread bits.
+    /// [`BackBits::peek`] when the container is known to hold `n` unread bits. Past the
+    /// stream's first bit (`consumed` over 64) it returns garbage, never panics: such a
+    /// stream fails its end check ([`BackBits::remaining`] is negative).
     #[inline]
     fn peek_loaded(&self, n: u32) -> u64 {
-        (self.bits.checked_shl(self.consumed).unwrap_or(0) >> 1) >> (63 - n)
+        ((self.bits << (self.consumed & 63)) >> 1) >> ((63 - n) & 63)
     }
 
     #[inline]
@@ -659,6 +673,14 @@ impl<'a> BackBits<'a> {
     #[inline]
     fn read(&mut self, n: u32) -> u64 {
         let v = self.peek(n);
+        self.consumed += n;
+        v
+    }
+
+    /// [`BackBits::read`] when the container is known to hold `n` unread bits.
+    #[inline]
+    fn read_loaded(&mut self, n: u32) -> u64 {
+        let v = self.peek_loaded(n);
         self.consumed += n;
         v
     }
@@ -741,28 +763,36 @@ fn read_huffman_table(data: &[u8]) -> Res<(HuffTable, usize)> {
         return bad("Huffman weights do not sum to a power of two");
     }
     weights[n] = (left.trailing_zeros() + 1) as u8;
-    let symbols = n + 1;
+    let symbols = &weights[..=n];
     let size = 1usize << max_bits;
-    let mut entries = vec![0u16; size];
+    // The table is sorted by weight, then by symbol; a symbol of weight w spans
+    // 2^(w-1) entries. Where each weight's run starts, then one pass over the symbols.
+    let mut start = [0usize; 13];
+    for &w in symbols {
+        start[usize::from(w)] += 1;
+    }
     let mut pos = 0usize;
-    for w in 1..=max_bits as u8 {
-        let nb = max_bits as u8 + 1 - w;
-        let span = 1usize << (w - 1);
-        for (s, _) in weights[..symbols]
-            .iter()
-            .enumerate()
-            .filter(|(_, &x)| x == w)
-        {
-            let e = ((s as u16) << 8) | u16::from(nb);
-            entries
-                .get_mut(pos..pos + span)
-                .ok_or_else(|| ZstdError("Huffman table overflows".into()))?
-                .fill(e);
-            pos += span;
-        }
+    for (w, at) in start.iter_mut().enumerate().skip(1) {
+        let count = *at;
+        *at = pos;
+        pos += count << (w - 1);
     }
     if pos != size {
         return bad("Huffman table incomplete");
+    }
+    let mut entries = vec![0u16; size];
+    for (s, &w) in symbols.iter().enumerate() {
+        if w == 0 {
+            continue;
+        }
+        let span = 1usize << (w - 1);
+        let at = start[usize::from(w)];
+        start[usize::from(w)] = at + span;
+        let e = ((s as u16) << 8) | u16::from(max_bits as u8 + 1 - w);
+        entries
+            .get_mut(at..at + span)
+            .ok_or_else(|| ZstdError("Huffman table overflows".into()))?
+            .fill(e);
     }
     Ok((HuffTable { max_bits, entries }, used))
 }
@@ -827,7 +857,24 @@ fn table_for(
     };
     match mode {
         0 => {
-            *slot = Some(build_fse(default, default_log)?);
+            // The predefined tables, built once per process.
+            static BUILT: [OnceLock<FseTable>; 3] =
+                [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+            let built = &BUILT[kind as usize];
+            let table = match built.get() {
+                Some(t) => t,
+                None => {
+                    let t = build_fse(default, default_log)?;
+                    built.get_or_init(|| t)
+                }
+            };
+            match slot {
+                Some(s) => {
+                    s.log = table.log;
+                    s.entries.clone_from(&table.entries);
+                }
+                None => *slot = Some(table.clone()),
+            }
             Ok(0)
         }
         1 => {
