@@ -44,50 +44,65 @@ const PAIRS: &[u8; 200] = b"\
 
 /// Digits of `v` in `radix` (8, 10 or 16) at the end of `buf`; returns where they start.
 #[inline]
-pub(crate) fn digits(buf: &mut [u8; 24], mut v: u64, radix: u64, upper: bool) -> usize {
+pub(crate) fn digits(buf: &mut [u8; 24], v: u64, radix: u64, upper: bool) -> usize {
+    match radix {
+        16 => hex_digits(buf, v, upper),
+        8 => {
+            let mut v = v;
+            let mut i = buf.len();
+            loop {
+                i -= 1;
+                buf[i] = b'0' + (v & 7) as u8;
+                v >>= 3;
+                if v == 0 {
+                    break i;
+                }
+            }
+        }
+        _ => dec_digits(buf, v),
+    }
+}
+
+/// Decimal digits of `v` at the end of `buf` (two at a time); returns where they start.
+#[inline]
+pub(crate) fn dec_digits(buf: &mut [u8; 24], mut v: u64) -> usize {
+    let mut i = buf.len();
+    while v >= 100 {
+        let d = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i] = PAIRS[d];
+        buf[i + 1] = PAIRS[d + 1];
+    }
+    if v >= 10 {
+        let d = v as usize * 2;
+        i -= 2;
+        buf[i] = PAIRS[d];
+        buf[i + 1] = PAIRS[d + 1];
+    } else {
+        i -= 1;
+        buf[i] = b'0' + v as u8;
+    }
+    i
+}
+
+/// Hexadecimal digits of `v` at the end of `buf`; returns where they start.
+#[inline]
+fn hex_digits(buf: &mut [u8; 24], mut v: u64, upper: bool) -> usize {
     let table: &[u8; 16] = if upper {
         b"0123456789ABCDEF"
     } else {
         b"0123456789abcdef"
     };
     let mut i = buf.len();
-    match radix {
-        16 => loop {
-            i -= 1;
-            buf[i] = table[(v & 15) as usize];
-            v >>= 4;
-            if v == 0 {
-                break;
-            }
-        },
-        8 => loop {
-            i -= 1;
-            buf[i] = table[(v & 7) as usize];
-            v >>= 3;
-            if v == 0 {
-                break;
-            }
-        },
-        _ => {
-            while v >= 100 {
-                let d = (v % 100) as usize * 2;
-                v /= 100;
-                i -= 2;
-                buf[i] = PAIRS[d];
-                buf[i + 1] = PAIRS[d + 1];
-            }
-            if v >= 10 {
-                let d = v as usize * 2;
-                i -= 2;
-                buf[i] = PAIRS[d];
-                buf[i + 1] = PAIRS[d + 1];
-            } else {
-                i -= 1;
-                buf[i] = b'0' + v as u8;
-            }
+    loop {
+        i -= 1;
+        buf[i] = table[(v & 15) as usize];
+        v >>= 4;
+        if v == 0 {
+            break i;
         }
     }
-    i
 }
 
 /// Appends the ASCII digits `digits` left in `buf` from `start` on (cheaper than
@@ -101,7 +116,7 @@ pub(crate) fn push_digits(out: &mut Line, buf: &[u8], start: usize) {
 #[inline]
 pub(crate) fn dec(out: &mut Line, v: u64) {
     let mut buf = [0u8; 24];
-    let i = digits(&mut buf, v, 10, false);
+    let i = dec_digits(&mut buf, v);
     push_digits(out, &buf, i);
 }
 
@@ -118,7 +133,7 @@ pub(crate) fn signed(out: &mut Line, v: i64) {
 #[inline]
 pub(crate) fn dec_width(out: &mut Line, v: u64, width: usize, zero: bool) {
     let mut buf = [0u8; 24];
-    let i = digits(&mut buf, v, 10, false);
+    let i = dec_digits(&mut buf, v);
     let len = buf.len() - i;
     if len < width {
         pad(out, width - len, if zero { '0' } else { ' ' });
@@ -130,7 +145,7 @@ pub(crate) fn dec_width(out: &mut Line, v: u64, width: usize, zero: bool) {
 #[inline]
 pub(crate) fn signed_width(out: &mut Line, v: i64, width: usize) {
     let mut buf = [0u8; 24];
-    let i = digits(&mut buf, v.unsigned_abs(), 10, false);
+    let i = dec_digits(&mut buf, v.unsigned_abs());
     let len = buf.len() - i + usize::from(v < 0);
     spaces_to(out, len, width);
     if v < 0 {
@@ -143,7 +158,7 @@ pub(crate) fn signed_width(out: &mut Line, v: i64, width: usize) {
 #[inline]
 pub(crate) fn hex(out: &mut Line, v: u64) {
     let mut buf = [0u8; 24];
-    let i = digits(&mut buf, v, 16, false);
+    let i = hex_digits(&mut buf, v, false);
     push_digits(out, &buf, i);
 }
 
