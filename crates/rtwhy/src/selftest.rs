@@ -799,7 +799,12 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
             Judged::Machine => None,
         })
         .collect();
-    let worst = seen.values().map(|(.., l)| *l).max().unwrap_or(0);
+    let worst = seen
+        .values()
+        .filter(|(_, j, _)| *j != Judged::Machine)
+        .map(|(.., l)| *l)
+        .max()
+        .unwrap_or(0);
     if bench.keep.is_some() {
         let ran = Ran {
             victim: &command_line,
