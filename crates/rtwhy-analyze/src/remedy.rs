@@ -26,6 +26,10 @@ fn for_cause(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
         vec![format!(
             "Record again so that CPU {cpu}'s ring buffer keeps every event: a larger buffer (rtwhy record --buffer-kb, trace-cmd record -b) or fewer events (trace-cmd report --stat shows which fire most)."
         )]
+    } else if ctx.replay.truncated {
+        vec![format!(
+            "The recording begins inside this spike: its start is in the capture taken before this one (rtwhy record's captures follow each other), or space the captures (rtwhy record --min-gap) so that each holds CPU {cpu}'s events from before its victim was due."
+        )]
     } else {
         vec![
             "Record again with the missing events enabled (rtwhy record enables them by default), then analyze the new trace.".to_string(),

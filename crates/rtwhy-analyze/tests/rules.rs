@@ -686,6 +686,13 @@ fn a_spike_that_began_before_the_recording_names_no_cause_for_the_unrecorded_tim
         late.missing
     );
     assert!(late.contributors.iter().all(|c| c.cause != Cause::IdleExit));
+    assert!(
+        late.remediation
+            .iter()
+            .any(|r| r.contains("capture taken before this one")),
+        "{:?}",
+        late.remediation
+    );
 
     let whole = spike(true);
     assert_eq!(
