@@ -297,11 +297,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     if let Some(d) = replay.dropped {
         missing.insert(0, dropped_note(ep.cpu, d));
     }
-    let unseen = items
-        .iter()
-        .filter(|i| i.bucket == Bucket::NotRecorded)
-        .map(|i| i.ns)
-        .sum::<u64>();
+    let unseen = ctx.sum(|b| *b == Bucket::NotRecorded);
     if unseen > 0 {
         missing.insert(0, not_recorded_note(ep, unseen));
     }

@@ -781,10 +781,16 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
             human_duration(threshold)
         );
     }
-    let machine = seen
-        .values()
-        .filter(|(_, j, _)| *j == Judged::Machine)
-        .count();
+    let (mut machine, mut spikes, mut worst) = (0usize, Vec::new(), 0u64);
+    for (_, counted, latency) in seen.values() {
+        match counted {
+            Judged::Load(cause, weight) => {
+                spikes.push((*cause, *weight));
+                worst = worst.max(*latency);
+            }
+            Judged::Machine => machine += 1,
+        }
+    }
     if machine > 0 {
         eprintln!(
             "rtwhy selftest: {}: {machine} spike(s) of the victim during the load not judged: under {} once the time the CPU was stopped (or not recorded) is taken out, the machine's own",
@@ -792,19 +798,6 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
             human_duration(threshold)
         );
     }
-    let spikes: Vec<(Cause, u64)> = seen
-        .values()
-        .filter_map(|(_, j, _)| match j {
-            Judged::Load(c, l) => Some((*c, *l)),
-            Judged::Machine => None,
-        })
-        .collect();
-    let worst = seen
-        .values()
-        .filter(|(_, j, _)| *j != Judged::Machine)
-        .map(|(.., l)| *l)
-        .max()
-        .unwrap_or(0);
     if bench.keep.is_some() {
         let ran = Ran {
             victim: &command_line,
@@ -855,26 +848,26 @@ fn judged(spike: &rtwhy_model::Spike, threshold: u64) -> Judged {
 /// CPU was stopped (no event at all, then a late timer interrupt: the hypervisor or
 /// firmware, which no load on the CPU causes) and those before the capture began.
 fn load_latency(spike: &rtwhy_model::Spike) -> u64 {
-    let stopped: u64 = spike
-        .breakdown
-        .iter()
-        .filter(|i| {
-            matches!(
-                i.bucket,
-                Bucket::Unaccounted | Bucket::TimerIrqDelay | Bucket::NotRecorded
-            )
-        })
-        .map(|i| i.ns)
-        .sum();
+    let stopped = breakdown_ns(spike, |b| {
+        matches!(
+            b,
+            Bucket::Unaccounted | Bucket::TimerIrqDelay | Bucket::NotRecorded
+        )
+    });
     spike.latency_ns.saturating_sub(stopped)
 }
 
 /// The part of a spike before its capture began.
 fn not_recorded(spike: &rtwhy_model::Spike) -> u64 {
+    breakdown_ns(spike, |b| *b == Bucket::NotRecorded)
+}
+
+/// The nanoseconds of a spike's breakdown in the buckets `f` picks.
+fn breakdown_ns(spike: &rtwhy_model::Spike, f: impl Fn(&Bucket) -> bool) -> u64 {
     spike
         .breakdown
         .iter()
-        .filter(|i| i.bucket == Bucket::NotRecorded)
+        .filter(|i| f(&i.bucket))
         .map(|i| i.ns)
         .sum()
 }
