@@ -177,16 +177,25 @@ static __always_inline void forget_timer(struct thread_state *st)
 	st->fired = 0;
 }
 
-static __always_inline u32 throttled_of(struct task_struct *p)
+/*
+ * A field of a kernel object: read directly where the program's arguments are typed
+ * (tp_btf: the verifier checks the access against BTF, a plain load), else with a CO-RE
+ * probe read (raw_tp: untyped pointers, one helper call each). `direct` is a constant at
+ * every call site, so each program is compiled with one kind only. On the sched
+ * tracepoints this is most of the detector's cost for a tracked thread.
+ */
+#define READ_FIELD(direct, p, field) ((direct) ? (p)->field : BPF_CORE_READ(p, field))
+
+static __always_inline u32 throttled_of(struct task_struct *p, const bool direct)
 {
 	struct rt_rq *rt_rq;
 
 	if (!bpf_core_field_exists(p->rt.rt_rq))
 		return THROTTLED_UNKNOWN;
-	rt_rq = BPF_CORE_READ(p, rt.rt_rq);
+	rt_rq = READ_FIELD(direct, p, rt.rt_rq);
 	if (!rt_rq)
 		return THROTTLED_UNKNOWN;
-	return BPF_CORE_READ(rt_rq, rt_throttled) ? 1 : 0;
+	return READ_FIELD(direct, rt_rq, rt_throttled) ? 1 : 0;
 }
 
 /*
@@ -402,37 +411,37 @@ static __always_inline void on_exit(void)
  * every dereference below is a CO-RE probe read, so one body serves both.
  */
 
-static __always_inline void task_waking(struct task_struct *p)
+static __always_inline void task_waking(struct task_struct *p, const bool direct)
 {
 	u32 tid;
 	struct thread_state *st;
 
 	/* The common case, a normal task, leaves after one read: no map lookup. */
-	if (rt_only && BPF_CORE_READ(p, prio) >= 100)
+	if (rt_only && READ_FIELD(direct, p, prio) >= 100)
 		return;
-	tid = BPF_CORE_READ(p, pid);
-	if (!is_tracked(tid, BPF_CORE_READ(p, tgid)))
+	tid = READ_FIELD(direct, p, pid);
+	if (!is_tracked(tid, READ_FIELD(direct, p, tgid)))
 		return;
 	/* Still queued (woken before it switched out, or current waking itself): it never
 	 * waited for a CPU, there is no latency to measure. */
-	if (BPF_CORE_READ(p, on_rq))
+	if (READ_FIELD(direct, p, on_rq))
 		return;
 	st = thread_get_or_create(tid);
 	if (st)
-		on_waking(st, throttled_of(p));
+		on_waking(st, throttled_of(p, direct));
 }
 
 static __always_inline void task_switch(void *ctx, struct task_struct *prev,
-					struct task_struct *next)
+					struct task_struct *next, const bool direct)
 {
-	s32 prio = BPF_CORE_READ(next, prio);
+	s32 prio = READ_FIELD(direct, next, prio);
 
 	/* A normal task switched in was never measured (its waking was not): leave
 	 * before the map lookup. */
 	if (rt_only && prio >= 100)
 		return;
-	on_switch_in(ctx, BPF_CORE_READ(next, pid), prio, &next->comm,
-		     BPF_CORE_READ(prev, pid), &prev->comm);
+	on_switch_in(ctx, READ_FIELD(direct, next, pid), prio, &next->comm,
+		     READ_FIELD(direct, prev, pid), &prev->comm);
 }
 
 static __always_inline void task_fork(struct task_struct *parent, struct task_struct *child)
@@ -443,19 +452,14 @@ static __always_inline void task_fork(struct task_struct *parent, struct task_st
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	/* tp_btf reads task fields directly (no helper call): the cheapest early exit. */
-	if (rt_only && next->prio >= 100)
-		return 0;
-	task_switch(ctx, prev, next);
+	task_switch(ctx, prev, next, true);
 	return 0;
 }
 
 SEC("tp_btf/sched_waking")
 int BPF_PROG(btf_sched_waking, struct task_struct *p)
 {
-	if (rt_only && p->prio >= 100)
-		return 0;
-	task_waking(p);
+	task_waking(p, true);
 	return 0;
 }
 
@@ -497,14 +501,14 @@ int BPF_PROG(btf_sched_process_exit)
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	task_switch(ctx, prev, next);
+	task_switch(ctx, prev, next, false);
 	return 0;
 }
 
 SEC("raw_tp/sched_waking")
 int BPF_PROG(raw_sched_waking, struct task_struct *p)
 {
-	task_waking(p);
+	task_waking(p, false);
 	return 0;
 }
 
@@ -586,7 +590,7 @@ int tp_sched_waking(struct trace_event_raw_sched_wakeup_template *ctx)
 		return 0;
 	st->asleep = 0;
 	if ((u32)ctx->target_cpu == bpf_get_smp_processor_id())
-		throttled = throttled_of((struct task_struct *)bpf_get_current_task());
+		throttled = throttled_of((struct task_struct *)bpf_get_current_task(), false);
 	on_waking(st, throttled);
 	return 0;
 }
