@@ -7,7 +7,8 @@
  * The same logic comes in three attach flavours, and user space loads one of them
  * (autoload off for the other two): tp_btf (typed arguments), raw_tp (untyped
  * arguments) and classic tracepoints (the event record, pids instead of task pointers).
- * Every path starts with one map lookup that misses for untracked tasks.
+ * The sched programs leave a normal task after reading its priority; a real-time task
+ * that is not tracked costs one map lookup that misses.
  *
  * All times are bpf_ktime_get_ns(): CLOCK_MONOTONIC, like the hrtimer expiries of
  * CLOCK_MONOTONIC timers and the `mono` trace clock.
@@ -123,7 +124,12 @@ struct {
 	__type(value, struct late_timer);
 } late_timers SEC(".maps");
 
-/* Armed sleep timers of tracked threads: struct hrtimer * -> tid. */
+/*
+ * Sleep timers of tracked threads: struct hrtimer * -> tid. An entry outlives its timer
+ * (the thread's state says which timer is armed, and every reader checks that), so a
+ * thread sleeping on the same timer cycle after cycle, as a periodic real-time loop
+ * does, finds its entry in place: no map update or delete in its wake-up path.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, MAX_THREADS);
@@ -168,12 +174,10 @@ static __always_inline struct thread_state *thread_get_or_create(u32 tid)
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
+/* The thread's timer is no longer armed; its `timers` entry stays (see there). */
 static __always_inline void forget_timer(struct thread_state *st)
 {
-	if (st->timer) {
-		bpf_map_delete_elem(&timers, &st->timer);
-		st->timer = 0;
-	}
+	st->timer = 0;
 	st->fired = 0;
 }
 
@@ -203,7 +207,8 @@ static __always_inline u32 throttled_of(struct task_struct *p, const bool direct
  * whose task is current): a timer re-armed from interrupt context while a tracked
  * thread happened to be current belongs to someone else.
  */
-static __always_inline void on_timer_start(struct hrtimer *timer, s64 softexpires)
+static __always_inline void on_timer_start(struct hrtimer *timer, s64 softexpires,
+					   const bool direct)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id, tgid = id >> 32;
@@ -211,6 +216,7 @@ static __always_inline void on_timer_start(struct hrtimer *timer, s64 softexpire
 	struct task_struct *cur = (void *)bpf_get_current_task();
 	struct thread_state *st;
 	u64 key = (u64)timer;
+	u32 *owner;
 
 	if (rt_only && BPF_CORE_READ(cur, prio) >= 100)
 		return;
@@ -218,17 +224,18 @@ static __always_inline void on_timer_start(struct hrtimer *timer, s64 softexpire
 		return;
 	if ((u64)BPF_CORE_READ(sleeper, task) != bpf_get_current_task())
 		return;
-	if (BPF_CORE_READ(timer, base, clockid) != CLOCK_MONOTONIC)
+	if ((direct ? timer->base->clockid : BPF_CORE_READ(timer, base, clockid)) !=
+	    CLOCK_MONOTONIC)
 		return;
 	st = thread_get_or_create(tid);
 	if (!st)
 		return;
-	if (st->timer && st->timer != key)
-		bpf_map_delete_elem(&timers, &st->timer);
 	st->timer = key;
 	st->expiry = softexpires;
 	st->fired = 0;
-	bpf_map_update_elem(&timers, &key, &tid, BPF_ANY);
+	owner = bpf_map_lookup_elem(&timers, &key);
+	if (!owner || *owner != tid)
+		bpf_map_update_elem(&timers, &key, &tid, BPF_ANY);
 }
 
 /*
@@ -466,7 +473,7 @@ int BPF_PROG(btf_sched_waking, struct task_struct *p)
 SEC("tp_btf/hrtimer_start")
 int BPF_PROG(btf_hrtimer_start, struct hrtimer *timer)
 {
-	on_timer_start(timer, BPF_CORE_READ(timer, _softexpires));
+	on_timer_start(timer, timer->_softexpires, true);
 	return 0;
 }
 
@@ -515,7 +522,7 @@ int BPF_PROG(raw_sched_waking, struct task_struct *p)
 SEC("raw_tp/hrtimer_start")
 int BPF_PROG(raw_hrtimer_start, struct hrtimer *timer)
 {
-	on_timer_start(timer, BPF_CORE_READ(timer, _softexpires));
+	on_timer_start(timer, BPF_CORE_READ(timer, _softexpires), false);
 	return 0;
 }
 
@@ -598,7 +605,7 @@ int tp_sched_waking(struct trace_event_raw_sched_wakeup_template *ctx)
 SEC("tracepoint/timer/hrtimer_start")
 int tp_hrtimer_start(struct trace_event_raw_hrtimer_start *ctx)
 {
-	on_timer_start(ctx->hrtimer, ctx->softexpires);
+	on_timer_start(ctx->hrtimer, ctx->softexpires, false);
 	return 0;
 }
 

@@ -8,7 +8,8 @@
 #   scripts/setup.sh test    build, plus what the test suite drives for real: trace-cmd
 #                            (the oracle), zstd, cyclictest (rt-tests), perf, tmux, tar,
 #                            fonts for the SVG check, mmdebstrap for the clean-root check,
-#                            GNU time for the benchmarks' peak memory
+#                            GNU time for the benchmarks' peak memory, bpftool for
+#                            scripts/bench-bpf.sh (the detector's cost per program)
 #   scripts/setup.sh package build, plus cargo-deb, for scripts/package-deb.sh
 #
 # Installs only what is missing (apt-get as root); without root it names the missing
@@ -49,6 +50,7 @@ if [ "$what" = test ]; then
     need_cmd mmdebstrap mmdebstrap
     need_file /usr/share/fonts/truetype/dejavu fonts-dejavu-core
     need_file /usr/bin/time time
+    need_cmd bpftool bpftool
 fi
 
 # One package may be named by several checks.
