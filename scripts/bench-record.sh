@@ -17,8 +17,10 @@
 #   3. breach-to-freeze delay and dead time of the captures of a cyclictest disturbed by a
 #      bounded SCHED_FIFO 95 spinner on CPU 1 (300 us every 50 ms plus 0-1 ms random)
 #   4. start-up: session.armed.armed_after_ns of every rtwhy run
-# Usage: scripts/bench-record.sh [--reps N] [--rtwhy PATH] [--keep DIR]
+# Usage: scripts/bench-record.sh [--reps N] [--only throughput] [--rtwhy PATH] [--keep DIR]
 #   --reps N      repetitions per condition (default 5)
+#   --only throughput  section 1 alone (about 40 s per repetition: --reps 12 fits the
+#                 budget), for a tighter paired C/B than the whole run's 5 repetitions
 #   --rtwhy PATH  use this rtwhy binary instead of building target/release/rtwhy
 #   --keep DIR    copy the raw outputs (perf/cyclictest output, session.json) to DIR
 # Needs root. Everything it makes (tracefs instance, temp dir, child processes) is removed on
@@ -29,14 +31,18 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 REPS=5
+ONLY=
 RTWHY=
 KEEP=
 while [ $# -gt 0 ]; do
     case "$1" in
         --reps) REPS=$2; shift 2 ;;
+        --only)
+            [ "$2" = throughput ] || { echo "bench-record: --only takes throughput" >&2; exit 2; }
+            ONLY=$2; shift 2 ;;
         --rtwhy) RTWHY=$2; shift 2 ;;
         --keep) KEEP=$2; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-record: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -253,7 +259,9 @@ for rep in $(seq "$REPS"); do
 done
 
 # --- 2. latency, no extra load
-for rep in $(seq "$REPS"); do
+LAT_REPS=$REPS
+[ -z "$ONLY" ] || { LAT_REPS=0; B2F_REPS=0; }
+for rep in $(seq "$LAT_REPS"); do
     for cond in A B C C0; do
         say "latency            rep $rep $cond"
         cond_run $cond "lat-$cond-$rep" $((LAT_SECONDS + 30)) -t 10ms --duration 3600s -- \
@@ -278,10 +286,10 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 say "done; load average: $LOAD_END"
 
 # --- report
-python3 - "$RAW" "$REPS" "$PIPE_PINNED_LOOPS" "$PIPE_FREE_LOOPS" "$LOAD_START" "$LOAD_END" "$RTWHY" "$RECORDER_CPUS" <<'EOF'
+python3 - "$RAW" "$REPS" "$PIPE_PINNED_LOOPS" "$PIPE_FREE_LOOPS" "$LOAD_START" "$LOAD_END" "$RTWHY" "$RECORDER_CPUS" "$ONLY" <<'EOF'
 import glob, json, math, os, re, statistics, sys
 raw, reps, pinned_loops, free_loops = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-load_start, load_end, rtwhy = sys.argv[5], sys.argv[6], sys.argv[7]
+load_start, load_end, rtwhy, only = sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[9]
 pin = (lambda n: "--recorder-cpus %d" % n) if sys.argv[8] == "1" else (lambda n: "under taskset -c %d" % n)
 
 def med(v):
@@ -343,10 +351,21 @@ for variant, cconds, label in (
         print("| %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f | %.1f %% |" % (
             label, where, m["A"], m["B"], m[c], m["B"] / m["A"], m[c] / m["A"], m[c] / m["B"],
             100 * (1 - m[c] / m["B"])))
+# B and C of one repetition ran back to back: the ratio within a repetition cancels the
+# host's slower drift, which the medians above do not.
+print("\nC/B within each repetition (B and C ran back to back), median and middle half:\n")
+for variant, cconds in (("pinned", ("C", "C1")), ("rt", ("C",)), ("free", ("C",))):
+    for c in cconds:
+        r = sorted(cv / bv for bv, cv in zip(samples[(variant, "B")], samples[(variant, c)]) if bv and cv)
+        if r:
+            print("- %s %s/B: median %.3f (loss beyond B %.1f %%), middle half %.3f-%.3f, %d repetitions" % (
+                variant, c, med(r), 100 * (1 - med(r)), pct(r, .25), pct(r, .75), len(r)))
 print("\nSamples (ops/s, in run order):\n")
 for (variant, cond), v in samples.items():
     print("- %s %s: %s" % (variant, cond, " ".join("-" if x is None else str(x) for x in v)))
 
+if only == "throughput":
+    sys.exit(0)
 print("\n### 2. Latency: `cyclictest -m -q -p 80 -i 1000 -a 1 -t 1 -D 5 -h 2000` on CPU 1, no extra load, us\n")
 print("Per run percentiles from the histogram (overflows count as > 2000 us), median over %d runs; "
       "worst = the largest max of any run.\n" % reps)
