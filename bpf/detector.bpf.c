@@ -34,6 +34,11 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile u64 threshold_ns = 0;
 const volatile bool rt_only = true;
 const volatile bool want_stack = true;
+/* The address of the kernel's hrtimer_wakeup, the function of every hrtimer_sleeper, from
+ * kallsyms; 0 when unknown. With it the timer programs leave every other timer (ticks,
+ * watchdogs, network timers) before their map lookup: they run in the timer interrupt
+ * for every hrtimer on the machine, the tracked thread's own wake-up path included. */
+const volatile u64 sleeper_fn = 0;
 
 /*
  * One late wake-up. This is the record's only definition: user space reads every field at
@@ -200,6 +205,20 @@ static __always_inline u32 throttled_of(struct task_struct *p, const bool direct
 	if (!rt_rq)
 		return THROTTLED_UNKNOWN;
 	return READ_FIELD(direct, rt_rq, rt_throttled) ? 1 : 0;
+}
+
+/* Whether a timer whose callback is `function` is surely not a sleeping thread's. */
+static __always_inline bool not_a_sleeper(u64 function)
+{
+	return sleeper_fn && function != sleeper_fn;
+}
+
+/* The callback of `timer` (0 where this kernel's struct hrtimer has no `function`). */
+static __always_inline u64 timer_function(struct hrtimer *timer, const bool direct)
+{
+	if (!bpf_core_field_exists(timer->function))
+		return 0;
+	return (u64)READ_FIELD(direct, timer, function);
 }
 
 /*
@@ -473,6 +492,8 @@ int BPF_PROG(btf_sched_waking, struct task_struct *p)
 SEC("tp_btf/hrtimer_start")
 int BPF_PROG(btf_hrtimer_start, struct hrtimer *timer)
 {
+	if (not_a_sleeper(timer_function(timer, true)))
+		return 0;
 	on_timer_start(timer, timer->_softexpires, true);
 	return 0;
 }
@@ -480,6 +501,8 @@ int BPF_PROG(btf_hrtimer_start, struct hrtimer *timer)
 SEC("tp_btf/hrtimer_cancel")
 int BPF_PROG(btf_hrtimer_cancel, struct hrtimer *timer)
 {
+	if (not_a_sleeper(timer_function(timer, true)))
+		return 0;
 	on_timer_cancel((u64)timer);
 	return 0;
 }
@@ -487,6 +510,8 @@ int BPF_PROG(btf_hrtimer_cancel, struct hrtimer *timer)
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(btf_hrtimer_expire_entry, struct hrtimer *timer)
 {
+	if (not_a_sleeper(timer_function(timer, true)))
+		return 0;
 	on_timer_expire(ctx, (u64)timer);
 	return 0;
 }
@@ -522,6 +547,8 @@ int BPF_PROG(raw_sched_waking, struct task_struct *p)
 SEC("raw_tp/hrtimer_start")
 int BPF_PROG(raw_hrtimer_start, struct hrtimer *timer)
 {
+	if (not_a_sleeper(timer_function(timer, false)))
+		return 0;
 	on_timer_start(timer, BPF_CORE_READ(timer, _softexpires), false);
 	return 0;
 }
@@ -529,6 +556,8 @@ int BPF_PROG(raw_hrtimer_start, struct hrtimer *timer)
 SEC("raw_tp/hrtimer_cancel")
 int BPF_PROG(raw_hrtimer_cancel, struct hrtimer *timer)
 {
+	if (not_a_sleeper(timer_function(timer, false)))
+		return 0;
 	on_timer_cancel((u64)timer);
 	return 0;
 }
@@ -536,6 +565,8 @@ int BPF_PROG(raw_hrtimer_cancel, struct hrtimer *timer)
 SEC("raw_tp/hrtimer_expire_entry")
 int BPF_PROG(raw_hrtimer_expire_entry, struct hrtimer *timer)
 {
+	if (not_a_sleeper(timer_function(timer, false)))
+		return 0;
 	on_timer_expire(ctx, (u64)timer);
 	return 0;
 }
@@ -605,6 +636,8 @@ int tp_sched_waking(struct trace_event_raw_sched_wakeup_template *ctx)
 SEC("tracepoint/timer/hrtimer_start")
 int tp_hrtimer_start(struct trace_event_raw_hrtimer_start *ctx)
 {
+	if (not_a_sleeper((u64)ctx->function))
+		return 0;
 	on_timer_start(ctx->hrtimer, ctx->softexpires, false);
 	return 0;
 }
@@ -612,6 +645,8 @@ int tp_hrtimer_start(struct trace_event_raw_hrtimer_start *ctx)
 SEC("tracepoint/timer/hrtimer_cancel")
 int tp_hrtimer_cancel(struct trace_event_raw_hrtimer_class *ctx)
 {
+	if (not_a_sleeper(timer_function(ctx->hrtimer, false)))
+		return 0;
 	on_timer_cancel((u64)ctx->hrtimer);
 	return 0;
 }
@@ -619,6 +654,8 @@ int tp_hrtimer_cancel(struct trace_event_raw_hrtimer_class *ctx)
 SEC("tracepoint/timer/hrtimer_expire_entry")
 int tp_hrtimer_expire_entry(struct trace_event_raw_hrtimer_expire_entry *ctx)
 {
+	if (not_a_sleeper((u64)ctx->function))
+		return 0;
 	on_timer_expire(ctx, (u64)ctx->hrtimer);
 	return 0;
 }

@@ -91,6 +91,7 @@ struct hrtimer_clock_base {
 struct hrtimer {
 	ktime_t _softexpires;
 	struct hrtimer_clock_base *base;
+	void *function;
 } __attribute__((preserve_access_index));
 
 /* A task sleeping on a timer: `timer` is its first member, so a struct hrtimer pointer
@@ -118,6 +119,7 @@ struct trace_event_raw_sched_wakeup_template {
 
 struct trace_event_raw_hrtimer_start {
 	void *hrtimer;
+	void *function;
 	s64 softexpires;
 } __attribute__((preserve_access_index));
 
@@ -127,6 +129,7 @@ struct trace_event_raw_hrtimer_class {
 
 struct trace_event_raw_hrtimer_expire_entry {
 	void *hrtimer;
+	void *function;
 } __attribute__((preserve_access_index));
 
 struct trace_event_raw_task_newtask {

@@ -96,6 +96,11 @@ pub struct DetectorConfig {
     pub force: Option<AttachMode>,
     /// Capture the kernel stack at the switch-in.
     pub stack: bool,
+    /// The address of the kernel's `hrtimer_wakeup` (the callback of every sleeping
+    /// thread's timer, [`crate::symbols::KernelSymbols::address_of`]): the timer programs
+    /// then leave every other timer before their map lookup. `None`: every timer is
+    /// looked up, as correct and slower.
+    pub sleeper_fn: Option<u64>,
 }
 
 impl Default for DetectorConfig {
@@ -106,6 +111,7 @@ impl Default for DetectorConfig {
             rt_only: true,
             force: None,
             stack: true,
+            sleeper_fn: None,
         }
     }
 }
@@ -384,6 +390,7 @@ fn configure<'obj>(
     rodata.threshold_ns = cfg.threshold_ns;
     rodata.rt_only = cfg.rt_only;
     rodata.want_stack = cfg.stack;
+    rodata.sleeper_fn = cfg.sleeper_fn.unwrap_or(0);
 
     let p = &mut open.progs;
     let flavours = [

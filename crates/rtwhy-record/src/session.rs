@@ -599,6 +599,7 @@ fn run_with(
                     rt_only,
                     force: None,
                     stack: true,
+                    sleeper_fn: layout.symbols().address_of("hrtimer_wakeup"),
                 };
                 match BpfDetector::start(&dc) {
                     Ok(d) => Detector::Bpf(Box::new(d)),

@@ -68,6 +68,22 @@ impl KernelSymbols {
         &self.text[s..e]
     }
 
+    /// The address of the one kernel function (not a module's) named `name`; `None`
+    /// when there is none, or more than one (static functions can share a name).
+    pub fn address_of(&self, name: &str) -> Option<u64> {
+        let mut found = None;
+        for (i, &(addr, _, _)) in self.entries.iter().enumerate() {
+            let mut words = self.line(i).split_whitespace().skip(2);
+            if words.next() == Some(name) && words.next().is_none() {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(addr);
+            }
+        }
+        found
+    }
+
     /// `function+0xoff` for a text address.
     pub fn name(&self, addr: u64) -> Option<String> {
         let i = self.covering(addr)?;
@@ -137,5 +153,20 @@ mod tests {
         data.extend_from_slice(&0xffffffff81000305u64.to_ne_bytes());
         s.words_in_text(&data, &mut words);
         assert_eq!(words, vec![0xffffffff81000305]);
+    }
+
+    #[test]
+    fn one_kernel_function_by_name() {
+        let s = KernelSymbols::parse(TEXT.to_string());
+        assert_eq!(s.address_of("hrtimer_wakeup"), Some(0xffffffff81000300));
+        assert_eq!(s.address_of("some_data"), None, "not a function");
+        assert_eq!(s.address_of("hidden"), None, "no address");
+        assert_eq!(s.address_of("hrtimer"), None);
+        // Two static functions of one name: neither is the one.
+        let twice = KernelSymbols::parse(format!("{TEXT}ffffffff81000400 t helper\n"));
+        assert_eq!(twice.address_of("helper"), None);
+        // A module's function of the same name is not the kernel's.
+        let module = KernelSymbols::parse(format!("{TEXT}ffffffffc0000000 t _stext\t[some_mod]\n"));
+        assert_eq!(module.address_of("_stext"), Some(0xffffffff81000000));
     }
 }

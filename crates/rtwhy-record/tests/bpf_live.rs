@@ -230,6 +230,15 @@ fn cyclictest_max(output: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// hrtimer_wakeup's address, as a session passes it: the timer programs then skip every
+/// other timer, and the breaches below (expiries, late timers) show they still see the
+/// sleepers' own.
+fn sleeper_fn() -> Option<u64> {
+    let f = rtwhy_record::symbols::KernelSymbols::load().address_of("hrtimer_wakeup");
+    assert!(f.is_some(), "no hrtimer_wakeup in /proc/kallsyms");
+    f
+}
+
 fn run_mode(mode: AttachMode) {
     if !live_capable() {
         return;
@@ -240,6 +249,7 @@ fn run_mode(mode: AttachMode) {
         rt_only: true,
         force: Some(mode),
         stack: true,
+        sleeper_fn: sleeper_fn(),
     };
     let t0 = Instant::now();
     let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
@@ -427,6 +437,7 @@ fn late_timer_stacks_come_from_inside_the_timer_interrupt() {
             rt_only: true,
             force: Some(mode),
             stack: true,
+            sleeper_fn: sleeper_fn(),
         };
         let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
         let mut tracked = cyclictest(80);
@@ -491,6 +502,53 @@ fn late_timer_stacks_come_from_inside_the_timer_interrupt() {
             in_hrtimer * 2 >= late.len(),
             "{mode}: only {in_hrtimer} of {} late-timer stacks pass through the hrtimer code",
             late.len()
+        );
+    }
+}
+
+/// The timer filter is in force: told that sleepers' timers run some other function, the
+/// programs leave cyclictest's own timer alone, so its breaches (still measured, from
+/// the wake-up) carry no expiry and no late-timer record.
+#[test]
+fn timers_of_another_callback_are_left_alone() {
+    if !live_capable() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let real = sleeper_fn().expect("hrtimer_wakeup");
+    for mode in AttachMode::ALL {
+        let cfg = DetectorConfig {
+            threshold_ns: 1_000,
+            rt_only: true,
+            force: Some(mode),
+            stack: true,
+            sleeper_fn: Some(real + 1),
+        };
+        let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
+        let mut tracked = cyclictest(80);
+        detector
+            .track_process(i32::try_from(tracked.0.id()).expect("pid"))
+            .expect("track_process");
+        let mut breaches: Vec<Breach> = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && breaches.len() < 200 {
+            breaches.extend(detector.poll(Duration::from_millis(50)).expect("poll"));
+        }
+        drop(tracked.0.kill());
+        let _ = tracked.0.wait();
+        assert!(
+            !breaches.is_empty(),
+            "{mode}: no breach at a 1 us threshold"
+        );
+        let timed = breaches
+            .iter()
+            .filter(|b| b.record.expiry.is_some() || b.record.timer_fired.is_some())
+            .count();
+        assert_eq!(
+            timed,
+            0,
+            "{mode}: {timed} of {} breaches carry a timer the filter should have skipped",
+            breaches.len()
         );
     }
 }
