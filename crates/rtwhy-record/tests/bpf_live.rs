@@ -420,6 +420,36 @@ fn default_start_picks_tp_btf_here() {
     assert!(d.track_thread(i32::MAX).is_err());
 }
 
+/// The breaches of a cyclictest (FIFO 80) at a 1 us threshold in `mode`, for up to
+/// `secs` or until there are `max`.
+fn breaches_at_1us(
+    mode: AttachMode,
+    sleeper_fn: Option<u64>,
+    secs: Duration,
+    max: usize,
+) -> Vec<Breach> {
+    let cfg = DetectorConfig {
+        threshold_ns: 1_000,
+        rt_only: true,
+        force: Some(mode),
+        stack: true,
+        sleeper_fn,
+    };
+    let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
+    let mut tracked = cyclictest(80);
+    detector
+        .track_process(i32::try_from(tracked.0.id()).expect("pid"))
+        .expect("track_process");
+    let mut breaches: Vec<Breach> = Vec::new();
+    let deadline = Instant::now() + secs;
+    while Instant::now() < deadline && breaches.len() < max {
+        breaches.extend(detector.poll(Duration::from_millis(50)).expect("poll"));
+    }
+    drop(tracked.0.kill());
+    let _ = tracked.0.wait();
+    breaches
+}
+
 /// With a 1 us threshold nearly every timer of cyclictest's runs "late" (expiry to
 /// handler is a few microseconds anywhere), so the late-timer stack is taken on every
 /// wake-up: it must be a real kernel stack from inside the timer interrupt, its time
@@ -432,25 +462,7 @@ fn late_timer_stacks_come_from_inside_the_timer_interrupt() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let symbols = rtwhy_record::symbols::KernelSymbols::load();
     for mode in AttachMode::ALL {
-        let cfg = DetectorConfig {
-            threshold_ns: 1_000,
-            rt_only: true,
-            force: Some(mode),
-            stack: true,
-            sleeper_fn: sleeper_fn(),
-        };
-        let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
-        let mut tracked = cyclictest(80);
-        detector
-            .track_process(i32::try_from(tracked.0.id()).expect("pid"))
-            .expect("track_process");
-        let mut breaches: Vec<Breach> = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline && breaches.len() < 500 {
-            breaches.extend(detector.poll(Duration::from_millis(50)).expect("poll"));
-        }
-        drop(tracked.0.kill());
-        let _ = tracked.0.wait();
+        let breaches = breaches_at_1us(mode, sleeper_fn(), Duration::from_secs(3), 500);
         let late: Vec<&Breach> = breaches
             .iter()
             .filter(|b| b.record.timer_fired.is_some())
@@ -517,25 +529,7 @@ fn timers_of_another_callback_are_left_alone() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let real = sleeper_fn().expect("hrtimer_wakeup");
     for mode in AttachMode::ALL {
-        let cfg = DetectorConfig {
-            threshold_ns: 1_000,
-            rt_only: true,
-            force: Some(mode),
-            stack: true,
-            sleeper_fn: Some(real + 1),
-        };
-        let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
-        let mut tracked = cyclictest(80);
-        detector
-            .track_process(i32::try_from(tracked.0.id()).expect("pid"))
-            .expect("track_process");
-        let mut breaches: Vec<Breach> = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline && breaches.len() < 200 {
-            breaches.extend(detector.poll(Duration::from_millis(50)).expect("poll"));
-        }
-        drop(tracked.0.kill());
-        let _ = tracked.0.wait();
+        let breaches = breaches_at_1us(mode, Some(real + 1), Duration::from_secs(2), 200);
         assert!(
             !breaches.is_empty(),
             "{mode}: no breach at a 1 us threshold"
