@@ -433,8 +433,8 @@ static __always_inline void on_exit(void)
 }
 
 /*
- * tp_btf and raw_tp get the same arguments (tp_btf typed, raw_tp as plain u64s), and
- * every dereference below is a CO-RE probe read, so one body serves both.
+ * tp_btf and raw_tp get the same arguments (tp_btf typed, raw_tp as plain u64s), so one
+ * body serves both: `direct` says how its fields are read (READ_FIELD).
  */
 
 static __always_inline void task_waking(struct task_struct *p, const bool direct)
