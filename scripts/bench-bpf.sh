@@ -2,7 +2,8 @@
 # What rtwhy's BPF breach detector itself costs, program by program, read from the
 # kernel's own accounting (kernel.bpf_stats_enabled: run count and run time of every BPF
 # program) instead of from a throughput difference that this shared machine's noise
-# hides. For each workload it runs `rtwhy record -t 10ms` (nothing captured) around it,
+# hides. For each workload it runs `rtwhy record -t 1s` around it (nothing captured: RT
+# throttling's 50 ms stops would cross a lower threshold; the work per event is the same),
 # takes two snapshots of the detector's programs a few seconds apart in the middle of
 # the run, and prints per program: runs per second, nanoseconds per run and the share
 # of one CPU spent in it.
@@ -72,7 +73,7 @@ for p in json.load(sys.stdin):
 measure() {
     local name=$1; shift
     local out=$WORK/$name
-    timeout -s INT $((SECONDS_MEASURED + 60)) "$RTWHY" record -t 10ms --duration 3600s \
+    timeout -s INT $((SECONDS_MEASURED + 60)) "$RTWHY" record -t 1s --duration 3600s \
         --out "$out.rec" -- "$@" > "$out.log" 2>&1 &
     CHILD=$!
     # armed (session.json written) before the first snapshot
