@@ -337,19 +337,20 @@ print("### 1. Throughput: `perf bench sched pipe`, ops/s, median of %d\n" % reps
 print("| workload | rtwhy's threads | A: no tracing | B: plain instance | C: `rtwhy record` | B/A | C/A | C/B | loss of C beyond B |")
 print("|---|---|---|---|---|---|---|---|---|")
 samples = {}
-captured = {}
+paired = []
 for variant, cconds, label in (
         ("pinned", ("C", "C1"), "`taskset -c 0 perf bench sched pipe -l %s`" % pinned_loops),
         ("rt", ("C",), "`taskset -c 1 chrt -f 10 perf bench sched pipe -l %s` (recorded command real-time, `-t 1s`)" % pinned_loops),
         ("free", ("C",), "`perf bench sched pipe -l %s` (unpinned)" % free_loops)):
     m = {}
+    captured = {}
     for cond in ("A", "B") + cconds:
         v = [ops("pipe-%s-%s-%d" % (variant, cond, r)) for r in range(1, reps + 1)]
         if cond.startswith("C"):
             for r in range(1, reps + 1):
                 sess = note_armed("pipe-%s-%s-%d" % (variant, cond, r))
                 if sess:
-                    captured[(variant, cond)] = captured.get((variant, cond), 0) + len(sess["session"]["captures"])
+                    captured[cond] = captured.get(cond, 0) + len(sess["session"]["captures"])
         samples[(variant, cond)] = v
         m[cond] = med([x for x in v if x is not None])
     for c in cconds:
@@ -357,15 +358,14 @@ for variant, cconds, label in (
         print("| %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f | %.1f %% |" % (
             label, where, m["A"], m["B"], m[c], m["B"] / m["A"], m[c] / m["A"], m[c] / m["B"],
             100 * (1 - m[c] / m["B"])))
-# B and C of one repetition ran back to back: the ratio within a repetition cancels the
-# host's slower drift, which the medians above do not.
-print("\nC/B within each repetition (B and C ran back to back), median and middle half:\n")
-for variant, cconds in (("pinned", ("C", "C1")), ("rt", ("C",)), ("free", ("C",))):
-    for c in cconds:
+        # B and C of one repetition ran back to back: the ratio within a repetition
+        # cancels the host's slower drift, which the medians do not.
         r = sorted(cv / bv for bv, cv in zip(samples[(variant, "B")], samples[(variant, c)]) if bv and cv)
         if r:
-            print("- %s %s/B: median %.3f (loss beyond B %.1f %%), middle half %.3f-%.3f, %d repetitions, %d captures taken" % (
-                variant, c, med(r), 100 * (1 - med(r)), pct(r, .25), pct(r, .75), len(r), captured.get((variant, c), 0)))
+            paired.append("- %s %s/B: median %.3f (loss beyond B %.1f %%), middle half %.3f-%.3f, %d repetitions, %d captures taken" % (
+                variant, c, med(r), 100 * (1 - med(r)), pct(r, .25), pct(r, .75), len(r), captured.get(c, 0)))
+print("\nC/B within each repetition (B and C ran back to back), median and middle half:\n")
+print("\n".join(paired))
 print("\nSamples (ops/s, in run order):\n")
 for (variant, cond), v in samples.items():
     print("- %s %s: %s" % (variant, cond, " ".join("-" if x is None else str(x) for x in v)))

@@ -461,8 +461,9 @@ fn late_timer_stacks_come_from_inside_the_timer_interrupt() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let symbols = rtwhy_record::symbols::KernelSymbols::load();
+    let sleeper = sleeper_fn();
     for mode in AttachMode::ALL {
-        let breaches = breaches_at_1us(mode, sleeper_fn(), Duration::from_secs(3), 500);
+        let breaches = breaches_at_1us(mode, sleeper, Duration::from_secs(3), 500);
         let late: Vec<&Breach> = breaches
             .iter()
             .filter(|b| b.record.timer_fired.is_some())
