@@ -17,10 +17,13 @@
 #   3. breach-to-freeze delay and dead time of the captures of a cyclictest disturbed by a
 #      bounded SCHED_FIFO 95 spinner on CPU 1 (300 us every 50 ms plus 0-1 ms random)
 #   4. start-up: session.armed.armed_after_ns of every rtwhy run
-# Usage: scripts/bench-record.sh [--reps N] [--only throughput] [--rtwhy PATH] [--keep DIR]
+# Usage: scripts/bench-record.sh [--reps N] [--only throughput|rt] [--rtwhy PATH] [--keep DIR]
 #   --reps N      repetitions per condition (default 5)
 #   --only throughput  section 1 alone (about 40 s per repetition: --reps 12 fits the
 #                 budget), for a tighter paired C/B than the whole run's 5 repetitions
+#   --only rt     the real-time row of section 1 alone, with runs of half its length
+#                 (about 10 s per repetition: --reps 50 fits the budget), for a paired
+#                 C/B on the one row where the detector does its whole work
 #   --rtwhy PATH  use this rtwhy binary instead of building target/release/rtwhy
 #   --keep DIR    copy the raw outputs (perf/cyclictest output, session.json) to DIR
 # Needs root. Everything it makes (tracefs instance, temp dir, child processes) is removed on
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --reps) REPS=$2; shift 2 ;;
         --only)
-            [ "$2" = throughput ] || { echo "bench-record: --only takes throughput" >&2; exit 2; }
+            case $2 in throughput|rt) ;; *) echo "bench-record: --only takes throughput or rt" >&2; exit 2 ;; esac
             ONLY=$2; shift 2 ;;
         --rtwhy) RTWHY=$2; shift 2 ;;
         --keep) KEEP=$2; shift 2 ;;
@@ -55,6 +58,8 @@ done
 # Sizes: ~2-3 s per throughput run on the project's VM.
 PIPE_PINNED_LOOPS=1000000   # both processes on CPU 0: ~450k ops/s untraced
 PIPE_FREE_LOOPS=70000       # unpinned: ~27k ops/s when the two land on different CPUs
+PIPE_RT_LOOPS=$PIPE_PINNED_LOOPS
+[ "$ONLY" != rt ] || PIPE_RT_LOOPS=$((PIPE_PINNED_LOOPS / 2))
 LAT_SECONDS=5
 B2F_SECONDS=20
 B2F_REPS=4                  # breach-to-freeze runs per condition: 4 x 30 captures
@@ -237,8 +242,11 @@ cond_run() {
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 # --- 1. throughput
+# A condition list per row; --only rt leaves the other two rows empty.
+PINNED_CONDS="A B C C1" FREE_CONDS="A B C"
+[ "$ONLY" != rt ] || PINNED_CONDS= FREE_CONDS=
 for rep in $(seq "$REPS"); do
-    for cond in A B C C1; do
+    for cond in $PINNED_CONDS; do
         say "throughput pinned  rep $rep $cond"
         cond_run $cond "pipe-pinned-$cond-$rep" 60 -t 100us --duration 3600s -- \
             taskset -c 0 perf bench sched pipe -l $PIPE_PINNED_LOOPS
@@ -252,9 +260,9 @@ for rep in $(seq "$REPS"); do
     for cond in A B C; do
         say "throughput rt      rep $rep $cond"
         cond_run $cond "pipe-rt-$cond-$rep" 60 -t 1s --duration 3600s -- \
-            taskset -c 1 chrt -f 10 perf bench sched pipe -l $PIPE_PINNED_LOOPS
+            taskset -c 1 chrt -f 10 perf bench sched pipe -l $PIPE_RT_LOOPS
     done
-    for cond in A B C; do
+    for cond in $FREE_CONDS; do
         say "throughput free    rep $rep $cond"
         cond_run $cond "pipe-free-$cond-$rep" 60 -t 100us --duration 3600s -- \
             perf bench sched pipe -l $PIPE_FREE_LOOPS
@@ -289,10 +297,10 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 say "done; load average: $LOAD_END"
 
 # --- report
-python3 - "$RAW" "$REPS" "$PIPE_PINNED_LOOPS" "$PIPE_FREE_LOOPS" "$LOAD_START" "$LOAD_END" "$RTWHY" "$RECORDER_CPUS" "$ONLY" <<'EOF'
+python3 - "$RAW" "$REPS" "$PIPE_PINNED_LOOPS" "$PIPE_FREE_LOOPS" "$LOAD_START" "$LOAD_END" "$RTWHY" "$RECORDER_CPUS" "$ONLY" "$PIPE_RT_LOOPS" <<'EOF'
 import glob, json, math, os, re, statistics, sys
 raw, reps, pinned_loops, free_loops = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-load_start, load_end, rtwhy, only = sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[9]
+load_start, load_end, rtwhy, only, rt_loops = sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[9], sys.argv[10]
 pin = (lambda n: "--recorder-cpus %d" % n) if sys.argv[8] == "1" else (lambda n: "under taskset -c %d" % n)
 
 def med(v):
@@ -340,8 +348,10 @@ samples = {}
 paired = []
 for variant, cconds, label in (
         ("pinned", ("C", "C1"), "`taskset -c 0 perf bench sched pipe -l %s`" % pinned_loops),
-        ("rt", ("C",), "`taskset -c 1 chrt -f 10 perf bench sched pipe -l %s` (recorded command real-time, `-t 1s`)" % pinned_loops),
+        ("rt", ("C",), "`taskset -c 1 chrt -f 10 perf bench sched pipe -l %s` (recorded command real-time, `-t 1s`)" % rt_loops),
         ("free", ("C",), "`perf bench sched pipe -l %s` (unpinned)" % free_loops)):
+    if only == "rt" and variant != "rt":
+        continue
     m = {}
     captured = {}
     for cond in ("A", "B") + cconds:
@@ -370,7 +380,7 @@ print("\nSamples (ops/s, in run order):\n")
 for (variant, cond), v in samples.items():
     print("- %s %s: %s" % (variant, cond, " ".join("-" if x is None else str(x) for x in v)))
 
-if only == "throughput":
+if only:
     sys.exit(0)
 print("\n### 2. Latency: `cyclictest -m -q -p 80 -i 1000 -a 1 -t 1 -D 5 -h 2000` on CPU 1, no extra load, us\n")
 print("Per run percentiles from the histogram (overflows count as > 2000 us), median over %d runs; "
