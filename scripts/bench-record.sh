@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
             ONLY=$2; shift 2 ;;
         --rtwhy) RTWHY=$2; shift 2 ;;
         --keep) KEEP=$2; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-record: unknown option $1" >&2; exit 2 ;;
     esac
 done
