@@ -45,7 +45,7 @@ for t in bpftool perf cyclictest python3 taskset timeout chrt; do
 done
 if [ -z "$RTWHY" ]; then
     cargo build --release --locked -q -p rtwhy
-    RTWHY=target/release/rtwhy
+    RTWHY="$(scripts/target-dir.sh)/release/rtwhy"
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rtwhy-bench-bpf.XXXXXX")

@@ -25,7 +25,7 @@ done
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 scripts/setup.sh test
 cargo build --release --locked -q -p rtwhy --bin rtwhy --example bench
-target="${CARGO_TARGET_DIR:-target}"
+target="$(scripts/target-dir.sh)"
 dir="$(mktemp -d "${TMPDIR:-/tmp}/rtwhy-perfetto.XXXXXX")"
 trap 'rm -rf "$dir"' EXIT
 dat="$dir/synthetic.dat"

@@ -111,7 +111,7 @@ trap 'exit 143' TERM
 if [ -z "$RTWHY" ]; then
     [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
     cargo build --release --locked -q -p rtwhy --bin rtwhy
-    RTWHY=$ROOT/target/release/rtwhy
+    RTWHY="$("$ROOT/scripts/target-dir.sh")/release/rtwhy"
 fi
 [ -x "$RTWHY" ] || { echo "bench-record: no rtwhy binary at $RTWHY" >&2; exit 2; }
 # C0/C1 keep rtwhy's own threads on one CPU: with --recorder-cpus where rtwhy has it, else

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 scripts/setup.sh build
 cargo build --release --locked -q -p rtwhy
-rtwhy=target/release/rtwhy
+rtwhy="$(scripts/target-dir.sh)/release/rtwhy"
 "$rtwhy" --version
 
 show() {

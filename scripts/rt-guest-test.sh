@@ -39,7 +39,7 @@ record=${RTWHY_GUEST_RECORD:-1}
 }
 
 cargo build -q -p rtwhy --locked
-target=${CARGO_TARGET_DIR:-$PWD/target}
+target=$(scripts/target-dir.sh)
 exe=$(cd "$target/debug" && pwd -P)/rtwhy
 [ -x "$exe" ] || { echo "rt-guest-test: $exe was not built" >&2; exit 2; }
 

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 cargo build -q -p rtwhy --locked
-target=${CARGO_TARGET_DIR:-$PWD/target}
+target=$(scripts/target-dir.sh)
 exe=$(cd "$target/debug" && pwd -P)/rtwhy
 [ -x "$exe" ] || { echo "rt-guest-timerlat: $exe was not built" >&2; exit 2; }
 

@@ -15,7 +15,7 @@ budget="${2:-24M}"
 [ "$(nproc --all)" -ge 2 ] || { echo "soak-record: needs 2 CPUs (the storm runs on CPU 1)" >&2; exit 1; }
 command -v cyclictest >/dev/null || { echo "soak-record: cyclictest is missing: scripts/setup.sh test" >&2; exit 1; }
 cargo build --release --locked -q -p rtwhy
-rtwhy=$PWD/target/release/rtwhy
+rtwhy="$(scripts/target-dir.sh)/release/rtwhy"
 work=$(mktemp -d /var/tmp/rtwhy-soak.XXXXXX)
 out=$work/session
 cc -O2 -pthread -o "$work/spin" fixtures/lab/spin.c

@@ -257,10 +257,7 @@ fn render(svg_text: &str, name: &str) -> Picture {
         resvg::tiny_skia::Transform::default(),
         &mut pixmap.as_mut(),
     );
-    let dir = std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace().join("target"))
-        .join("report-png");
+    let dir = rtwhy_tests::target_dir().join("report-png");
     let _ = std::fs::create_dir_all(&dir);
     let _ = pixmap.save_png(dir.join(format!("{name}.png")));
     Picture {

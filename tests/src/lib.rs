@@ -16,9 +16,20 @@ pub fn workspace() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// `../shared/corpus/wild`: real trace.dat files from other people's machines.
+/// `../shared/corpus/wild`: real trace.dat files from other people's machines, in the
+/// `shared/` directory beside the checkout (where CI puts it). `RTWHY_WILD_CORPUS` names
+/// another place. Under CI a missing corpus is a failure: every conformance test would
+/// otherwise pass on zero files.
 pub fn wild_corpus() -> PathBuf {
-    workspace().join("../shared/corpus/wild")
+    let dir = std::env::var_os("RTWHY_WILD_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("../shared/corpus/wild"));
+    assert!(
+        dir.is_dir() || !must_have_everything(),
+        "the wild corpus is not at {} (put shared/ beside the checkout, or set RTWHY_WILD_CORPUS)",
+        dir.display()
+    );
+    dir
 }
 
 /// Every `.dat` under `dir`, sorted.
@@ -56,22 +67,45 @@ pub fn oracle(dat: &Path, kind: &str) -> Option<String> {
     read_zst(&dat.with_file_name(format!("{stem}.{kind}.txt.zst")))
 }
 
-/// The `rtwhy` binary, built once per test run.
+/// The `rtwhy` binary, built once per test run. Its path is the one cargo reports for the
+/// artifact, so `CARGO_TARGET_DIR` (relative or absolute), `build.target-dir` in a cargo
+/// config, or any other build directory is where the tests look.
 pub fn rtwhy() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
+        let out = Command::new(cargo)
             .args(["build", "-q", "-p", "rtwhy", "--bin", "rtwhy"])
+            .arg("--message-format=json-render-diagnostics")
             .current_dir(workspace())
-            .status();
-        assert!(status.is_ok_and(|s| s.success()), "building rtwhy failed");
-        let target = std::env::var("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| workspace().join("target"));
-        target.join("debug/rtwhy")
+            .stderr(std::process::Stdio::inherit())
+            .output();
+        let out = match out {
+            Ok(o) if o.status.success() => o,
+            _ => panic!("building rtwhy failed"),
+        };
+        built_executable(&String::from_utf8_lossy(&out.stdout), "rtwhy")
+            .unwrap_or_else(|| panic!("cargo named no executable for rtwhy"))
     })
     .clone()
+}
+
+/// The build directory the tests' `rtwhy` binary was built in (`target/` by default).
+pub fn target_dir() -> PathBuf {
+    let bin = rtwhy();
+    bin.parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or(bin)
+}
+
+/// The executable cargo's JSON messages (`--message-format=json`) name for binary `bin`.
+fn built_executable(messages: &str, bin: &str) -> Option<PathBuf> {
+    messages
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == bin)
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
 }
 
 /// Whether a command exists on PATH.

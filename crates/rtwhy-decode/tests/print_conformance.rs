@@ -1,5 +1,6 @@
 //! Differential test of the printer against `trace-cmd report` and `trace-cmd report -R`
-//! (trace-cmd 3.1.6, libtraceevent 1.7) on the wild corpus in `/work/shared/corpus/wild`.
+//! (trace-cmd 3.1.6, libtraceevent 1.7) on the wild corpus in `shared/corpus/wild` beside
+//! the checkout (`RTWHY_WILD_CORPUS` names another place).
 //!
 //! Set `RTWHY_PRINT_DIFFS=N` to see the first N differing lines per file and mode.
 
@@ -9,9 +10,12 @@ use std::path::{Path, PathBuf};
 use rtwhy_decode::print::Printer;
 use rtwhy_decode::tracedat::TraceFile;
 
-/// The wild corpus, in `shared/` beside the checkout.
+/// The wild corpus, in `shared/` beside the checkout (`RTWHY_WILD_CORPUS` names another).
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/wild")
+    std::env::var_os("RTWHY_WILD_CORPUS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/wild"),
+        PathBuf::from,
+    )
 }
 
 /// Events whose report lines must match exactly.

@@ -1,5 +1,5 @@
 //! The report text reader on real `trace-cmd report` / `report -R` output: the wild
-//! corpus (`/work/shared/corpus/wild`) and the traces recorded on the project's VM
+//! corpus (`shared/corpus/wild` beside the checkout) and the traces recorded on the project's VM
 //! (`fixtures/recorded`), checked against an independent line count, known lines,
 //! each other (formatted vs raw), and the binary decoder reading the same `.dat`.
 
@@ -13,7 +13,13 @@ use rtwhy_decode::tracedat::TraceFile;
 use rtwhy_decode::EventDecoder;
 use rtwhy_model::{Comm, Event, EventKind, FieldValue, Nanos, TaskState};
 
-const WILD: &str = "/work/shared/corpus/wild";
+/// The wild corpus, in `shared/` beside the checkout (`RTWHY_WILD_CORPUS` names another).
+fn wild() -> PathBuf {
+    std::env::var_os("RTWHY_WILD_CORPUS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/wild"),
+        PathBuf::from,
+    )
+}
 
 fn recorded_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/recorded")
@@ -31,7 +37,7 @@ fn texts(dir: &Path, kind: &str) -> Vec<PathBuf> {
 }
 
 fn all_texts(kind: &str) -> Vec<PathBuf> {
-    let mut v = texts(Path::new(WILD), kind);
+    let mut v = texts(&wild(), kind);
     v.extend(texts(&recorded_dir(), kind));
     v
 }
@@ -143,7 +149,7 @@ fn find<'a>(events: &'a [Event], ts: u64, name: &str) -> &'a Event {
 
 #[test]
 fn known_lines_of_the_wild_corpus() {
-    let wild = Path::new(WILD);
+    let wild = wild();
     // hebel23: `bash-1181 [000] 1464.181413: sched_wakeup: rcu_preempt:8 [120] success=1 CPU:000`
     for kind in ["report", "raw"] {
         let (ev, cpus) = read_events(&wild.join(format!("hebel23-wega-armv7-irq.{kind}.txt.zst")));
@@ -420,7 +426,7 @@ fn formatted_and_raw_output_agree_on_typed_events() {
 fn text_matches_the_binary_decoder() {
     let mut compared = HashMap::new();
     let mut mismatches = std::collections::BTreeMap::new();
-    for dir in [PathBuf::from(WILD), recorded_dir()] {
+    for dir in [wild(), recorded_dir()] {
         for report in texts(&dir, "report") {
             let name = report.to_string_lossy().replace(".report.txt.zst", "");
             let dat = PathBuf::from(format!("{name}.dat"));
