@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The clean-root check: do the README's commands work on a machine that has nothing but
 # Debian and Rust? Builds a minimal Debian root with mmdebstrap (the host's release and
-# apt sources), gives it this machine's Rust (the README's precondition: the rustup and
-# cargo homes are bind-mounted), clones the committed checkout into it, and runs there
+# apt sources), gives it this machine's Rust (the README's precondition: the rustup home
+# is bind-mounted, the toolchain's programs of the cargo home read-only, with an empty
+# cargo home of the root's own, so crates and cargo-deb are fetched from scratch), the certificate
+# authorities the host added (/usr/local/share/ca-certificates: a TLS proxy's) and its
+# proxy settings, clones the committed checkout into /root/rtwhy (a directory only root
+# may enter, as most root users' clones are), and runs there
 #
 #   demo    the README's first command, scripts/demo.sh (as root, with /proc, /sys and
-#           /dev of the host, so the live recording runs for real)
+#           /dev of the host, so the live recording runs for real), then the live
+#           recording tests (record_live) from that clone under CI=true
 #   build   the test command's install-and-build part, scripts/test.sh --build-only
 #   deb     the Debian package (scripts/package-deb.sh) installed there with apt-get;
 #           `man rtwhy-record`, the bash completions, `systemd-analyze verify` of the unit
@@ -107,21 +112,42 @@ enter_root() {
     bind /sys /sys
     bind /dev /dev
     bind "$rustup_home" /root/.rustup
-    bind "$cargo_home" /root/.cargo
-    git clone -q "$repo" "$root/src/rtwhy"
+    bind "$cargo_home" /opt/host-cargo
+    mount -o remount,bind,ro "$root/opt/host-cargo"
+    mkdir -p "$root/root/.cargo" "$root/usr/local/rust-bin"
+    # The toolchain's programs only (rustup's proxies), not what the host installed with
+    # `cargo install` (cargo-deb among them): the root installs its own.
+    local p
+    for p in cargo rustc rustdoc rustup rustfmt cargo-fmt cargo-clippy clippy-driver; do
+        [ -e "$cargo_home/bin/$p" ] && ln -s "/opt/host-cargo/bin/$p" "$root/usr/local/rust-bin/$p"
+    done
+    # A TLS proxy's certificate authority, trusted by the host, is trusted in the root.
+    if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+        cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+        chroot "$root" update-ca-certificates >/dev/null
+    fi
+    # apt's proxy settings, where the host has them.
+    grep -lis 'proxy' /etc/apt/apt.conf /etc/apt/apt.conf.d/* 2>/dev/null |
+        while read -r f; do cp "$f" "$root/etc/apt/apt.conf.d/"; done
+    chmod 700 "$root/root"
+    git clone -q "$repo" "$root/root/rtwhy"
 }
 
 in_root() {
-    chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb CI="${CI:-}" \
-        PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        bash -c "cd /src/rtwhy && $1"
+    local proxies=() v
+    for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+        [ -n "${!v:-}" ] && proxies+=("$v=${!v}")
+    done
+    chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb CI="${CI:-}" "${proxies[@]}" \
+        PATH=/root/.cargo/bin:/usr/local/rust-bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        bash -c "cd /root/rtwhy && $1"
 }
 
 # What a user does with the package: install it, read a page, complete a flag, and what
 # systemd makes of the unit. man-db and systemd are the checking tools, not rtwhy's needs.
 check_deb() {
     in_root "scripts/package-deb.sh > /tmp/deb-path" || return 1
-    in_root 'apt-get install -y -qq "./$(cat /tmp/deb-path)" >/dev/null' || return 1
+    in_root 'apt-get install -y -qq "$(cat /tmp/deb-path)" >/dev/null' || return 1
     in_root 'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq man-db systemd >/dev/null' || return 1
     in_root 'ldd /usr/bin/rtwhy; ! ldd /usr/bin/rtwhy | grep -E "lib(elf|z|bpf)\."' || return 1
     in_root 'rtwhy --version && man rtwhy-record | grep -q -- "--disk-budget" && man rtwhy-record | head -8' || return 1
@@ -135,6 +161,8 @@ step "minimal Debian $suite root (mmdebstrap)" make_root
 step "Rust and the checkout ($(git -C "$repo" rev-parse --short HEAD)) in the root" enter_root
 if wants demo; then
     step "README's first command: scripts/demo.sh" in_root scripts/demo.sh
+    step "the live recording tests from /root/rtwhy (CI=true)" \
+        in_root "scripts/setup.sh test >/dev/null && CI=true cargo test -q --locked -p rtwhy-tests --test record_live"
 fi
 if wants deb; then
     step "the Debian package installed with apt-get: man page, completions, unit" check_deb
