@@ -319,6 +319,10 @@ impl Trace {
         let mut cur: Option<(i32, i32, String)> = None;
         let mut out = Vec::new();
         let mut at_from: Option<(i32, i32, String)> = None;
+        // Where the current run's entries begin in `out`: a switch-out at another
+        // priority than the run began with (the task changed its own, which no event
+        // shows) gives the whole run that priority, the one its latest event shows.
+        let mut run_from = 0;
         for e in self.on(cpu) {
             if e.ts.0 > to {
                 break;
@@ -336,6 +340,22 @@ impl Trace {
                     prev_comm,
                     ..
                 } => {
+                    if let Some(c) = cur
+                        .as_mut()
+                        .filter(|c| c.0 == *prev_pid && c.1 != *prev_prio)
+                    {
+                        c.1 = *prev_prio;
+                        for r in out.iter_mut().skip(run_from) {
+                            let r: &mut (i32, i32, String) = r;
+                            if r.0 == *prev_pid {
+                                r.1 = *prev_prio;
+                            }
+                        }
+                        if let Some(a) = at_from.as_mut().filter(|a| a.0 == *prev_pid) {
+                            a.1 = *prev_prio;
+                        }
+                    }
+                    run_from = out.len();
                     // The task switched out was on the CPU up to the switch: with no
                     // earlier event of the CPU in the capture, the only proof of who
                     // ran in the window's first part.
@@ -407,6 +427,11 @@ fn throttled(t: &Trace, sp: &SpikeView<'_>, facts: &Value) -> Result<(), String>
     if sp.vprio >= 100 {
         return Err("victim not real-time".into());
     }
+    if sp.vprio < 0 {
+        return Err("victim SCHED_DEADLINE: limited by its own runtime".into());
+    }
+    // SCHED_FIFO/RR: the class sched_rt_runtime_us limits (not DEADLINE, prio -1).
+    let fifo_rr = |p: i32| (0..100).contains(&p);
     let runtime = facts["rt_runtime_us"].as_i64().unwrap_or(950_000);
     let period = facts["rt_period_us"].as_i64().unwrap_or(1_000_000);
     let (runtime, period) = if runtime >= 0 && runtime < period {
@@ -449,13 +474,13 @@ fn throttled(t: &Trace, sp: &SpikeView<'_>, facts: &Value) -> Result<(), String>
                 prio.insert(*next_pid, *next_prio);
                 runnable.retain(|p| p != prev_pid && p != next_pid);
                 if *prev_pid > 0
-                    && *prev_prio < 100
+                    && fifo_rr(*prev_prio)
                     && prev_state.is_runnable()
                     && !is_stopper(&prev_comm.to_str_lossy())
                 {
                     runnable.push(*prev_pid);
                 }
-                if *next_pid > 0 && *next_prio < 100 && !is_stopper(&next_comm.to_str_lossy()) {
+                if *next_pid > 0 && fifo_rr(*next_prio) && !is_stopper(&next_comm.to_str_lossy()) {
                     if let Some(o) = open.take() {
                         judge(o, e.ts.0, &mut best);
                     }
@@ -480,7 +505,7 @@ fn throttled(t: &Trace, sp: &SpikeView<'_>, facts: &Value) -> Result<(), String>
                 ..
             } => {
                 runnable.retain(|x| x != pid);
-                if *target_cpu == sp.cpu as i32 && *p < 100 {
+                if *target_cpu == sp.cpu as i32 && fifo_rr(*p) {
                     runnable.push(*pid);
                 }
             }
@@ -488,7 +513,7 @@ fn throttled(t: &Trace, sp: &SpikeView<'_>, facts: &Value) -> Result<(), String>
                 runnable.retain(|x| x != pid);
             }
             _ => {
-                if e.pid > 0 && prio.get(&e.pid).is_some_and(|p| *p < 100) {
+                if e.pid > 0 && prio.get(&e.pid).is_some_and(|p| fifo_rr(*p)) {
                     if let Some(o) = open.take() {
                         judge(o, e.ts.0, &mut best);
                     }
@@ -671,6 +696,17 @@ fn medium_ran(t: &Trace, vprio: i32, h: i32, from: u64, until: u64) -> bool {
 fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Result<(), String> {
     let cause = sp.s["primary"]["cause"].as_str().unwrap_or("");
     let (cpu, start, end) = (sp.cpu, sp.start, sp.end);
+    let isolated = isolated_arg
+        || facts["isolated"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|c| c.as_u64() == Some(u64::from(cpu))));
+    // An event made by an IRQ's thread (`irq/N-name`): on PREEMPT_RT the softirqs its
+    // handler raised run there.
+    let by_irq_thread = |e: &Event| {
+        t.tasks.get(&e.pid).is_some_and(|(_, c)| {
+            c.starts_with("irq/") && c.as_bytes().get(4).is_some_and(u8::is_ascii_digit)
+        })
+    };
     let holder = sp.s["waker"]["tid"].as_i64().map(|t| t as i32);
     // A cause named from a window whose events were partly dropped is named from a
     // guess.
@@ -704,15 +740,25 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
                     _ => {}
                 }
             }
+            // On an isolated CPU, softirq work that only a device IRQ's thread ran is that
+            // IRQ's (irq_on_isolated_cpu), not a softirq cause.
+            let softirqs: Vec<&Event> = t
+                .on_between(cpu, start, end)
+                .filter(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::SoftirqEntry { .. } | EventKind::SoftirqExit { .. }
+                    )
+                })
+                .collect();
+            if isolated && !softirqs.is_empty() && softirqs.iter().all(|e| by_irq_thread(e)) {
+                return Err("isolated CPU: the softirqs ran in an IRQ thread only".into());
+            }
             (in_window || open > 0)
                 .then_some(())
                 .ok_or_else(|| "no softirq entry/exit in the window".into())
         }
         "irq" | "irq_on_isolated_cpu" => {
-            let isolated = isolated_arg
-                || facts["isolated"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|c| c.as_u64() == Some(u64::from(cpu))));
             if cause == "irq_on_isolated_cpu" && !isolated {
                 return Err("CPU not isolated".into());
             }
@@ -743,6 +789,12 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
                         Some(c) => (true, Some(c.to_str_lossy().into_owned())),
                         None => (false, None),
                     },
+                    // The softirqs a device IRQ's thread runs after its handler.
+                    EventKind::SoftirqEntry { .. } | EventKind::SoftirqExit { .. }
+                        if cause == "irq_on_isolated_cpu" && by_irq_thread(e) =>
+                    {
+                        (true, t.tasks.get(&e.pid).map(|(_, c)| c.clone()))
+                    }
                     _ => (false, None),
                 };
                 if is_handler && e.ts.0 >= start {
@@ -756,8 +808,12 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
             if sp.kind == "timer_wakeup" {
                 return Ok(());
             }
-            let mut expires: HashMap<u64, i64> = HashMap::new();
+            let mut expires: HashMap<u64, (i64, u64)> = HashMap::new();
             let mut late = false;
+            // Who ran on the CPU after its previous event, and whether that event opened
+            // an interrupt: a late timer that interrupts the task whose own event came
+            // last ends a silence inside that task's run, which is the task running.
+            let mut before: Option<(i32, bool)> = None;
             // A timer may be started on another CPU than the one it expires on (a
             // nohz_full CPU's timers, for one): the starts of every CPU count.
             for e in t.events.iter() {
@@ -770,14 +826,30 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
                         expires: x,
                         ..
                     } => {
-                        expires.insert(*hrtimer, *x);
+                        expires.insert(*hrtimer, (*x, e.ts.0));
                     }
                     EventKind::HrtimerExpireEntry { hrtimer, now, .. }
                         if e.ts.0 >= start && e.cpu == cpu =>
                     {
-                        late |= expires.get(hrtimer).is_some_and(|x| now - x >= 20_000);
+                        // Late from its expiry, or from its start when it was started
+                        // already expired.
+                        let lateness = expires
+                            .get(hrtimer)
+                            .map(|&(x, at)| (now - x).min(e.ts.0.saturating_sub(at) as i64));
+                        let in_run =
+                            before.is_some_and(|(pid, open)| pid > 0 && pid == e.pid && !open);
+                        late |= !in_run && lateness.is_some_and(|l| l >= 20_000);
                     }
                     _ => {}
+                }
+                if e.cpu == cpu && !is_stack(e) {
+                    before = Some(match &e.kind {
+                        EventKind::SchedSwitch { next_pid, .. } => (*next_pid, false),
+                        EventKind::IrqHandlerEntry { .. } | EventKind::SoftirqEntry { .. } => {
+                            (e.pid, true)
+                        }
+                        _ => (e.pid, false),
+                    });
                 }
             }
             late.then_some(()).ok_or_else(|| "no late timer".into())
@@ -826,13 +898,35 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
             if !idle {
                 return Err(format!("CPU not idle at the wake-up (since {last:?})"));
             }
-            match t.on_between(cpu, start, end.saturating_sub(1)).find(|e| {
+            if let Some(e) = t.on_between(cpu, start, end.saturating_sub(1)).find(|e| {
                 !is_stack(e) && e.pid != 0 && e.pid != sp.victim
                     || matches!(&e.kind, EventKind::SchedSwitch { next_pid, .. } if *next_pid != 0 && *next_pid != sp.victim)
             }) {
-                Some(e) => Err(format!("another task on the CPU at {}", e.ts)),
-                None => Ok(()),
+                return Err(format!("another task on the CPU at {}", e.ts));
             }
+            // The exit delays the CPU's first event after the wake-up (the timer's handler,
+            // the wake-up's IPI) by at most the deepest idle state's exit latency
+            // (`name:latency_us,...` in the facts), 500 us when not recorded.
+            let awake = t
+                .on(cpu)
+                .filter(|e| !is_stack(e))
+                .find(|e| e.ts.0 >= start)
+                .map_or(end, |e| e.ts.0.min(end));
+            let bound = facts["idle_states"][cpu.to_string()]
+                .as_str()
+                .and_then(|s| {
+                    s.split(',')
+                        .filter_map(|x| x.rsplit_once(':')?.1.trim().parse::<u64>().ok())
+                        .max()
+                })
+                .map_or(500_000, |us| us * 1000);
+            if awake - start > bound {
+                return Err(format!(
+                    "the CPU's first event came {} ns after the wake-up, longer than an idle exit ({bound} ns)",
+                    awake - start
+                ));
+            }
+            Ok(())
         }
         "migration" => {
             // Moved while it waited: switched out runnable on another CPU, or a
@@ -888,6 +982,18 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
         "kernel_nonpreemptible" => {
             if sp.vprio >= 100 {
                 return Err("victim not real-time".into());
+            }
+            // Switched out runnable for lower work or idle: the scheduler refused the RT
+            // class (throttling); the kernel did preempt.
+            if sp.kind == "preempted" {
+                let refused = t.on(cpu).filter(|e| e.ts.0 <= start).any(|e| {
+                    e.ts.0 == start
+                        && matches!(&e.kind, EventKind::SchedSwitch { prev_pid, prev_state, next_pid, next_prio, .. }
+                            if *prev_pid == sp.victim && prev_state.is_runnable() && (*next_pid == 0 || *next_prio > sp.vprio))
+                });
+                if refused {
+                    return Err("victim switched out runnable for lower work: throttling".into());
+                }
             }
             let model = facts["preempt"].as_str().map(String::from).or_else(|| {
                 let v = facts["kernel_version"].as_str()?;

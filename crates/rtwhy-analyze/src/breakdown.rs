@@ -200,10 +200,29 @@ pub(crate) fn replay(
         out.start_curr = curr;
     }
     let mut opened_by = last_open;
+    // The first segment of the current task's run at the priority it has now: a task's
+    // priority is the one its latest event shows, so a switch-out at another priority (a
+    // thread that raised its own with sched_setscheduler while it ran, which no event
+    // shows) re-prices the run back to the last event that set it.
+    let mut priced_from = 0;
+    let reprice = |acc: &mut Acc<'_>, e: &Event, curr: i32, prio: &mut Option<i32>, from| {
+        if let EventKind::SchedSwitch {
+            prev_pid,
+            prev_prio,
+            ..
+        } = &e.kind
+        {
+            if *prev_pid == curr && curr > 0 && *prio != Some(*prev_prio) {
+                *prio = Some(*prev_prio);
+                acc.reprice(from, curr, *prev_prio);
+            }
+        }
+    };
     for e in q.range(i0..) {
         if e.ts >= w.to {
             break;
         }
+        reprice(&mut acc, e, curr, &mut prio, priced_from);
         acc.stretch(
             t,
             e.ts,
@@ -215,12 +234,19 @@ pub(crate) fn replay(
             Some(e),
             &mut out,
         );
+        let before = prio;
         apply(e, &mut curr, &mut stack, &mut prio);
+        if prio != before || matches!(e.kind, EventKind::SchedSwitch { .. }) {
+            priced_from = acc.out.len();
+        }
         observe_power(e, w, &mut out);
         t = e.ts;
         opened_by = Some(e.clone());
     }
     let next = q.range(i0..).find(|e| e.ts >= w.to).cloned();
+    if let Some(e) = &next {
+        reprice(&mut acc, e, curr, &mut prio, priced_from);
+    }
     acc.stretch(
         t,
         w.to,
@@ -307,6 +333,33 @@ struct Acc<'a> {
 }
 
 impl Acc<'_> {
+    /// Gives task `tid`'s stretches from segment `from` on the priority `prio`.
+    fn reprice(&mut self, from: usize, tid: i32, prio: i32) {
+        let victim_prio = self.victim.prio;
+        for s in self.out.iter_mut().skip(from) {
+            match &mut s.bucket {
+                Bucket::Task {
+                    tid: t,
+                    prio: p,
+                    outranks_victim,
+                    ..
+                } if *t == tid => {
+                    *p = prio;
+                    *outranks_victim = prio <= victim_prio;
+                }
+                Bucket::IrqThread {
+                    thread,
+                    outranks_victim,
+                    ..
+                } if thread.tid == tid => {
+                    thread.prio = prio;
+                    *outranks_victim = prio <= victim_prio;
+                }
+                _ => {}
+            }
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn stretch(
         &mut self,
@@ -342,7 +395,11 @@ impl Acc<'_> {
             }
         }
         // A late timer interrupt right after an event-free stretch: the CPU was stopped.
-        if to.0 - from.0 >= MIN_STOP {
+        // Not inside one task's run, with the task current at both ends (the stretch
+        // begins in its context and ends with an event of its own or its switch-out): a
+        // task computing in user space makes no events, and that silence is the task
+        // running, whatever a timer's `now - expires` says.
+        if to.0 - from.0 >= MIN_STOP && !inside_one_run(curr.0, stack, closed_by) {
             // `late` is in time order: start at the first timer at or after `to`.
             let first = late.partition_point(|l| l.ts < to);
             let late_here = late
@@ -473,6 +530,23 @@ impl Acc<'_> {
             begin: opened_by.clone(),
             end: closed_by.cloned(),
         });
+    }
+}
+
+/// Whether a stretch in which task `curr` is current with no interrupt open, closed by
+/// `closed_by`, lies inside one run of that task: its last event is the task's own (an
+/// interrupt taken in its context, a system call) or its switch-out.
+fn inside_one_run(curr: i32, stack: &[Ctx], closed_by: Option<&Event>) -> bool {
+    if curr <= 0 || !stack.is_empty() {
+        return false;
+    }
+    match closed_by {
+        Some(Event {
+            kind: EventKind::SchedSwitch { prev_pid, .. },
+            ..
+        }) => *prev_pid == curr,
+        Some(e) => e.pid == curr && !is_stack(e),
+        None => false,
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::cell::OnceCell;
 
-use rtwhy_model::{BreakdownItem, Bucket, Event, EventKind, Nanos, TaskRef};
+use rtwhy_model::{BreakdownItem, Bucket, Event, EventKind, Nanos, SoftirqContext, TaskRef};
 
 use crate::breakdown::{Replay, Segment};
 use crate::line::trace_line;
@@ -113,18 +113,49 @@ pub(crate) struct IrqWork {
     pub thread_ns: u64,
     /// Its `irq/N-name` thread, when that ran (the priority it ran at).
     pub thread: Option<TaskRef>,
+    /// Softirq work its thread ran after its handler (NET_RX after a NIC's handler on
+    /// PREEMPT_RT), by vector: part of `thread_ns`, the mechanism of the IRQ's time.
+    pub softirqs: Vec<(u32, u64)>,
+}
+
+/// The IRQ whose thread ran a softirq stretch (`irq/N-name` running NET_RX), if the
+/// stretch is one.
+pub(crate) fn softirq_in_irq_thread(bucket: &Bucket) -> Option<(i32, &TaskRef)> {
+    match bucket {
+        Bucket::Softirq {
+            context: SoftirqContext::Thread,
+            thread: Some(t),
+            ..
+        } => crate::breakdown::irq_thread_number(&t.comm).map(|irq| (irq, t)),
+        _ => None,
+    }
 }
 
 /// The interrupts of a breakdown, the hard-IRQ half and the thread of each IRQ summed,
-/// largest first.
-pub(crate) fn irq_work(items: &[BreakdownItem]) -> Vec<IrqWork> {
+/// largest first; with `softirqs`, the softirq work each IRQ's thread ran counts as the
+/// thread's (named by `names`, the IRQ's handler name).
+pub(crate) fn irq_work(
+    items: &[BreakdownItem],
+    softirqs: bool,
+    names: &dyn Fn(i32) -> Option<String>,
+) -> Vec<IrqWork> {
     let mut out: Vec<IrqWork> = Vec::new();
     for i in items {
+        let mut vec = None;
+        let owned;
         let (irq, name, thread) = match &i.bucket {
             Bucket::Irq { irq, name } => (*irq, name, None),
             Bucket::IrqThread {
                 irq, name, thread, ..
             } => (*irq, name, Some(thread)),
+            Bucket::Softirq { vec: v, .. } if softirqs => {
+                let Some((irq, t)) = softirq_in_irq_thread(&i.bucket) else {
+                    continue;
+                };
+                vec = Some(*v);
+                owned = names(irq).unwrap_or_else(|| t.comm.to_str_lossy().into_owned());
+                (irq, &owned, Some(t))
+            }
             _ => continue,
         };
         let pos = match out.iter().position(|w| w.irq == irq) {
@@ -136,6 +167,7 @@ pub(crate) fn irq_work(items: &[BreakdownItem]) -> Vec<IrqWork> {
                     hard_ns: 0,
                     thread_ns: 0,
                     thread: None,
+                    softirqs: Vec::new(),
                 });
                 out.len() - 1
             }
@@ -146,6 +178,12 @@ pub(crate) fn irq_work(items: &[BreakdownItem]) -> Vec<IrqWork> {
                 w.thread_ns += i.ns;
                 if w.thread.is_none() {
                     w.thread = Some(t.clone());
+                }
+                if let Some(v) = vec {
+                    match w.softirqs.iter_mut().find(|(x, _)| *x == v) {
+                        Some(s) => s.1 += i.ns,
+                        None => w.softirqs.push((v, i.ns)),
+                    }
                 }
                 // The hard handler's own name beats the thread's cut one.
             }

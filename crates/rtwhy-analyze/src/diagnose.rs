@@ -7,7 +7,7 @@ use rtwhy_model::{
     Evidence, Finding, Nanos, Spike, SpikeKind, SyscallKind, TaskRef,
 };
 
-use crate::breakdown::{self, Replay, Window};
+use crate::breakdown::{self, Replay, TaskNames, Window};
 use crate::ctx::{is_local_timer, ChainLink, Ctx, LockStory};
 use crate::history::Dropped;
 use crate::remedy;
@@ -21,8 +21,6 @@ const MIN_CONTRIBUTOR_SHARE: f64 = 0.1;
 /// Idle states from this index on are deep enough for a slow exit (state 0/1 are
 /// polling and halt on x86 and the VMs here).
 const DEEP_IDLE_STATE: u32 = 2;
-/// Idle-exit delay above which a late timer is not a C-state exit any more.
-const MAX_IDLE_EXIT: u64 = 500_000;
 
 pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     let latency = ep.end.0 - ep.start.0;
@@ -133,7 +131,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             Bucket::TimerIrqDelay | Bucket::Unaccounted => {
                 if irqs_off {
                     &[Cause::KernelNonpreemptible, Cause::Hwlat]
-                } else if deep_idle_exit && stopped <= MAX_IDLE_EXIT {
+                } else if deep_idle_exit && stopped <= rules::idle_exit::max_exit(&ctx).0 {
                     &[Cause::IdleExit, Cause::Hwlat]
                 } else {
                     &[Cause::Hwlat]
@@ -145,6 +143,17 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 } else {
                     &[Cause::Irq]
                 }
+            }
+            // Softirq work run by a device IRQ's thread on an isolated CPU: the IRQ's
+            // affinity is the error to fix, the softirq how its work ran. Elsewhere (RPS,
+            // a remote raise, ksoftirqd, ktimers; housekeeping CPUs) the softirq.
+            b @ Bucket::Softirq { .. }
+                if isolated
+                    && crate::ctx::softirq_in_irq_thread(b).is_some_and(|(irq, _)| {
+                        tr.irq_name(irq).is_none_or(|n| !is_local_timer(&n))
+                    }) =>
+            {
+                &[Cause::IrqOnIsolatedCpu, Cause::Softirq]
             }
             Bucket::Softirq { .. } => &[Cause::Softirq],
             // An IRQ thread that may hold the CPU against the victim is the interrupt's
@@ -196,6 +205,27 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 } else {
                     &[]
                 }
+            }
+            // Idle before the CPU showed it was awake may be its exit from idle; idle
+            // after it (the CPU ran the wake-up's handler, then nothing) is not.
+            Bucket::Idle if ctx.moved.is_none() => {
+                let exit = rules::idle_exit::exit_idle_ns(&ctx).min(item.ns);
+                let parts: [(u64, &[Cause]); 2] = [
+                    (exit, &[Cause::RtThrottling, Cause::IdleExit]),
+                    (item.ns - exit, &[Cause::RtThrottling]),
+                ];
+                for (ns, candidates) in parts {
+                    if ns == 0 {
+                        continue;
+                    }
+                    let cause = candidates
+                        .iter()
+                        .copied()
+                        .find(|c| checked.holds(*c, &ctx))
+                        .unwrap_or(Cause::Unknown);
+                    *groups.entry(cause).or_default() += ns;
+                }
+                continue;
             }
             Bucket::Idle => {
                 if ctx.moved.is_some() {

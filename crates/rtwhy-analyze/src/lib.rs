@@ -85,7 +85,7 @@ impl Analyzer {
         let is_rt = |pid: i32| {
             pid > 0
                 && tasks.get(&pid).is_some_and(|k| {
-                    rtwhy_model::is_rt(k.prio) && !refusals::is_stopper(k.comm.as_bytes())
+                    rtwhy_model::is_fifo_rr(k.prio) && !refusals::is_stopper(k.comm.as_bytes())
                 })
         };
         t.refusals.observe(&ev, is_rt, t.config.horizon.0);

@@ -114,8 +114,10 @@ impl Refusals {
                 next_comm,
             } => {
                 c.waiting.retain(|(p, _)| p != next_pid && p != prev_pid);
+                // A SCHED_DEADLINE task switched out runnable has used its own runtime:
+                // its bandwidth server at work, not the RT class refused.
                 if *prev_pid > 0
-                    && rtwhy_model::is_rt(*prev_prio)
+                    && rtwhy_model::is_fifo_rr(*prev_prio)
                     && prev_state.is_runnable()
                     && !is_stopper(prev_comm.as_bytes())
                 {
@@ -127,7 +129,7 @@ impl Refusals {
                 c.curr = *next_pid;
                 let lower = *next_pid == 0 || *next_prio >= 100;
                 if *next_pid > 0
-                    && rtwhy_model::is_rt(*next_prio)
+                    && rtwhy_model::is_fifo_rr(*next_prio)
                     && !is_stopper(next_comm.as_bytes())
                 {
                     c.rt_runs(e.ts);
@@ -153,7 +155,7 @@ impl Refusals {
                 target_cpu,
                 ..
             } => {
-                if *target_cpu == e.cpu as i32 && rtwhy_model::is_rt(*prio) {
+                if *target_cpu == e.cpu as i32 && rtwhy_model::is_fifo_rr(*prio) {
                     if !c.waiting.iter().any(|(p, _)| p == pid) {
                         c.waiting.push((*pid, e.ts));
                     }

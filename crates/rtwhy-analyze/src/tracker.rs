@@ -148,7 +148,8 @@ pub(crate) struct Tracker {
     pub refusals: crate::refusals::Refusals,
     pub tasks: IntMap<i32, Task>,
     cpus: Vec<CpuState>,
-    timers: IntMap<u64, i64>,
+    /// Each timer's `expires` (its own clock) and when it was started (trace clock).
+    timers: IntMap<u64, (i64, Nanos)>,
     pub late: Vec<LateTimer>,
     selected: HashSet<i32>,
     pub seen: Seen,
@@ -250,8 +251,10 @@ impl Tracker {
         let Some(t) = self.tasks.get(&tid) else {
             return false;
         };
+        // SCHED_DEADLINE tasks are not default victims: one that used its runtime waits
+        // for its next period by design, which is not lateness.
         if f.is_empty() {
-            return rtwhy_model::is_rt(t.prio) && !is_housekeeping(&t.comm);
+            return rtwhy_model::is_fifo_rr(t.prio) && !is_housekeeping(&t.comm);
         }
         // Processes and names select their real-time threads (a cyclictest process has
         // a SCHED_OTHER main thread whose lateness nobody cares about); thread ids are
@@ -417,17 +420,23 @@ impl Tracker {
                 if self.timers.len() > 100_000 {
                     self.timers.clear();
                 }
-                self.timers.insert(*hrtimer, *expires);
+                self.timers.insert(*hrtimer, (*expires, ev.ts));
                 if ev.pid > 0 {
                     self.task(ev.pid, None, None).timer = Some((*hrtimer, *expires));
                 }
             }
             EventKind::HrtimerExpireEntry { hrtimer, now, .. } => {
                 self.seen.hrtimer = true;
+                // A timer started when its expiry had already passed (a thread that comes
+                // back late and sleeps until an absolute time behind it) is due when it
+                // was started, not before: it cannot have been late before it existed.
                 let lateness = self
                     .timers
                     .get(hrtimer)
-                    .map(|&expires| now.saturating_sub(expires))
+                    .map(|&(expires, started)| {
+                        now.saturating_sub(expires)
+                            .min(ev.ts.0.saturating_sub(started.0) as i64)
+                    })
                     .filter(|&l| l >= 0)
                     .map(|l| l as u64);
                 let expiry = lateness.map(|l| Nanos(ev.ts.0.saturating_sub(l)));

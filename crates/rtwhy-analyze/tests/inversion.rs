@@ -316,17 +316,32 @@ fn a_wait_without_a_known_holder_is_not_named() {
 #[test]
 fn a_short_idle_stretch_after_a_normal_task_blocked_is_not_throttling() {
     // The issue's idle-exit spike: a normal task blocks, the CPU idles, H's wake-up comes
-    // while it idles and H runs 150 us later. No RT task was runnable when the CPU went
-    // idle: idle exit, never RT throttling.
+    // from another CPU while it idles and H runs 150 us later. No RT task was runnable
+    // when the CPU went idle: idle exit, never RT throttling.
+    let mut t = Seq::default();
+    t.irq(0, 0);
+    t.switch(0, 1, H, S, (500, 120));
+    t.switch(50, 1, (500, 120), S, IDLE);
+    t.waking(1000, 0, 600, H, 1);
+    t.switch(1150, 1, IDLE, R, H);
+    let a = t.analyze();
+    let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
+    assert_eq!(s.primary.cause, Cause::IdleExit, "{}", why(s));
+}
+
+#[test]
+fn idle_after_the_cpu_handled_the_wake_up_is_not_an_idle_exit() {
+    // Regression (issue 34): the idle CPU itself handled H's wake-up (an interrupt there),
+    // so it had left idle; 3 ms more without a switch is not a C-state exit.
     let mut t = Seq::default();
     t.irq(0, 0);
     t.switch(0, 1, H, S, (500, 120));
     t.switch(50, 1, (500, 120), S, IDLE);
     t.waking(1000, 1, 0, H, 1);
-    t.switch(1150, 1, IDLE, R, H);
+    t.switch(4160, 1, IDLE, R, H);
     let a = t.analyze();
     let s = a.spikes.iter().find(|s| s.victim.tid == H.0).unwrap();
-    assert_eq!(s.primary.cause, Cause::IdleExit, "{}", why(s));
+    assert_ne!(s.primary.cause, Cause::IdleExit, "{}", why(s));
 }
 
 #[test]

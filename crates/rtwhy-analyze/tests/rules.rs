@@ -703,3 +703,149 @@ fn a_spike_that_began_before_the_recording_names_no_cause_for_the_unrecorded_tim
         }]
     );
 }
+
+/// A FIFO 90 thread (pid 200, kernel prio `hog_in` when switched in) computes in user
+/// space on CPU 1 from 100 us to 3400 us, making no events of its own; the victim's timer fires on
+/// time at 1000 us in its context; `tick_lateness_us`, when given, is how late a periodic
+/// tick's `now - expires` says it was when it fires at 3300 us (its expiry a stale one).
+fn user_space_spinner(hog_in: i32, tick_lateness_us: Option<u64>) -> T {
+    let mut t = T::new();
+    victim_sleeps(&mut t);
+    t.arm(1, VICTIM, 0xA, 1000);
+    if let Some(late) = tick_lateness_us {
+        t.arm(2, 0, 0xB, 3300 - late);
+    }
+    t.switch(100, 1, (0, 120), 0, (200, hog_in));
+    t.fire(1000, 200, 0xA);
+    t.waking(1001, 1, 200);
+    // The local timer interrupts it once on the way: the run has events of its own.
+    t.ev(
+        2000,
+        1,
+        200,
+        EventKind::IrqHandlerEntry {
+            irq: 236,
+            name: "local_timer".into(),
+        },
+    );
+    t.ev(2002, 1, 200, EventKind::IrqHandlerExit { irq: 236, ret: 1 });
+    if tick_lateness_us.is_some() {
+        t.fire(3300, 200, 0xB);
+    }
+    t.switch(3400, 1, (200, 9), 1, (VICTIM, VPRIO));
+    t
+}
+
+#[test]
+fn a_higher_priority_thread_computing_in_user_space_is_preemption_not_a_stopped_cpu() {
+    // Regression (issue 34): silence inside one task's run, closed by a tick whose
+    // `now - expires` read 2.3 ms late, was called hwlat ("CPU 1 was stopped"); the
+    // spinner was running the whole time, as a task in user space does, without events.
+    let a = user_space_spinner(9, Some(2300)).analyze();
+    let s = a.spikes.iter().find(|s| s.victim.tid == VICTIM).unwrap();
+    assert_eq!(s.primary.cause, Cause::Preemption, "{}", s.primary.summary);
+    assert!(
+        !s.breakdown.iter().any(|i| i.bucket == Bucket::Unaccounted),
+        "{:?}",
+        s.breakdown
+    );
+}
+
+#[test]
+fn a_thread_that_raised_its_own_priority_is_judged_at_the_priority_it_ran_with() {
+    // Regression (issue 34): switched in as SCHED_OTHER, the spinner raised itself to
+    // FIFO 90 (sched_setscheduler, which no event shows) and was switched out at [9]:
+    // its run was preemption, not a lower-priority task in a non-preemptible section.
+    let a = user_space_spinner(120, None).analyze();
+    let s = a.spikes.iter().find(|s| s.victim.tid == VICTIM).unwrap();
+    assert_eq!(s.primary.cause, Cause::Preemption, "{}", s.primary.summary);
+    assert!(
+        s.primary.summary.contains("FIFO/RR 90"),
+        "{}",
+        s.primary.summary
+    );
+    // The whole run, before the interrupt in it too, is at FIFO 90.
+    assert!(
+        s.breakdown
+            .iter()
+            .all(|i| !matches!(i.bucket, Bucket::Task { prio, .. } if prio != 9)),
+        "{:?}",
+        s.breakdown
+    );
+    assert!(s.contributors.is_empty(), "{:?}", s.contributors);
+}
+
+#[test]
+fn a_deadline_task_past_its_runtime_is_not_rt_throttled() {
+    // Regression (issue 34): a SCHED_DEADLINE task (prio -1) that used its runtime is
+    // switched out runnable until its next period, by design: not a default victim, and
+    // named by tid it is never an rt_throttling victim (sched_rt_runtime_us does not
+    // limit it).
+    let mut t = T::new();
+    t.switch(0, 1, (0, 120), 0, (300, -1));
+    t.switch(20_000, 1, (300, -1), 0, (400, 120));
+    t.switch(100_000, 1, (400, 120), 0, (300, -1));
+    t.switch(101_000, 1, (300, -1), 1, (0, 120));
+    assert!(t.analyze().spikes.is_empty(), "{:?}", t.analyze().spikes);
+    let by_tid = Config {
+        filter: TaskFilter {
+            tids: vec![300],
+            ..TaskFilter::default()
+        },
+        ..Config::default()
+    };
+    let a = t.run(by_tid, SystemFacts::default());
+    assert!(
+        a.spikes
+            .iter()
+            .all(|s| s.primary.cause != Cause::RtThrottling),
+        "{:?}",
+        a.spikes
+            .iter()
+            .map(|s| &s.primary.summary)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_timer_armed_after_its_expiry_is_not_late_before_it_was_armed() {
+    // Regression (issue 34): a thread that comes back late sleeps until an absolute time
+    // already behind it; its timer fires at once. `now - expires` (3.6 ms) is the thread's
+    // own overrun, not a timer interrupt held off: no stopped CPU.
+    let mut t = T::new();
+    t.switch(0, 1, (0, 120), 0, (VICTIM, VPRIO));
+    t.arm(3600, VICTIM, 0xC, 0);
+    t.switch(3601, 1, (VICTIM, VPRIO), 1, (0, 120));
+    t.fire(3617, 0, 0xC);
+    t.waking(3618, 1, 0);
+    t.switch(3620, 1, (0, 120), 0, (VICTIM, VPRIO));
+    let a = t.analyze();
+    assert!(
+        a.spikes.iter().all(|s| s.primary.cause != Cause::Hwlat),
+        "{:?}",
+        a.spikes
+            .iter()
+            .map(|s| &s.primary.summary)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_real_time_task_switched_out_runnable_for_lower_work_is_not_kernel_nonpreemptible() {
+    // Regression (issue 34): a FIFO task switched out while runnable in favour of a normal
+    // task was refused by the scheduler (RT throttling's signature, here too short to be
+    // named), and was called kernel_nonpreemptible, which that very switch rules out.
+    let mut t = T::new();
+    t.switch(0, 1, (0, 120), 0, (VICTIM, VPRIO));
+    t.switch(1000, 1, (VICTIM, VPRIO), 0, (400, 120));
+    t.switch(3000, 1, (400, 120), 0, (VICTIM, VPRIO));
+    t.switch(3100, 1, (VICTIM, VPRIO), 1, (0, 120));
+    let a = t.analyze();
+    let s = a.spikes.iter().find(|s| s.victim.tid == VICTIM).unwrap();
+    assert_ne!(
+        s.primary.cause,
+        Cause::KernelNonpreemptible,
+        "{}",
+        s.primary.summary
+    );
+}

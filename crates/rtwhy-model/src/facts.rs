@@ -152,6 +152,17 @@ pub struct SystemFacts {
 }
 
 impl SystemFacts {
+    /// The longest exit latency of CPU `cpu`'s idle states (recorded as
+    /// `name:exit_latency_us,...`), in nanoseconds; `None` when not recorded.
+    pub fn max_idle_exit_ns(&self, cpu: u32) -> Option<u64> {
+        self.idle_states
+            .get(&cpu)?
+            .split(',')
+            .filter_map(|s| s.rsplit_once(':')?.1.trim().parse::<u64>().ok())
+            .max()
+            .map(|us| us.saturating_mul(1000))
+    }
+
     /// Takes one `key=value` fact (see docs/markers.md); unknown keys are kept in `other`.
     pub fn set(&mut self, key: &str, value: &str) {
         let value = value.trim();

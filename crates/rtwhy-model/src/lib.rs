@@ -45,7 +45,7 @@ pub use facts::{
     MARKER_MATCH_NS, MAX_MARKER_LEN,
 };
 pub use prio::{
-    breaches, is_rt, kernel_prio_from_rt_priority, nice_from_kernel_prio,
+    breaches, is_deadline, is_fifo_rr, is_rt, kernel_prio_from_rt_priority, nice_from_kernel_prio,
     rt_priority_from_kernel_prio,
 };
 pub use session::SessionDir;

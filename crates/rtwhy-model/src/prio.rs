@@ -19,6 +19,18 @@ pub fn breaches(latency_ns: u64, threshold_ns: u64) -> bool {
     latency_ns >= threshold_ns
 }
 
+/// Whether a task of kernel `prio` is SCHED_FIFO or SCHED_RR (0..=99): the class RT
+/// bandwidth control (`sched_rt_runtime_us`) limits. SCHED_DEADLINE is not in it.
+pub fn is_fifo_rr(prio: i32) -> bool {
+    (0..100).contains(&prio)
+}
+
+/// Whether a task of kernel `prio` is SCHED_DEADLINE (printed as -1): above every FIFO/RR
+/// task, limited by its own runtime per period, not by `sched_rt_runtime_us`.
+pub fn is_deadline(prio: i32) -> bool {
+    prio < 0
+}
+
 /// The SCHED_FIFO/SCHED_RR priority (1..=99) of a kernel `prio`, if it is a real-time one.
 pub fn rt_priority_from_kernel_prio(prio: i32) -> Option<u32> {
     if (0..=98).contains(&prio) {
@@ -53,6 +65,8 @@ mod tests {
         assert!(is_rt(99));
         assert!(!is_rt(100));
         assert!(!is_rt(120));
+        assert!(is_deadline(-1) && !is_fifo_rr(-1));
+        assert!(is_fifo_rr(0) && is_fifo_rr(99) && !is_fifo_rr(100) && !is_deadline(0));
         assert!(breaches(100, 100));
         assert!(!breaches(99, 100));
     }

@@ -1,11 +1,65 @@
 //! `idle_exit`: the victim was woken on an idle CPU that left idle late.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, SpikeKind};
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Nanos, SpikeKind};
 
 use super::Rule;
 use crate::ctx::Ctx;
 
 pub(crate) struct IdleExit;
+
+/// Without recorded idle states, the longest exit any real C-state (or a VM's halt) is
+/// taken to need: real hardware declares tens to hundreds of microseconds.
+pub(crate) const MAX_IDLE_EXIT_UNRECORDED: u64 = 500_000;
+
+/// The longest idle exit CPU `cpu` can take: its deepest idle state's exit latency from
+/// the recorded facts, or [`MAX_IDLE_EXIT_UNRECORDED`].
+pub(crate) fn max_exit(ctx: &Ctx<'_>) -> (u64, bool) {
+    match ctx.tr.facts.max_idle_exit_ns(ctx.ep.cpu) {
+        Some(ns) => (ns, true),
+        None => (MAX_IDLE_EXIT_UNRECORDED, false),
+    }
+}
+
+/// When the victim's CPU showed that it had left idle after the wake-up: its timer's
+/// handler ran there, or the CPU's first event at or after the wake-up. Idle time after
+/// that is not an idle exit (the CPU was awake and did not switch).
+pub(crate) fn awake_at(ctx: &Ctx<'_>) -> Option<Nanos> {
+    let w = ctx.ep.wake.as_ref()?;
+    if let Some(tf) = w.timer {
+        return Some(tf.handler);
+    }
+    let cpu = ctx.ep.cpu;
+    let h = &ctx.tr.history;
+    h.cpu(cpu)
+        .range(h.first_at(cpu, w.ts)..)
+        .find(|e| !matches!(&e.kind, rtwhy_model::EventKind::Generic(g) if g.name.ends_with("_stack")))
+        .map(|e| e.ts)
+}
+
+/// The time the CPU took to leave idle: its own timer's delay (expiry to handler) while
+/// it idled, and idle before it showed it was awake.
+pub(crate) fn exit_ns(ctx: &Ctx<'_>) -> u64 {
+    let delay: u64 = ctx
+        .replay
+        .segments
+        .iter()
+        .filter(|s| matches!(s.bucket, Bucket::TimerIrqDelay | Bucket::Unaccounted))
+        .filter(|_| ctx.replay.start_curr == 0)
+        .map(|s| s.to.0 - s.from.0)
+        .sum();
+    delay + exit_idle_ns(ctx)
+}
+
+/// The idle part of [`exit_ns`]: idle before the CPU showed it was awake.
+pub(crate) fn exit_idle_ns(ctx: &Ctx<'_>) -> u64 {
+    let awake = awake_at(ctx).unwrap_or(ctx.ep.end);
+    ctx.replay
+        .segments
+        .iter()
+        .filter(|s| s.bucket == Bucket::Idle)
+        .map(|s| s.to.min(awake).0.saturating_sub(s.from.0))
+        .sum()
+}
 
 impl Rule for IdleExit {
     fn cause(&self) -> Cause {
@@ -60,18 +114,34 @@ impl Rule for IdleExit {
                 i.bucket
             ));
         }
+        // An idle exit delays the interrupt, by at most the deepest idle state's exit
+        // latency: a longer silence is a stopped CPU or something unseen.
+        let (bound, recorded) = max_exit(ctx);
+        let ns = exit_ns(ctx);
+        if ns > bound {
+            return Err(format!(
+                "CPU {cpu} took {} to leave idle, longer than {} ({}): not an idle exit",
+                human_duration(ns),
+                human_duration(bound),
+                if recorded {
+                    "its deepest idle state's exit latency"
+                } else {
+                    "any real C-state takes; idle states not recorded"
+                }
+            ));
+        }
+        if ns == 0 {
+            return Err(format!(
+                "CPU {cpu} was awake (it ran the wake-up's handler) before the victim waited: no idle exit in the window"
+            ));
+        }
         Ok(())
     }
 
     fn summary(&self, ctx: &Ctx<'_>, _share: f64, _confidence: &mut Confidence) -> String {
         let cpu = ctx.ep.cpu;
         let victim = &ctx.ep.victim;
-        let ns = ctx.sum(|b| {
-            matches!(
-                b,
-                Bucket::Idle | Bucket::TimerIrqDelay | Bucket::Unaccounted
-            )
-        });
+        let ns = exit_ns(ctx);
         let state = match &ctx.replay.idle_before {
             Some((state, e)) => format!(" (idle state {state} entered at {})", e.ts),
             None => " (no power:cpu_idle events: the idle state is not known)".to_string(),

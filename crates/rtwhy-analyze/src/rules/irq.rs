@@ -1,7 +1,8 @@
 //! `irq`: hard interrupt handlers on a CPU that is not isolated.
 
-use crate::ctx::irq_work;
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence};
+use crate::breakdown::TaskNames;
+use crate::ctx::IrqWork;
+use rtwhy_model::{human_duration, softirq_name, Bucket, Cause, Confidence};
 
 use super::Rule;
 use crate::ctx::Ctx;
@@ -43,11 +44,19 @@ impl Rule for Irq {
     }
 }
 
+/// The interrupts of the spike: on an isolated CPU, the softirq work an IRQ's thread ran
+/// is the IRQ's (the configuration error is the IRQ there; the softirq its mechanism).
+pub(super) fn irq_work(ctx: &Ctx<'_>, cause: Cause) -> Vec<IrqWork> {
+    crate::ctx::irq_work(ctx.items, cause == Cause::IrqOnIsolatedCpu, &|irq| {
+        ctx.tr.irq_name(irq)
+    })
+}
+
 /// The sentence for hard interrupt work, on any CPU or on an isolated one.
 pub(super) fn irq_summary(ctx: &Ctx<'_>, cause: Cause) -> String {
     let cpu = ctx.ep.cpu;
     let victim = &ctx.ep.victim;
-    let parts: Vec<String> = irq_work(ctx.items)
+    let parts: Vec<String> = irq_work(ctx, cause)
         .iter()
         .map(|w| {
             let mut s = format!(
@@ -63,10 +72,23 @@ pub(super) fn irq_summary(ctx: &Ctx<'_>, cause: Cause) -> String {
                 } else {
                     format!("hard handler {}, ", human_duration(w.hard_ns))
                 };
+                let mechanism: Vec<String> = w
+                    .softirqs
+                    .iter()
+                    .map(|(v, ns)| format!("{} {}", softirq_name(*v), human_duration(*ns)))
+                    .collect();
                 s.push_str(&format!(
-                    " ({hard}thread {t} {}{})",
+                    " ({hard}thread {t} {}{}{})",
                     human_duration(w.thread_ns),
-                    if t.prio <= victim.prio {
+                    if mechanism.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", running the softirqs its handler raised: {}",
+                            mechanism.join(", ")
+                        )
+                    },
+                    if t.prio < victim.prio {
                         ", which outranks the victim"
                     } else {
                         ""
@@ -109,7 +131,7 @@ pub(super) fn irq_advice(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
     let facts = &ctx.tr.facts;
     let mut v = Vec::new();
     let hk = crate::ctx::housekeeping(ctx);
-    for w in crate::ctx::irq_work(ctx.items) {
+    for w in irq_work(ctx, cause) {
         let (irq, name) = (w.irq, &w.name);
         let fact = facts.irqs.get(&irq);
         let affinity = fact

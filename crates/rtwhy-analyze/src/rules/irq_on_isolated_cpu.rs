@@ -3,7 +3,7 @@
 use rtwhy_model::{Bucket, Cause, Confidence};
 
 use super::Rule;
-use crate::ctx::{is_local_timer, Ctx};
+use crate::ctx::{is_local_timer, softirq_in_irq_thread, Ctx};
 
 pub(crate) struct IrqOnIsolatedCpu;
 
@@ -22,11 +22,13 @@ impl Rule for IrqOnIsolatedCpu {
                 ctx.ep.cpu
             ));
         }
+        // A device IRQ's thread running the softirqs its handler raised is that IRQ's
+        // work on the CPU: the IRQ is there because of its affinity.
         let device = ctx.replay.segments.iter().any(|s| match &s.bucket {
             Bucket::Irq { name, .. } | Bucket::IrqThread { name, .. } => {
                 !is_local_timer(name) && (s.begin.is_some() || s.end.is_some())
             }
-            _ => false,
+            b => softirq_in_irq_thread(b).is_some() && (s.begin.is_some() || s.end.is_some()),
         });
         if device {
             Ok(())
@@ -45,5 +47,6 @@ impl Rule for IrqOnIsolatedCpu {
 
     fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
         matches!(bucket, Bucket::Irq { .. } | Bucket::IrqThread { .. })
+            || softirq_in_irq_thread(bucket).is_some()
     }
 }

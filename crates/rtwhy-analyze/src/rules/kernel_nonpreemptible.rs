@@ -1,6 +1,6 @@
 //! `kernel_nonpreemptible`: a lower-priority task kept the CPU after the wake-up.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, SpikeSource};
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence, EventKind, SpikeKind, SpikeSource};
 
 use super::Rule;
 use crate::breakdown::silent_cpus;
@@ -157,6 +157,28 @@ impl Rule for KernelNonpreemptible {
             return Err(format!(
                 "no lower-priority task kept CPU {cpu} after the wake-up"
             ));
+        }
+        // A real-time victim switched out while runnable in favour of lower-priority work
+        // (or idle) was refused by the scheduler (RT throttling, the fair server), not
+        // kept waiting by a section that could not be preempted: the switch happened.
+        if let Some(EventKind::SchedSwitch {
+            prev_pid,
+            prev_state,
+            next_pid,
+            next_prio,
+            ..
+        }) = ctx.ep.preempted_by.as_ref().map(|e| &e.kind)
+        {
+            if ctx.ep.kind == SpikeKind::Preempted
+                && *prev_pid == ctx.ep.victim.tid
+                && prev_state.is_runnable()
+                && (*next_pid == 0 || *next_prio > ctx.ep.victim.prio)
+            {
+                return Err(format!(
+                    "{} was switched out runnable for lower-priority work: the scheduler refused the real-time class (throttling), the kernel did preempt",
+                    ctx.ep.victim
+                ));
+            }
         }
         match model(ctx) {
             Model::Recorded(m) if m == "none" || m == "voluntary" => Ok(()),

@@ -10,7 +10,7 @@ use crate::ctx::Ctx;
 
 mod frequency_ramp;
 mod hwlat;
-mod idle_exit;
+pub(crate) mod idle_exit;
 mod irq;
 mod irq_on_isolated_cpu;
 pub(crate) mod kernel_nonpreemptible;
