@@ -15,7 +15,7 @@ impl Recipe for Preemption {
     }
 
     fn induces(&self) -> &'static str {
-        "SCHED_FIFO 90 thread spins 300 us every 10.3 ms (longer and rarer above the CPU's noise)"
+        "SCHED_FIFO 90 thread computes 2 ms in user space every 20.3 ms (longer and rarer above the CPU's noise)"
     }
 
     fn setup(&self) -> Setup {
@@ -40,15 +40,18 @@ impl Recipe for Preemption {
     }
 }
 
-/// The spinner for `threshold`: 300 us every 10.3 ms where the threshold is the usual
-/// 150 us; above a noisier CPU's threshold, twice the threshold, a fifth of the time
-/// (the victim must run between spins to be late again). On a noisy CPU the share of
+/// The spinner for `threshold`: 2 ms every 20.3 ms where the threshold is the usual
+/// 150 us, milliseconds of user-space work without a system call, as a real
+/// application's computation is (no event shows it: the analyzer must read the silence
+/// as the spinner running, not as a stopped CPU); above a noisier CPU's threshold, twice
+/// the threshold, a fifth of the time (the victim must run between spins to be late
+/// again). On a noisy CPU the share of
 /// the judged latency that is the spinner's grows with that fraction, not with the
 /// spin's length (longer spins come rarer): at a tenth, the RT guest's stalls held the
 /// share at 50-71 % over seven runs, one attempt at exactly 50 % (a fail).
 fn spin_for(threshold: Duration) -> (Duration, Duration) {
-    let spin = Duration::from_micros(300).max(threshold * 2);
-    (spin, Duration::from_micros(10_300).max(spin * 5))
+    let spin = Duration::from_micros(2_000).max(threshold * 2);
+    (spin, Duration::from_micros(20_300).max(spin * 5))
 }
 
 #[cfg(test)]
@@ -62,7 +65,7 @@ mod tests {
         assert_eq!(quiet.threshold, Duration::from_micros(150));
         assert_eq!(
             spin_for(quiet.threshold),
-            (Duration::from_micros(300), Duration::from_micros(10_300))
+            (Duration::from_micros(2_000), Duration::from_micros(20_300))
         );
         // The RT guest under TCG: wake-ups 4.7 ms late on average.
         let tcg = Preemption.setup_for(&p, 1, Duration::from_millis(9));
