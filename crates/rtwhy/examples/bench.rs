@@ -390,15 +390,6 @@ fn main() {
         .map(|(p, role)| measure_analysis(&rtwhy, p, role, horizon))
         .collect();
 
-    // zstd: rtwhy's own decoder against libzstd on every compressed corpus file.
-    let mut zfiles: Vec<PathBuf> = std::fs::read_dir(&wild)
-        .map(|d| d.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    zfiles.retain(|p| p.extension().is_some_and(|e| e == "dat"));
-    zfiles.sort();
-    zfiles.extend(fixtures.iter().map(|f| f.0.clone()));
-    let zrows: Vec<ZstdRow> = zfiles.iter().filter_map(|p| zstd_row(p)).collect();
-
     let speedup = |a: &Option<Run>, b: &Option<Run>| match (a, b) {
         (Some(a), Some(b)) if b.secs > 0.0 => format!("{:.1}x", a.secs / b.secs),
         _ => "-".into(),
@@ -461,7 +452,6 @@ the synthetic one; peak RSS from GNU time).\nEvents per second = events in the f
     }
     md.push_str("\nThe synthetic file repeats the events of `fixtures/recorded/vm-net-v7-zstd.dat` (recorded on this project's VM) with shifted timestamps, written by rtwhy's own v6 writer, which trace-cmd reads too.\nMemory stays flat with trace size because records are read a block of pages (or one compressed chunk) per CPU at a time.\n");
     md.push_str(&analysis_section(&analysis));
-    md.push_str(&zstd_section(&zrows));
     let out = root.join("docs/PERFORMANCE.md");
     // The sections from "## Recording overhead" on are written by hand from other
     // scripts' runs: kept as they are.
@@ -672,145 +662,6 @@ fn analysis_section(rows: &[AnalysisRow]) -> String {
             }
         }
     }
-    md
-}
-
-/// One file's zstd frames decoded by both decoders.
-struct ZstdRow {
-    name: String,
-    frames: usize,
-    compressed: usize,
-    uncompressed: usize,
-    /// Best and median seconds per pass over all frames: rtwhy's own decoder.
-    own: (f64, f64),
-    /// The same with libzstd, through rtwhy's chunk handling (`Codec::decompress_into`).
-    lib: (f64, f64),
-}
-
-/// The zstd frames of a trace.dat v7 file, each with the size it must decompress to. Each
-/// compressed section and chunk is its compressed size and its uncompressed size (u32
-/// each, the file's byte order) followed by one frame: found by the frame's magic number
-/// and kept when it decodes to exactly the size before it.
-fn zstd_frames(bytes: &[u8]) -> Vec<(&[u8], usize)> {
-    const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
-    let mut frames = Vec::new();
-    let mut at = 8;
-    while at + 4 <= bytes.len() {
-        if bytes[at..at + 4] != MAGIC {
-            at += 1;
-            continue;
-        }
-        let word = |i: usize, le: bool| {
-            let b: [u8; 4] = bytes[i..i + 4].try_into().expect("4 bytes");
-            (if le {
-                u32::from_le_bytes(b)
-            } else {
-                u32::from_be_bytes(b)
-            }) as usize
-        };
-        let found = [true, false].into_iter().find_map(|le| {
-            let (csize, usize_) = (word(at - 8, le), word(at - 4, le));
-            let frame = bytes.get(at..at.checked_add(csize)?)?;
-            let codec = rtwhy_decode::tracedat::Codec::Zstd;
-            codec.decompress(frame, usize_ as u64, 0).ok()?;
-            Some((frame, usize_))
-        });
-        match found {
-            Some((frame, n)) => {
-                at += frame.len();
-                frames.push((frame, n));
-            }
-            None => at += 1,
-        }
-    }
-    frames
-}
-
-/// Decodes every zstd frame of `path` with each decoder in turn, passes interleaved (own,
-/// libzstd, own, ...), at least 5 passes each and at least 0.3 s of each; `None` for a
-/// file without zstd frames.
-fn zstd_row(path: &Path) -> Option<ZstdRow> {
-    use rtwhy_decode::tracedat::zstd::{decompress_over, Decoder};
-    use rtwhy_decode::tracedat::Codec;
-    let bytes = std::fs::read(path).ok()?;
-    let frames = zstd_frames(&bytes);
-    if frames.is_empty() {
-        return None;
-    }
-    let (mut dec, mut a, mut b) = (Decoder::default(), Vec::new(), Vec::new());
-    for (frame, n) in &frames {
-        decompress_over(&mut dec, frame, &mut a, *n).expect("own decoder");
-        Codec::Zstd
-            .decompress_into(frame, *n as u64, 0, &mut b)
-            .expect("libzstd");
-        assert!(a == b, "{}: the decoders disagree", path.display());
-    }
-    let (mut own, mut lib) = (Vec::new(), Vec::new());
-    let start = Instant::now();
-    while own.len() < 5 || start.elapsed().as_secs_f64() < 0.6 {
-        let t = Instant::now();
-        for (frame, n) in &frames {
-            decompress_over(&mut dec, frame, &mut a, *n).expect("own decoder");
-        }
-        own.push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        for (frame, n) in &frames {
-            Codec::Zstd
-                .decompress_into(frame, *n as u64, 0, &mut b)
-                .expect("libzstd");
-        }
-        lib.push(t.elapsed().as_secs_f64());
-    }
-    let best_median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        (v[0], v[v.len() / 2])
-    };
-    Some(ZstdRow {
-        name: path.file_name()?.to_string_lossy().to_string(),
-        frames: frames.len(),
-        compressed: frames.iter().map(|f| f.0.len()).sum(),
-        uncompressed: frames.iter().map(|f| f.1).sum(),
-        own: best_median(&mut own),
-        lib: best_median(&mut lib),
-    })
-}
-
-/// The "zstd" section: both decoders on every compressed corpus file, and the verdict.
-fn zstd_section(rows: &[ZstdRow]) -> String {
-    let mut md = String::from("\n## zstd: rtwhy's own decoder against libzstd\n\n");
-    md.push_str("Every zstd frame of every compressed trace.dat in the corpus (`../shared/corpus/wild`) and the fixtures, decoded in-process by rtwhy's own decoder (`tracedat::zstd::decompress_over`, tables reused) and by libzstd through rtwhy's chunk handling (`Codec::decompress_into`: one reused context, output bounded by the chunk's size), passes over the file's frames interleaved, at least 5 and 0.3 s each; best and median per pass. Both decoders' output is compared first.\n\n");
-    md.push_str("| file | frames | compressed | uncompressed | own: best (median) | libzstd: best (median) | own / libzstd (best) |\n|---|---|---|---|---|---|---|\n");
-    let mib = |n: usize| n as f64 / (1 << 20) as f64;
-    for r in rows {
-        md.push_str(&format!(
-            "| {} | {} | {:.2} MiB | {:.2} MiB | {:.2} ms ({:.2}) | {:.2} ms ({:.2}) | {:.2}x |\n",
-            r.name,
-            r.frames,
-            mib(r.compressed),
-            mib(r.uncompressed),
-            r.own.0 * 1e3,
-            r.own.1 * 1e3,
-            r.lib.0 * 1e3,
-            r.lib.1 * 1e3,
-            r.own.0 / r.lib.0,
-        ));
-    }
-    let slower: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.lib.0 >= r.own.0)
-        .map(|r| r.name.as_str())
-        .collect();
-    let (lo, hi) = rows
-        .iter()
-        .map(|r| r.own.0 / r.lib.0)
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
-            (lo.min(x), hi.max(x))
-        });
-    md.push_str(&if slower.is_empty() {
-        format!("\nlibzstd is faster on every one of the {} files: {lo:.2}x to {hi:.2}x (own decoder's best time / libzstd's).\n", rows.len())
-    } else {
-        format!("\nlibzstd is not faster on {} of the {} files: {}.\n", slower.len(), rows.len(), slower.join(", "))
-    });
     md
 }
 
