@@ -1,34 +1,43 @@
-//! rtwhy's zstd decoder on arbitrary input, against the reference implementation
-//! (libzstd): no panic, never more than the limit, and every input libzstd decodes
-//! within the limit decodes here too, to the same bytes (but for the damage rtwhy notices
-//! and libzstd does not, below).
+//! rtwhy's handling of zstd chunks (`Codec::Zstd`: libzstd's streaming decoder into a
+//! buffer that grows with the output, bounded by the chunk's size) on arbitrary input,
+//! against libzstd's one-shot decoder on the same bytes: no panic, never more than the
+//! chunk's size plus one byte, a chunk of exactly the size the one-shot decoder makes
+//! of it decodes to the same bytes (unless libzstd's streaming decoder refuses it too),
+//! and a chunk of any other size is an error.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rtwhy_decode::tracedat::zstd::{decompress, Decoder};
+use rtwhy_decode::tracedat::Codec;
 
 const LIMIT: usize = 1 << 20;
 
 fuzz_target!(|data: &[u8]| {
-    let mut out = Vec::new();
-    let ours = decompress(&mut Decoder::default(), data, &mut out, LIMIT);
-    assert!(out.len() <= LIMIT);
-    // libzstd's one-shot decoder (the streaming one ends some damaged frames short
-    // without an error), into at most LIMIT bytes.
     let reference = zstd::bulk::Decompressor::new().and_then(|mut d| d.decompress(data, LIMIT));
-    let fine = reference.is_ok();
-    let want = reference.unwrap_or_default();
-    // rtwhy is stricter than libzstd by design in two respects: each Huffman and sequence
-    // bitstream must end exactly where its last value does, and must end in its end mark
-    // (libzstd's fast Huffman loop checks neither, decoding damaged streams to wrong
-    // bytes; where libzstd accepts a stream without its end mark, it is such a Huffman
-    // stream, since its other readers check the mark).
-    let stricter = matches!(&ours, Err(e) if e.to_string().ends_with("not consumed exactly")
-        || e.to_string() == "bitstream without its end mark");
-    if fine && want.len() <= LIMIT && !data.is_empty() && !stricter {
-        assert!(ours.is_ok(), "libzstd decodes what rtwhy rejects: {ours:?}");
-        assert!(out == want, "the decoders disagree");
-    } else if ours.is_ok() && fine {
-        assert!(out == want, "the decoders disagree");
+    // The size a chunk header would claim: right, one off either way, or unrelated.
+    let sizes = match &reference {
+        Ok(want) => [want.len(), want.len().saturating_sub(1), want.len() + 1, data.len()],
+        Err(_) => [0, data.len(), data.len().saturating_mul(7), LIMIT],
+    };
+    for expected in sizes.map(|n| n.min(LIMIT)) {
+        let mut out = vec![0xA5; 100];
+        let ours = Codec::Zstd.decompress_into(data, expected as u64, 0, &mut out);
+        assert!(out.len() <= expected + 1, "{} bytes for a chunk of {expected}", out.len());
+        let Ok(want) = &reference else {
+            continue;
+        };
+        if want.len() != expected {
+            assert!(ours.is_err(), "a chunk of {expected} bytes decoded to {}", want.len());
+        } else if let Err(e) = ours {
+            // rtwhy uses libzstd's streaming decoder, which holds frames to RFC 8878 where
+            // the one-shot decoder does not (a block longer than the window or 128 KiB),
+            // with one limit of its own: a window over 8 MiB and over the chunk's size.
+            let streaming = zstd::stream::decode_all(data);
+            assert!(
+                streaming.is_err() || e.to_string().contains("too much memory"),
+                "libzstd decodes what rtwhy rejects: {e}"
+            );
+        } else {
+            assert!(out == *want, "the decoders disagree");
+        }
     }
 });

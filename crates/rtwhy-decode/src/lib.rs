@@ -1,5 +1,6 @@
 //! Bytes to events: ftrace event formats, ring-buffer pages, trace-cmd `trace.dat`
-//! (versions 6 and 7, zstd and zlib) and `trace-cmd report` text, in pure Rust.
+//! (versions 6 and 7, zstd and zlib) and `trace-cmd report` text, in pure Rust but for
+//! zstd decompression (libzstd, the reference decoder, linked statically).
 //!
 //! Untrusted input is the normal case: every read is bounds-checked and every error
 //! names the file offset.

@@ -1,10 +1,18 @@
-//! rtwhy's zstd decoder against frames written by the reference implementation (the
-//! `zstd` 1.5.4 command, files in `tests/data/zstd/`, see the README there), and against
-//! damaged copies of them: no panic, never more output than the limit.
+//! zstd chunks through rtwhy's chunk handling (`Codec::Zstd`, libzstd underneath) against
+//! frames written by the reference implementation (the `zstd` 1.5.4 command, files in
+//! `tests/data/zstd/`, see the README there), and against damaged copies of them: no
+//! panic, never more output than the chunk's size, a size other than the chunk's an error.
 
 use std::path::PathBuf;
 
-use rtwhy_decode::tracedat::zstd::{decompress, decompress_over, Decoder};
+use rtwhy_decode::tracedat::Codec;
+
+/// Decompresses `input`, which must expand to `expected` bytes, into `out` (replaced).
+fn decompress(input: &[u8], out: &mut Vec<u8>, expected: usize) -> Result<(), String> {
+    Codec::Zstd
+        .decompress_into(input, expected as u64, 0, out)
+        .map_err(|e| e.to_string())
+}
 
 fn data(name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -45,11 +53,9 @@ const VECTORS: [&str; 3] = ["fast5.zst", "level3.zst", "level19-nocheck.zst"];
 #[test]
 fn frames_of_the_reference_encoder_decode_to_their_input() {
     let want = sample();
-    let mut dec = Decoder::default();
     for name in VECTORS {
         let mut out = Vec::new();
-        decompress(&mut dec, &data(name), &mut out, want.len())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        decompress(&data(name), &mut out, want.len()).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(out == want, "{name}: decoded bytes differ from the input");
     }
 }
@@ -61,114 +67,87 @@ fn concatenated_and_skippable_frames_decode_in_turn() {
     // A skippable frame (magic 0x184D2A5?, 4-byte size, content) between two frames.
     input.extend_from_slice(&[0x53, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 1, 2, 3]);
     input.extend_from_slice(&data("fast5.zst"));
-    let mut out = b"kept".to_vec();
-    decompress(&mut Decoder::default(), &input, &mut out, 2 * want.len())
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(&out[..4], b"kept");
-    assert!(out[4..] == [want.clone(), want].concat());
+    let mut out = Vec::new();
+    decompress(&input, &mut out, 2 * want.len()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out == [want.clone(), want].concat());
 }
 
-/// A reused buffer is written over, not cleared: whatever it held, longer or shorter than
-/// the output, only the output is left.
+/// A reused buffer is written over: whatever it held, longer or shorter than the output,
+/// only the output is left.
 #[test]
 fn decoding_over_an_old_buffer_leaves_only_the_new_bytes() {
     let want = sample();
-    let mut dec = Decoder::default();
     for old in [vec![0xAA; want.len() + 5000], vec![0x55; 10], Vec::new()] {
         let mut buf = old;
-        let r = decompress_over(&mut dec, &data("level19-nocheck.zst"), &mut buf, want.len());
+        let r = decompress(&data("level19-nocheck.zst"), &mut buf, want.len());
         assert!(r.is_ok(), "{r:?}");
         assert!(buf == want, "{} bytes left", buf.len());
     }
 }
 
+/// The chunk's size is a limit: a frame that decodes to more is an error, and what was
+/// written stops one byte past the limit.
 #[test]
-fn output_beyond_the_limit_is_an_error() {
+fn output_beyond_the_chunk_size_is_an_error() {
     let want = sample();
     for name in VECTORS {
         let mut out = Vec::new();
-        let r = decompress(
-            &mut Decoder::default(),
-            &data(name),
-            &mut out,
-            want.len() - 1,
-        );
+        let r = decompress(&data(name), &mut out, want.len() - 1);
         let Err(e) = r else {
             panic!("{name}: one byte short of the content must fail");
         };
-        assert!(e.to_string().contains("more than expected"), "{name}: {e}");
+        assert!(e.contains("more than the expected"), "{name}: {e}");
+        assert!(out.len() <= want.len(), "{name}: {} bytes out", out.len());
     }
 }
 
-/// Found by fuzzing against libzstd: a frame of one empty block whose header claims 91
-/// bytes. libzstd's streaming decoder returns nothing and no error; rtwhy says why.
+/// Found by fuzzing the own decoder against libzstd: a frame of one empty block whose
+/// header claims 91 bytes.
 #[test]
 fn a_frame_shorter_than_its_header_says_is_an_error() {
     let input = [0x28, 0xB5, 0x2F, 0xFD, 0x20, 91, 0x01, 0x00, 0x00];
+    let r = decompress(&input, &mut Vec::new(), 91);
+    assert!(r.is_err(), "a frame of 0 bytes claiming 91 must fail");
+}
+
+/// A chunk whose size claims far more than its frame holds: the buffer grows with the
+/// output, not with the claim (256 MiB here), and the short output is an error.
+#[test]
+fn a_chunk_claiming_more_than_its_frame_holds_is_an_error() {
+    let want = sample();
     let mut out = Vec::new();
-    let r = decompress(&mut Decoder::default(), &input, &mut out, 1 << 20);
+    let r = decompress(&data("level3.zst"), &mut out, 256 << 20);
     let Err(e) = r else {
-        panic!("a frame of 0 bytes claiming 91 must fail");
+        panic!("a 91918-byte frame in a chunk of 256 MiB must fail");
     };
-    assert_eq!(
-        e.to_string(),
-        "frame decoded to 0 bytes, its header says 91"
+    assert!(e.contains("its header says 268435456"), "{e}");
+    assert!(out == want);
+    assert!(
+        out.capacity() < 4 << 20,
+        "{} bytes reserved",
+        out.capacity()
     );
 }
 
-/// Found by fuzzing against libzstd: three bytes of `level19-nocheck.zst` changed inside a
-/// Huffman-coded literals stream. libzstd 1.5.4 decodes the frame without an error, to
-/// bytes that differ from the input from offset 39975 on; rtwhy notices that the stream
-/// does not end where its last literal does.
+/// Found by fuzzing the own decoder against libzstd: an RLE block repeating its byte more
+/// than the 128 KiB a block may hold (RFC 8878). libzstd's one-shot decoder writes it
+/// out; its streaming decoder, which rtwhy uses, refuses it, within the chunk's size.
 #[test]
-fn a_damaged_huffman_stream_libzstd_lets_through_is_an_error() {
-    let mut input = data("level19-nocheck.zst");
-    for (at, byte) in [(8361, 0x92), (8362, 0x23), (26865, 0xAC)] {
-        input[at] = byte;
-    }
-    let mut out = Vec::new();
-    let r = decompress(&mut Decoder::default(), &input, &mut out, 1 << 20);
-    let Err(e) = r else {
-        panic!("the damaged frame must fail");
-    };
-    assert_eq!(e.to_string(), "Huffman stream not consumed exactly");
-}
-
-/// Found by fuzzing against libzstd (CI's bounded run, stop 35): a frame derived from
-/// `level19-nocheck.zst` (185 bytes differ) with a Huffman-coded literals stream whose
-/// last byte is 0, so it has no end mark. RFC 8878 rules that out; libzstd 1.5.4's fast
-/// four-stream loop does not look and decodes the frame to 91918 bytes without an error.
-#[test]
-fn a_huffman_stream_without_its_end_mark_is_an_error() {
-    let input = data("huffman-no-end-mark.zst");
-    let r = decompress(&mut Decoder::default(), &input, &mut Vec::new(), 1 << 20);
-    let Err(e) = r else {
-        panic!("a stream without its end mark must fail");
-    };
-    assert_eq!(e.to_string(), "bitstream without its end mark");
-}
-
-/// Found by fuzzing against libzstd: an RLE block repeating its byte more than the 128 KiB
-/// a block may hold. libzstd writes it out; so does rtwhy, within the caller's limit.
-#[test]
-fn a_long_rle_block_decodes_within_the_limit() {
+fn an_rle_block_longer_than_a_block_may_be_is_an_error() {
     // Block header 0x7FFF5B: last, RLE, 1048555 bytes of 0x06.
     let input = [0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x3A, 0x5B, 0xFF, 0x7F, 0x06];
-    let mut out = Vec::new();
-    let r = decompress(&mut Decoder::default(), &input, &mut out, 1 << 20);
-    assert!(r.is_ok(), "{r:?}");
-    assert_eq!(out.len(), 1048555);
-    assert!(out.iter().all(|&b| b == 6));
-    let r = decompress(&mut Decoder::default(), &input, &mut Vec::new(), 1 << 19);
-    assert!(r.is_err(), "half the limit must fail");
+    for expected in [1048555, 1 << 19] {
+        let mut out = Vec::new();
+        let r = decompress(&input, &mut out, expected);
+        assert!(r.is_err(), "{expected}: {} bytes", out.len());
+        assert!(out.len() <= expected + 1, "{} bytes out", out.len());
+    }
 }
 
 #[test]
-fn damaged_frames_never_panic_nor_exceed_the_limit() {
+fn damaged_frames_never_panic_nor_exceed_the_chunk_size() {
     let want = sample();
-    let limit = want.len() + 100;
-    let mut dec = Decoder::default();
-    for name in VECTORS {
+    for name in VECTORS.iter().chain(&["huffman-no-end-mark.zst"]) {
         let good = data(name);
         // The frame descriptor's checksum bit.
         let checked = good[4] & 0x04 != 0;
@@ -176,12 +155,16 @@ fn damaged_frames_never_panic_nor_exceed_the_limit() {
         let mut check = |input: &[u8]| {
             let mut out = Vec::new();
             tries += 1;
-            match decompress(&mut dec, input, &mut out, limit) {
+            match decompress(input, &mut out, want.len()) {
                 Err(_) => failed += 1,
                 // With a content checksum, damage that changed the content is noticed.
                 Ok(()) => assert!(!checked || out == want, "{name}: damage went unnoticed"),
             }
-            assert!(out.len() <= limit, "{name}: {} bytes out", out.len());
+            assert!(
+                out.len() <= want.len() + 1,
+                "{name}: {} bytes out",
+                out.len()
+            );
         };
         for cut in (0..good.len()).step_by(101) {
             check(&good[..cut]);

@@ -282,7 +282,12 @@ fn synthesize(seed: &Path, mib: u64, out: &Path) -> u64 {
 
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let rtwhy = root.join("target/release/rtwhy");
+    // The rtwhy binary built beside this example (target/release, or CARGO_TARGET_DIR's).
+    let rtwhy = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.parent()?.join("rtwhy")))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| root.join("target/release/rtwhy"));
     let mut args = std::env::args().skip(1);
     let mut mib = 1100u64;
     let mut keep = false;

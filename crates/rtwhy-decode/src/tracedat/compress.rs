@@ -1,15 +1,18 @@
-//! Decompression of trace.dat v7 sections and trace data chunks (zstd with rtwhy's own
-//! decoder, zlib with `miniz_oxide`), pure Rust.
+//! Decompression of trace.dat v7 sections and trace data chunks: zstd with libzstd (the
+//! reference decoder, statically linked through the `zstd` crate, fuzzed upstream and
+//! faster than rtwhy's own decoder was on every corpus file: docs/PERFORMANCE.md), zlib
+//! with `miniz_oxide`.
 
 use std::cell::RefCell;
 
-use super::zstd;
+use zstd::zstd_safe::{self, DCtx, DParameter, InBuffer, OutBuffer, ResetDirective};
 
 use crate::{Error, Result};
 
 thread_local! {
-    /// Tables and buffers kept between the chunks one thread decompresses.
-    static ZSTD: RefCell<zstd::Decoder> = RefCell::default();
+    /// libzstd's decompression context (tables and buffers), kept between the chunks
+    /// one thread decompresses; made on first use.
+    static ZSTD: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
 }
 
 /// Largest uncompressed piece accepted: trace-cmd compresses in chunks of a few pages, so
@@ -78,20 +81,20 @@ impl Codec {
                             )
                         })?
             }
-            Codec::Zstd => {
-                // The header's size is only a claim: reserve what the input can plausibly
-                // expand to and let real data grow the buffer up to the claim.
-                let hint =
-                    (expected as usize).min(data.len().saturating_mul(32).saturating_add(4096));
-                out.reserve(hint.saturating_sub(out.len()));
-                ZSTD.with(|dec| {
-                    let mut dec = dec.borrow_mut();
-                    zstd::decompress_over(&mut dec, data, out, expected as usize)
+            Codec::Zstd => ZSTD
+                .with(|dctx| {
+                    let mut dctx = dctx.borrow_mut();
+                    if dctx.is_none() {
+                        *dctx = DCtx::try_create();
+                    }
+                    match dctx.as_mut() {
+                        Some(dctx) => zstd_into(dctx, data, expected as usize, out),
+                        None => Err("libzstd could not allocate its context".to_string()),
+                    }
                 })
                 .map_err(|e| {
                     Error::corrupt(offset, format!("zstd data does not decompress: {e}"))
-                })?;
-            }
+                })?,
         }
         if out.len() as u64 != expected {
             return Err(Error::corrupt(
@@ -103,5 +106,50 @@ impl Codec {
             ));
         }
         Ok(())
+    }
+}
+
+/// Decompresses the zstd frames of `data` into `out` (emptied first) with libzstd, to at
+/// most `expected` bytes: more is an error, less is left to the caller's size check.
+///
+/// The expected size is only a claim from the file: `out` starts with what the input can
+/// plausibly expand to and grows only as output really arrives, so a lying header costs
+/// no memory. When `out` holds the whole frame (the usual case) libzstd decodes it in
+/// one pass straight into `out`; otherwise it streams through its window, whose size a
+/// frame may declare only up to 8 MiB or the expected size, whichever is larger.
+fn zstd_into(
+    dctx: &mut DCtx<'static>,
+    data: &[u8],
+    expected: usize,
+    out: &mut Vec<u8>,
+) -> std::result::Result<(), String> {
+    let name = |code| zstd_safe::get_error_name(code).to_string();
+    out.clear();
+    out.reserve(expected.min(data.len().saturating_mul(32).saturating_add(4096)));
+    dctx.reset(ResetDirective::SessionOnly).map_err(name)?;
+    let window_log = usize::BITS - expected.saturating_sub(1).leading_zeros();
+    dctx.set_parameter(DParameter::WindowLogMax(window_log.clamp(23, 31)))
+        .map_err(name)?;
+    let mut input = InBuffer::around(data);
+    loop {
+        let before = (input.pos(), out.len());
+        let at = out.len();
+        // Writing through the OutBuffer sets `out`'s length to the end of the output.
+        let left = dctx
+            .decompress_stream(&mut OutBuffer::around_pos(out, at), &mut input)
+            .map_err(name)?;
+        if out.len() > expected {
+            return Err(format!("more than the expected {expected} bytes"));
+        }
+        if left == 0 && input.pos() == data.len() {
+            return Ok(());
+        }
+        if out.len() == out.capacity() {
+            // Full: room for more, up to one byte past the claim (which is an error).
+            let room = out.capacity().max(4096).min(expected + 1 - out.len());
+            out.reserve_exact(room);
+        } else if (input.pos(), out.len()) == before {
+            return Err("the data ends inside a frame".to_string());
+        }
     }
 }

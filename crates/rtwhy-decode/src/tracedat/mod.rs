@@ -21,7 +21,6 @@ mod metadata;
 mod source;
 mod stream;
 mod writer;
-pub mod zstd;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
