@@ -5,6 +5,12 @@
  * each member access against the running kernel's BTF (/sys/kernel/btf/vmlinux): only
  * the member names and types matter here, never their order or the structs' sizes.
  * Add a member only when a program reads it.
+ *
+ * One header serves every architecture (build.rs passes -D__TARGET_ARCH_x86 or
+ * -D__TARGET_ARCH_arm64 for the target being built): nothing here depends on it (no
+ * struct pt_regs, no PT_REGS_* access; the programs read tracepoint arguments and the
+ * members below, whose names and types are the same on x86_64 and arm64). A member that
+ * differs per architecture would go under #if defined(__TARGET_ARCH_arm64) here.
  */
 #ifndef RTWHY_KERNEL_H
 #define RTWHY_KERNEL_H

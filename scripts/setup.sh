@@ -11,6 +11,12 @@
 #                            GNU time for the benchmarks' peak memory, bpftool for
 #                            scripts/bench-bpf.sh (the detector's cost per program)
 #   scripts/setup.sh package build, plus cargo-deb, for scripts/package-deb.sh
+#   scripts/setup.sh cross-arm64
+#                            build, plus what cross-building rtwhy for arm64 boards takes
+#                            (docs/arm64.md): Debian's arm64 architecture, the aarch64 C
+#                            cross compiler, libelf and zlib for arm64 (static archives),
+#                            qemu-user-static (to run the arm64 binary here, e.g. for its
+#                            man pages) and rustup's aarch64-unknown-linux-gnu target
 #
 # Installs only what is missing (apt-get as root); without root it names the missing
 # packages in one line and exits 1. RTWHY_SETUP_DRY=1 prints the list and installs nothing.
@@ -22,9 +28,9 @@ need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
 need_file() { [ -e "$1" ] || missing+=("$2"); }
 
 case "$what" in
-    build | test | package) ;;
+    build | test | package | cross-arm64) ;;
     *)
-        echo "setup.sh: unknown set '$what': use build, test or package" >&2
+        echo "setup.sh: unknown set '$what': use build, test, package or cross-arm64" >&2
         exit 2
         ;;
 esac
@@ -53,6 +59,22 @@ if [ "$what" = test ]; then
     need_cmd bpftool bpftool
 fi
 
+if [ "$what" = cross-arm64 ]; then
+    need_cmd aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
+    need_file /usr/lib/aarch64-linux-gnu/libelf.a libelf-dev:arm64
+    need_file /usr/lib/aarch64-linux-gnu/libz.a zlib1g-dev:arm64
+    need_cmd qemu-aarch64-static qemu-user-static
+    # The :arm64 packages come from Debian's arm64 archive, reachable once the
+    # architecture is added (apt-get update below fetches its lists).
+    if [ ${#missing[@]} -gt 0 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        if [ "$(id -u)" -ne 0 ] && [ "${RTWHY_SETUP_DRY:-0}" != 1 ]; then
+            echo "cross-building for arm64 needs Debian's arm64 architecture: run scripts/setup.sh cross-arm64 as root (it runs dpkg --add-architecture arm64)" >&2
+            exit 1
+        fi
+        [ "${RTWHY_SETUP_DRY:-0}" = 1 ] || dpkg --add-architecture arm64
+    fi
+fi
+
 # One package may be named by several checks.
 if [ ${#missing[@]} -gt 0 ]; then
     mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
@@ -77,6 +99,12 @@ fi
 if ! command -v cargo >/dev/null; then
     echo "cargo not found: install Rust with rustup (https://rustup.rs) and rerun" >&2
     exit 1
+fi
+
+if [ "$what" = cross-arm64 ] && ! rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
+    echo "installing the Rust target aarch64-unknown-linux-gnu"
+    rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 ||
+        { echo "rustup target add aarch64-unknown-linux-gnu failed: run it by hand to see why" >&2; exit 1; }
 fi
 
 if [ "$what" = package ] && ! cargo deb --version >/dev/null 2>&1; then

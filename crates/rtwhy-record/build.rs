@@ -20,6 +20,7 @@ fn main() {
             std::ffi::OsString::from("-I"),
             bpf_dir.clone().into_os_string(),
             std::ffi::OsString::from("-Wall"),
+            std::ffi::OsString::from(format!("-D__TARGET_ARCH_{}", kernel_arch())),
         ])
         .build_and_generate(out.join("detector.skel.rs"));
     if let Err(e) = result {
@@ -31,6 +32,24 @@ fn main() {
         "cargo:rerun-if-changed={}",
         bpf_dir.join("rtwhy_kernel.h").display()
     );
+}
+
+/// The kernel's name for the architecture the binary is built for (`ARCH=` of the kernel's
+/// build, what libbpf's `bpf_tracing.h` expects as `__TARGET_ARCH_*`). Cargo gives a build
+/// script the target's architecture, not the host's, so a cross-build from x86 compiles
+/// the BPF object for arm64 (`scripts/setup.sh cross-arm64`, docs/arm64.md).
+fn kernel_arch() -> String {
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    match arch.as_str() {
+        "x86_64" => "x86".into(),
+        "aarch64" => "arm64".into(),
+        "riscv64" => "riscv".into(),
+        "powerpc64" => "powerpc".into(),
+        "s390x" => "s390".into(),
+        "loongarch64" => "loongarch".into(),
+        // arm, mips and others: the kernel and Rust spell them alike.
+        other => other.into(),
+    }
 }
 
 /// What building the recorder takes from the system, checked first so that `cargo
