@@ -446,3 +446,99 @@ fn trace_cmd_3_4_sections_in_a_v7_file_are_noted_not_fatal() {
     std::fs::write(&path, &b).expect("write");
     check_newer_options(&path, &orig);
 }
+
+/// Runs `rtwhy ARGS` with `input` on standard input.
+fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(rtwhy())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    // Written from a thread: a reader that fails early must not leave this one blocked.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("waits");
+    let _ = writer.join();
+    out
+}
+
+/// Issue 35: `trace-cmd report | rtwhy analyze -` said `cannot open -`, and `/dev/stdin`
+/// "no events at all" (the pipe was read once to recognise it, and was empty after).
+/// Every reader of a trace takes `-`: report text and a streamed trace.dat alike, with
+/// the same result as from the file, and names it `<stdin>`.
+#[test]
+fn dash_reads_report_text_and_trace_dat_from_stdin() {
+    let dat = wild_corpus().join("hebel23-wega-armv7-irq.dat");
+    let text = rtwhy_tests::oracle(&dat, "report").expect("oracle text");
+    let bytes = std::fs::read(&dat).expect("trace");
+    let from_file = |args: &[&str], path: &std::path::Path| {
+        Command::new(rtwhy())
+            .args(args)
+            .arg(path)
+            .output()
+            .expect("runs")
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pasted = dir.path().join("pasted.txt");
+    std::fs::write(&pasted, &text).expect("write");
+    for (input, file) in [(text.as_bytes(), pasted.as_path()), (&bytes[..], &dat)] {
+        for args in [
+            &["analyze", "--format", "json"][..],
+            &["info", "--format", "json"],
+            &["report", "--format", "text"],
+        ] {
+            let piped = with_stdin(&[args, &["-"]].concat(), input);
+            let direct = from_file(args, file);
+            assert_eq!(
+                piped.status.code(),
+                direct.status.code(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&piped.stderr)
+            );
+            let shown = file.display().to_string();
+            let expected = String::from_utf8_lossy(&direct.stdout).replace(&shown, "<stdin>");
+            assert_eq!(String::from_utf8_lossy(&piped.stdout), expected, "{args:?}");
+        }
+    }
+    let dump = with_stdin(&["dump", "-"], &bytes);
+    assert!(dump.status.success());
+    assert_eq!(dump.stdout, from_file(&["dump"], &dat).stdout);
+    // convert needs a name for what it writes; with one it writes the Perfetto trace.
+    let out = dir.path().join("x.perfetto-trace");
+    let convert = with_stdin(&["convert", "-"], &bytes);
+    assert_eq!(convert.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&convert.stderr);
+    assert!(err.contains("<stdin>") && err.contains("--out"), "{err}");
+    let convert = with_stdin(
+        &["convert", "--out", out.to_str().expect("utf-8"), "-"],
+        &bytes,
+    );
+    assert!(
+        convert.status.success(),
+        "{}",
+        String::from_utf8_lossy(&convert.stderr)
+    );
+    assert!(out.metadata().is_ok_and(|m| m.len() > 0));
+}
+
+/// Issue 35: what is not a trace, on standard input, is one line naming `<stdin>`,
+/// never the temporary copy; an empty pipe too.
+#[test]
+fn junk_or_nothing_on_stdin_is_one_line_naming_stdin() {
+    for input in [&b""[..], b"\x00\x01 not a trace\n"] {
+        for cmd in ["analyze", "info", "dump", "report"] {
+            let out = with_stdin(&[cmd, "-"], input);
+            assert_eq!(out.status.code(), Some(2), "{cmd}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.lines().count(), 1, "{cmd}: {err}");
+            assert!(err.contains("<stdin>"), "{cmd}: {err}");
+            assert!(!err.contains("/proc/self/fd"), "{cmd}: {err}");
+        }
+    }
+}

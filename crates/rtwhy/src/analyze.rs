@@ -396,7 +396,7 @@ impl Worker {
 
 /// Decodes `path` (any input rtwhy-decode recognises) and runs the analyzer over it.
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
-    let display = path.display().to_string();
+    let display = crate::stdin::shown(path);
     let mut sink = AnalyzeSink {
         config: config.clone(),
         warnings: Vec::new(),

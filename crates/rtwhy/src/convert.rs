@@ -45,14 +45,14 @@ impl Sink for ConvertSink {
         let Some(file) = header.trace_dat else {
             bail!(
                 "{} is report text; `rtwhy convert` reads trace.dat files (record with `trace-cmd record` or `rtwhy record`)",
-                header.path.display()
+                crate::stdin::shown(header.path)
             );
         };
         if !self.keep_going {
             if let Some(w) = file.warnings().iter().find(|w| loses_events(w)) {
                 bail!(
                     "{}: {w} (--keep-going converts what can be read)",
-                    header.path.display()
+                    crate::stdin::shown(header.path)
                 );
             }
         }
@@ -118,10 +118,14 @@ impl Sink for ConvertSink {
 }
 
 pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.file.with_extension("perfetto-trace"));
+    let out = match &args.out {
+        Some(o) => o.clone(),
+        None if crate::stdin::is_spooled(&args.file) => bail!(
+            "{}: give the Perfetto trace's name with --out FILE",
+            crate::stdin::shown(&args.file)
+        ),
+        None => args.file.with_extension("perfetto-trace"),
+    };
     check_out(&out)?;
     if same_file(&args.file, &out) {
         bail!(
@@ -148,7 +152,9 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
             let started = fs::remove_file(&sink.tmp).is_ok();
             let e = match read {
                 Err(e) => e,
-                Ok(_) => anyhow::anyhow!("{}: no events were read", args.file.display()),
+                Ok(_) => {
+                    anyhow::anyhow!("{}: no events were read", crate::stdin::shown(&args.file))
+                }
             };
             return Err(if started {
                 e.context(format!("{} was not written", out.display()))
@@ -162,7 +168,7 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
         return Err(e)
             .with_context(|| format!("cannot rename {} to {}", sink.tmp.display(), out.display()));
     }
-    let display = args.file.display();
+    let display = crate::stdin::shown(&args.file);
     for w in sink.warnings.iter().chain(&end.warnings) {
         eprintln!("rtwhy: warning: {display}: {w}");
     }

@@ -129,7 +129,7 @@ impl Sink for DumpSink {
         let Some(file) = header.trace_dat else {
             bail!(
                 "{} is report text already; `rtwhy dump` prints trace.dat files (use `rtwhy info` to read text)",
-                header.path.display()
+                crate::stdin::shown(header.path)
             );
         };
         let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout());
@@ -208,7 +208,7 @@ pub fn run(args: &DumpArgs) -> Result<ExitCode> {
     let late = sink.meta.as_ref().and_then(|m| m.kallsyms.text().error());
     let late = late.filter(|e| !end.warnings.iter().any(|w| w == e));
     for w in end.warnings.iter().map(String::as_str).chain(late) {
-        eprintln!("rtwhy: warning: {}: {w}", args.file.display());
+        eprintln!("rtwhy: warning: {}: {w}", crate::stdin::shown(&args.file));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -85,7 +85,7 @@ impl Sink for InfoSink {
             Some(file) => trace_dat(file),
             None => json!({
                 "kind": header.format,
-                "path": header.path.display().to_string(),
+                "path": crate::stdin::shown(header.path),
                 "cpus": null,
                 "events": null,
                 "warnings": [],
@@ -138,7 +138,7 @@ fn trace_dat(file: &TraceFile) -> Value {
         .collect();
     json!({
         "kind": "trace.dat",
-        "path": file.path().map(|p| p.display().to_string()),
+        "path": file.path().map(crate::stdin::shown),
         "file_size": info.file_len,
         "version": info.version,
         "compression": info.compression.as_ref().map(|(n, v)| format!("{n} {v}")),

@@ -15,6 +15,7 @@ mod record;
 mod render;
 mod report;
 mod selftest;
+mod stdin;
 mod tui;
 
 use std::io::Write;
@@ -42,6 +43,23 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_INPUT_ERROR);
         }
     };
+    let mut args = args;
+    // `-` (and any path readable only once) is spooled to a temporary copy first.
+    let spooled = match &mut args.command {
+        cli::Command::Dump(a) => stdin::take(&mut a.file),
+        cli::Command::Info(a) => stdin::take(&mut a.file),
+        cli::Command::Analyze(a) => stdin::take(&mut a.file),
+        cli::Command::Report(a) => stdin::take(&mut a.file),
+        cli::Command::Convert(a) => stdin::take(&mut a.file),
+        _ => Ok(None),
+    };
+    let _spool = match spooled {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rtwhy: error: {}", message(&e));
+            return ExitCode::from(EXIT_INPUT_ERROR);
+        }
+    };
     let result = match args.command {
         cli::Command::Dump(a) => dump::run(&a),
         cli::Command::Info(a) => info::run(&a),
@@ -62,18 +80,23 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = std::io::stdout().flush();
-            let mut msg = format!("{e}");
-            for cause in e.chain().skip(1) {
-                // Library errors often print their source already ("{path}: {source}").
-                let cause = cause.to_string();
-                if !msg.ends_with(&cause) {
-                    msg.push_str(&format!(": {cause}"));
-                }
-            }
-            eprintln!("rtwhy: error: {msg}");
+            eprintln!("rtwhy: error: {}", message(&e));
             ExitCode::from(EXIT_INPUT_ERROR)
         }
     }
+}
+
+/// An error and its causes on one line, naming a spooled input as the user gave it.
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = format!("{e}");
+    for cause in e.chain().skip(1) {
+        // Library errors often print their source already ("{path}: {source}").
+        let cause = cause.to_string();
+        if !msg.ends_with(&cause) {
+            msg.push_str(&format!(": {cause}"));
+        }
+    }
+    stdin::unalias(&msg)
 }
 
 /// `rtwhy dump x | head` closes the pipe early; that is not an error.

@@ -176,6 +176,9 @@ fn json_bytes(a: &Analysis, src: &Source) -> Result<Vec<u8>> {
 
 /// `NAME.rtwhy-report.tar.gz` in the current directory for trace `NAME.dat`.
 fn default_bundle_name(file: &Path) -> PathBuf {
+    if crate::stdin::is_spooled(file) {
+        return PathBuf::from("stdin.rtwhy-report.tar.gz");
+    }
     let stem = file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
