@@ -810,10 +810,20 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
             }
             let mut expires: HashMap<u64, (i64, u64)> = HashMap::new();
             let mut late = false;
-            // Who ran on the CPU after its previous event, and whether that event opened
-            // an interrupt: a late timer that interrupts the task whose own event came
-            // last ends a silence inside that task's run, which is the task running.
+            // Who ran on the CPU after its previous event, and whether an interrupt was
+            // open: a late timer that interrupts the task whose own event came last ends
+            // a silence inside that task's run, which is the task running. A softirq
+            // that a thread runs itself (ksoftirqd/N, ktimers/N, irq/N-name) is its run.
             let mut before: Option<(i32, bool)> = None;
+            let (mut irqs, mut softirqs) = (0u32, 0u32);
+            let threaded = |pid: i32| {
+                t.tasks.get(&pid).is_some_and(|(_, c)| {
+                    c.starts_with("ksoftirqd/")
+                        || c.starts_with("ktimers/")
+                        || (c.starts_with("irq/")
+                            && c.as_bytes().get(4).is_some_and(u8::is_ascii_digit))
+                })
+            };
             // A timer may be started on another CPU than the one it expires on (a
             // nohz_full CPU's timers, for one): the starts of every CPU count.
             for e in t.events.iter() {
@@ -843,13 +853,31 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
                     _ => {}
                 }
                 if e.cpu == cpu && !is_stack(e) {
-                    before = Some(match &e.kind {
-                        EventKind::SchedSwitch { next_pid, .. } => (*next_pid, false),
-                        EventKind::IrqHandlerEntry { .. } | EventKind::SoftirqEntry { .. } => {
-                            (e.pid, true)
+                    let pid = match &e.kind {
+                        EventKind::SchedSwitch { next_pid, .. } => {
+                            (irqs, softirqs) = (0, 0);
+                            *next_pid
                         }
-                        _ => (e.pid, false),
-                    });
+                        EventKind::IrqHandlerEntry { .. } => {
+                            irqs += 1;
+                            e.pid
+                        }
+                        EventKind::IrqHandlerExit { .. } => {
+                            irqs = irqs.saturating_sub(1);
+                            e.pid
+                        }
+                        EventKind::SoftirqEntry { .. } => {
+                            softirqs += 1;
+                            e.pid
+                        }
+                        EventKind::SoftirqExit { .. } => {
+                            softirqs = softirqs.saturating_sub(1);
+                            e.pid
+                        }
+                        _ => e.pid,
+                    };
+                    let open = irqs > 0 || (softirqs > 0 && !threaded(pid));
+                    before = Some((pid, open));
                 }
             }
             late.then_some(()).ok_or_else(|| "no late timer".into())

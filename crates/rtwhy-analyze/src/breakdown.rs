@@ -333,6 +333,35 @@ struct Acc<'a> {
 }
 
 impl Acc<'_> {
+    /// Whether a stretch in which task `curr` is current, closed by `closed_by`, lies
+    /// inside one run of that task: no interrupt open (a softirq the task runs itself as
+    /// a thread, `ksoftirqd/N`, `ktimers/N`, `irq/N-name`, is its own work), and the last
+    /// event is the task's own (an interrupt taken in its context, a system call) or its
+    /// switch-out.
+    fn inside_one_run(&self, curr: i32, stack: &[Ctx], closed_by: Option<&Event>) -> bool {
+        if curr <= 0 {
+            return false;
+        }
+        let threaded = || {
+            self.tasks.task(curr).is_some_and(|(c, _)| {
+                runs_threaded_softirqs(&c) || c.as_bytes().starts_with(b"ksoftirqd/")
+            })
+        };
+        if !(stack.is_empty()
+            || (stack.iter().all(|c| matches!(c, Ctx::Softirq { .. })) && threaded()))
+        {
+            return false;
+        }
+        match closed_by {
+            Some(Event {
+                kind: EventKind::SchedSwitch { prev_pid, .. },
+                ..
+            }) => *prev_pid == curr,
+            Some(e) => e.pid == curr && !is_stack(e),
+            None => false,
+        }
+    }
+
     /// Gives task `tid`'s stretches from segment `from` on the priority `prio`.
     fn reprice(&mut self, from: usize, tid: i32, prio: i32) {
         let victim_prio = self.victim.prio;
@@ -399,7 +428,7 @@ impl Acc<'_> {
         // begins in its context and ends with an event of its own or its switch-out): a
         // task computing in user space makes no events, and that silence is the task
         // running, whatever a timer's `now - expires` says.
-        if to.0 - from.0 >= MIN_STOP && !inside_one_run(curr.0, stack, closed_by) {
+        if to.0 - from.0 >= MIN_STOP && !self.inside_one_run(curr.0, stack, closed_by) {
             // `late` is in time order: start at the first timer at or after `to`.
             let first = late.partition_point(|l| l.ts < to);
             let late_here = late
@@ -530,23 +559,6 @@ impl Acc<'_> {
             begin: opened_by.clone(),
             end: closed_by.cloned(),
         });
-    }
-}
-
-/// Whether a stretch in which task `curr` is current with no interrupt open, closed by
-/// `closed_by`, lies inside one run of that task: its last event is the task's own (an
-/// interrupt taken in its context, a system call) or its switch-out.
-fn inside_one_run(curr: i32, stack: &[Ctx], closed_by: Option<&Event>) -> bool {
-    if curr <= 0 || !stack.is_empty() {
-        return false;
-    }
-    match closed_by {
-        Some(Event {
-            kind: EventKind::SchedSwitch { prev_pid, .. },
-            ..
-        }) => *prev_pid == curr,
-        Some(e) => e.pid == curr && !is_stack(e),
-        None => false,
     }
 }
 
