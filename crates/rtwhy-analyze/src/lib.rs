@@ -52,6 +52,8 @@ pub use audit::{audit, CHECKS};
 pub use config::{parse_duration, Config, TaskFilter};
 pub use rtwhy_model::{Analysis, Seen, VictimStats, MAX_SPIKES};
 
+use std::collections::VecDeque;
+
 use rtwhy_model::{Event, Nanos, Spike, SystemFacts};
 
 use tracker::{Outcome, Tracker};
@@ -59,7 +61,11 @@ use tracker::{Outcome, Tracker};
 /// Feeds events, collects diagnosed spikes.
 pub struct Analyzer {
     tracker: Tracker,
-    spikes: Vec<Spike>,
+    /// The spikes diagnosed and not yet handed out by [`Analyzer::take_settled`], in
+    /// diagnosis order: spike number `i` (0-based) is held at `i - settled`.
+    spikes: VecDeque<Spike>,
+    /// Spikes handed out by [`Analyzer::take_settled`].
+    settled: usize,
     spikes_dropped: u64,
     /// Indexes of spikes diagnosed again since [`Analyzer::take_rediagnosed`].
     rediagnosed: Vec<usize>,
@@ -71,7 +77,8 @@ impl Analyzer {
     pub fn new(config: Config, facts: SystemFacts) -> Analyzer {
         Analyzer {
             tracker: Tracker::new(config, facts),
-            spikes: Vec::new(),
+            spikes: VecDeque::new(),
+            settled: 0,
             spikes_dropped: 0,
             rediagnosed: Vec::new(),
         }
@@ -93,23 +100,25 @@ impl Analyzer {
         for o in outcomes {
             match o {
                 Outcome::Spike(ep) => {
-                    if self.spikes.len() >= MAX_SPIKES {
+                    let index = self.spike_count();
+                    if index >= MAX_SPIKES {
                         self.spikes_dropped += 1;
                         continue;
                     }
-                    let id = self.spikes.len() as u32 + 1;
-                    let spike = diagnose::diagnose(&self.tracker, &ep, id);
-                    self.tracker
-                        .spike_recorded(ep.victim.tid, ep.end, self.spikes.len());
-                    self.spikes.push(spike);
+                    let spike = diagnose::diagnose(&self.tracker, &ep, index as u32 + 1);
+                    self.tracker.spike_recorded(ep.victim.tid, ep.end, index);
+                    self.spikes.push_back(spike);
                 }
+                // A marker naming a spike already handed out came more than twice the
+                // horizon after it: too late to change it (its events are gone too).
                 Outcome::Mark { spike, source } => {
-                    if let Some(s) = self.spikes.get_mut(spike) {
+                    if let Some(s) = self.held_mut(spike) {
                         s.source = source;
                     }
                 }
                 Outcome::Rediagnose { spike, episode } => {
-                    if let Some(s) = self.spikes.get_mut(spike) {
+                    let held = spike.checked_sub(self.settled);
+                    if let Some(s) = held.and_then(|k| self.spikes.get_mut(k)) {
                         *s = diagnose::diagnose(&self.tracker, &episode, s.id);
                         self.rediagnosed.push(spike);
                     }
@@ -137,9 +146,45 @@ impl Analyzer {
         all
     }
 
-    /// Spikes diagnosed so far.
-    pub fn spikes(&self) -> &[Spike] {
-        &self.spikes
+    /// Spikes diagnosed so far, those handed out by [`Analyzer::take_settled`] included.
+    pub fn spike_count(&self) -> usize {
+        self.settled + self.spikes.len()
+    }
+
+    /// Spike number `index` (0-based, in diagnosis order), while it is held.
+    pub fn spike(&self, index: usize) -> Option<&Spike> {
+        self.spikes.get(index.checked_sub(self.settled)?)
+    }
+
+    fn held_mut(&mut self, index: usize) -> Option<&mut Spike> {
+        self.spikes.get_mut(index.checked_sub(self.settled)?)
+    }
+
+    /// Hands out the oldest spike held if it can no longer change: it ended more than
+    /// twice the history horizon before the newest event. A breach marker names its
+    /// spike up to a capture window late (rtwhy writes a capture's breach records when
+    /// it saves it: `fixtures/rt_throttling_preempt_rt/capture.dat` has one 2.01 s after
+    /// its spike), and a marker later than that, naming a spike already handed out, is
+    /// ignored. An analysis that writes its spikes out as they settle holds those of
+    /// that time only, whatever their number; [`Analyzer::finish`] returns the ones still
+    /// held. What [`Analyzer::finish`] still changes in a spike handed out is
+    /// [`Analyzer::preempt_rt_learned_late`]'s.
+    pub fn take_settled(&mut self) -> Option<Spike> {
+        let now = self.tracker.last_ts?;
+        let held_for = self.tracker.config.horizon.0.saturating_mul(2);
+        if self.spikes.front()?.end.0.saturating_add(held_for) >= now.0 {
+            return None;
+        }
+        self.settled += 1;
+        self.spikes.pop_front()
+    }
+
+    /// Whether the trace showed the kernel to be PREEMPT_RT only after spikes may have
+    /// been diagnosed without knowing it: [`Analyzer::finish`] then applies
+    /// [`not_nonpreemptible`] to every spike, and a caller that took spikes with
+    /// [`Analyzer::take_settled`] applies it to those.
+    pub fn preempt_rt_learned_late(&self) -> bool {
+        self.tracker.rt_threads_seen() && self.tracker.facts.preempt_model().is_none()
     }
 
     /// Whether a spike was diagnosed again since [`Analyzer::take_rediagnosed`].
@@ -155,33 +200,14 @@ impl Analyzer {
 
     /// Ends the analysis.
     pub fn finish(mut self) -> Analysis {
-        // A spike diagnosed before the trace's first `ktimers/N` thread could not know
-        // the kernel was PREEMPT_RT; kernel_nonpreemptible's precondition fails once it
-        // is known (found on a timerlat trace from the PREEMPT_RT guest whose first
-        // spike ended 16 ms before ktimers/0 first ran).
-        if self.tracker.rt_threads_seen() && self.tracker.facts.preempt_model().is_none() {
-            for s in &mut self.spikes {
-                if s.primary.cause == rtwhy_model::Cause::KernelNonpreemptible {
-                    s.primary = rtwhy_model::Finding {
-                        cause: rtwhy_model::Cause::Unknown,
-                        confidence: rtwhy_model::Confidence::Low,
-                        share: s.primary.share,
-                        summary: format!(
-                            "not kernel_nonpreemptible: the kernel is PREEMPT_RT (ktimers/N threads run later in the trace); {}",
-                            s.primary.summary
-                        ),
-                    };
-                    s.remediation.clear();
-                }
-                s.contributors
-                    .retain(|c| c.cause != rtwhy_model::Cause::KernelNonpreemptible);
-            }
+        if self.preempt_rt_learned_late() {
+            self.spikes.iter_mut().for_each(not_nonpreemptible);
         }
         let t = self.tracker;
         let mut victims: Vec<VictimStats> = t.victims.into_values().collect();
         victims.sort_by(|a, b| b.max_ns.cmp(&a.max_ns).then(a.task.tid.cmp(&b.task.tid)));
         Analysis {
-            spikes: self.spikes,
+            spikes: self.spikes.into(),
             spikes_dropped: self.spikes_dropped,
             facts: t.facts,
             threshold: t.config.threshold,
@@ -191,4 +217,26 @@ impl Analyzer {
             victims,
         }
     }
+}
+
+/// A spike diagnosed before the trace's first `ktimers/N` thread could not know the
+/// kernel was PREEMPT_RT; kernel_nonpreemptible's precondition fails once it is known
+/// (found on a timerlat trace from the PREEMPT_RT guest whose first spike ended 16 ms
+/// before ktimers/0 first ran): that verdict becomes unknown, and is dropped from the
+/// contributors. For every spike when [`Analyzer::preempt_rt_learned_late`].
+pub fn not_nonpreemptible(s: &mut Spike) {
+    if s.primary.cause == rtwhy_model::Cause::KernelNonpreemptible {
+        s.primary = rtwhy_model::Finding {
+            cause: rtwhy_model::Cause::Unknown,
+            confidence: rtwhy_model::Confidence::Low,
+            share: s.primary.share,
+            summary: format!(
+                "not kernel_nonpreemptible: the kernel is PREEMPT_RT (ktimers/N threads run later in the trace); {}",
+                s.primary.summary
+            ),
+        };
+        s.remediation.clear();
+    }
+    s.contributors
+        .retain(|c| c.cause != rtwhy_model::Cause::KernelNonpreemptible);
 }

@@ -29,6 +29,7 @@ mod diagnosis;
 mod event;
 mod facts;
 mod prio;
+mod rank;
 mod session;
 mod time;
 mod timerlat;
@@ -48,6 +49,7 @@ pub use prio::{
     breaches, is_deadline, is_fifo_rr, is_rt, kernel_prio_from_rt_priority, nice_from_kernel_prio,
     rt_priority_from_kernel_prio,
 };
+pub use rank::{rank, worst, SpikeSummary};
 pub use session::SessionDir;
 pub use time::{human_duration, human_duration_compact, report_time, Nanos};
 pub use timerlat::{

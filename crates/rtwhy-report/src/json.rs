@@ -7,7 +7,11 @@
 
 use std::collections::BTreeMap;
 
-use rtwhy_model::{Analysis, Cause, Evidence, Finding, Spike, SystemFacts, TimerlatSpike};
+use std::io::{self, Write};
+
+use rtwhy_model::{
+    Analysis, Cause, Evidence, Finding, Spike, SpikeSummary, SystemFacts, TimerlatSpike,
+};
 use serde::Serialize;
 
 use crate::{Source, Timerlat};
@@ -206,9 +210,23 @@ pub struct Noise<'a> {
 
 /// The document of `a`, read from `src`.
 pub fn document<'a>(a: &'a Analysis, src: &'a Source) -> Document<'a> {
+    let spikes: Vec<SpikeSummary> = a.spikes.iter().map(SpikeSummary::of).collect();
+    Document {
+        spikes: &a.spikes,
+        ..without_spikes(a, src, &spikes)
+    }
+}
+
+/// The document of `a`, read from `src`, whose spikes (summed up in `spikes`; `a.spikes`
+/// is not read) are written apart: see [`write_around_spikes`].
+pub fn without_spikes<'a>(
+    a: &'a Analysis,
+    src: &'a Source,
+    spikes: &[SpikeSummary],
+) -> Document<'a> {
     let seen = a.seen;
     let mut by_cause: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for (cause, n) in crate::text::counts_by_cause(a) {
+    for (cause, n) in crate::text::counts_by_cause(spikes) {
         by_cause.insert(Cause::as_str(cause), n);
     }
     Document {
@@ -249,12 +267,12 @@ pub fn document<'a>(a: &'a Analysis, src: &'a Source) -> Document<'a> {
             })
             .collect(),
         summary: Summary {
-            spikes: a.spikes.len(),
+            spikes: spikes.len(),
             spikes_not_diagnosed: a.spikes_dropped,
             by_cause,
-            worst_latency_ns: a.spikes.iter().map(|s| s.latency_ns).max(),
+            worst_latency_ns: spikes.iter().map(|s| s.latency_ns).max(),
         },
-        spikes: &a.spikes,
+        spikes: &[],
         timerlat: src.timerlat.as_ref().map(timerlat),
     }
 }
@@ -262,6 +280,40 @@ pub fn document<'a>(a: &'a Analysis, src: &'a Source) -> Document<'a> {
 /// The document as a JSON value with sorted keys (what is printed).
 pub fn to_value(doc: &Document<'_>) -> serde_json::Result<serde_json::Value> {
     serde_json::to_value(doc)
+}
+
+/// One spike as an element of the document's pretty-printed `spikes` array (sorted
+/// keys, indented as the array's elements are), without a separator: what
+/// [`write_around_spikes`] puts in place.
+pub fn spike_element(s: &Spike) -> serde_json::Result<String> {
+    let text = serde_json::to_string_pretty(&serde_json::to_value(s)?)?;
+    Ok(format!("    {}", text.replace('\n', "\n    ")))
+}
+
+/// Writes the pretty-printed `doc` (made by [`without_spikes`]) with `count` spikes,
+/// written by `spikes` as [`spike_element`]s joined by `",\n"`, in its `spikes` array:
+/// the same bytes as the whole document pretty-printed at once.
+pub fn write_around_spikes(
+    out: &mut dyn Write,
+    doc: &Document<'_>,
+    count: usize,
+    spikes: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let text = serde_json::to_string_pretty(&to_value(doc)?)?;
+    // Strings escape their line breaks, so this is the top-level key and nothing else.
+    const EMPTY: &str = "\n  \"spikes\": []";
+    match text.find(EMPTY) {
+        Some(at) if count > 0 => {
+            // Up to `[`, the spikes, then from `]` on.
+            let (head, rest) = text.split_at(at + EMPTY.len() - 1);
+            out.write_all(head.as_bytes())?;
+            out.write_all(b"\n")?;
+            spikes(out)?;
+            out.write_all(b"\n  ")?;
+            out.write_all(rest.as_bytes())
+        }
+        _ => out.write_all(text.as_bytes()),
+    }
 }
 
 fn timerlat(t: &Timerlat) -> TimerlatDoc<'_> {

@@ -37,11 +37,12 @@ pub fn render(report: &Report, links: &Links) -> String {
             report.events
         );
     } else {
-        let worst = report
+        let shown: Vec<rtwhy_model::SpikeSummary> = report
             .spikes
             .iter()
-            .map(|s| &s.spike)
-            .max_by_key(|s| s.latency_ns);
+            .map(|s| rtwhy_model::SpikeSummary::of(&s.spike))
+            .collect();
+        let worst = rtwhy_model::worst(&shown);
         let _ = write!(
             out,
             "{} spike{} above {threshold} in {} events",
@@ -64,7 +65,7 @@ pub fn render(report: &Report, links: &Links) -> String {
                 w.victim,
                 human_duration(w.latency_ns),
                 w.cpu,
-                w.primary.cause
+                w.cause
             );
         }
         let _ = writeln!(out, ".\n");

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::io::{Result, Write};
 
 use rtwhy_model::{
-    human_duration, Analysis, Cause, Confidence, Finding, Spike, SpikeSource, TimerlatSpike,
-    MAX_SPIKES, RTLA_EXIT_FROM_IDLE_NS,
+    human_duration, Analysis, Cause, Confidence, Finding, Spike, SpikeSource, SpikeSummary,
+    TimerlatSpike, MAX_SPIKES, RTLA_EXIT_FROM_IDLE_NS,
 };
 
 use crate::{Source, Timerlat};
@@ -35,16 +35,16 @@ pub(crate) fn source_note(s: &Spike) -> String {
     }
 }
 
-pub(crate) fn counts_by_cause(a: &Analysis) -> BTreeMap<Cause, usize> {
+pub(crate) fn counts_by_cause(spikes: &[SpikeSummary]) -> BTreeMap<Cause, usize> {
     let mut m = BTreeMap::new();
-    for s in &a.spikes {
-        *m.entry(s.primary.cause).or_default() += 1;
+    for s in spikes {
+        *m.entry(s.cause).or_default() += 1;
     }
     m
 }
 
-fn summary_line(a: &Analysis) -> String {
-    if a.spikes.is_empty() {
+fn summary_line(a: &Analysis, spikes: &[SpikeSummary]) -> String {
+    if spikes.is_empty() {
         let worst = a
             .victims
             .first()
@@ -61,15 +61,15 @@ fn summary_line(a: &Analysis) -> String {
             });
         return format!("no spikes above {}{worst}", human_duration(a.threshold.0));
     }
-    let causes: Vec<String> = counts_by_cause(a)
+    let causes: Vec<String> = counts_by_cause(spikes)
         .iter()
         .map(|(c, n)| format!("{n} {c}"))
         .collect();
-    let worst = a.spikes.iter().max_by_key(|s| s.latency_ns);
+    let worst = rtwhy_model::worst(spikes);
     format!(
         "{} spike{} above {}: {}{}",
-        a.spikes.len(),
-        if a.spikes.len() == 1 { "" } else { "s" },
+        spikes.len(),
+        if spikes.len() == 1 { "" } else { "s" },
         human_duration(a.threshold.0),
         causes.join(", "),
         worst
@@ -78,7 +78,7 @@ fn summary_line(a: &Analysis) -> String {
                 human_duration(w.latency_ns),
                 w.victim,
                 w.end,
-                w.primary.cause
+                w.cause
             ))
             .unwrap_or_default()
     )
@@ -98,76 +98,101 @@ fn cause_line(out: &mut dyn Write, f: &Finding) -> Result<()> {
 }
 
 /// The text `rtwhy analyze` prints: per spike the verdict first, then the breakdown,
-/// evidence and fix; the timerlat periods; a summary line.
+/// evidence and fix; the timerlat periods; a summary line. The same bytes as
+/// [`header`], then [`spike`] for each spike, then [`tail`].
 pub fn render(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
+    header(out, a, src)?;
+    for s in &a.spikes {
+        spike(out, s)?;
+    }
+    let spikes: Vec<SpikeSummary> = a.spikes.iter().map(SpikeSummary::of).collect();
+    tail(out, a, &spikes, src)
+}
+
+/// The first line of [`render`]'s text.
+pub fn header(out: &mut dyn Write, a: &Analysis, src: &Source) -> Result<()> {
     writeln!(
         out,
         "rtwhy analyze {} ({}, {} events)",
         src.path, src.kind, a.events
+    )
+}
+
+/// One spike of [`render`]'s text: its verdict, breakdown, evidence and fix.
+pub fn spike(out: &mut dyn Write, s: &Spike) -> Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "spike {} at {}: {} on CPU {} was {} late ({}; {})",
+        s.id,
+        s.end,
+        s.victim,
+        s.cpu,
+        human_duration(s.latency_ns),
+        s.kind.describe(),
+        source_note(s)
     )?;
-    for s in &a.spikes {
-        writeln!(out)?;
+    cause_line(out, &s.primary)?;
+    for c in &s.contributors {
         writeln!(
             out,
-            "spike {} at {}: {} on CPU {} was {} late ({}; {})",
-            s.id,
-            s.end,
-            s.victim,
-            s.cpu,
-            human_duration(s.latency_ns),
-            s.kind.describe(),
-            source_note(s)
+            "  also:  {} ({:.0}%): {}",
+            c.cause,
+            c.share * 100.0,
+            c.summary
         )?;
-        cause_line(out, &s.primary)?;
-        for c in &s.contributors {
-            writeln!(
-                out,
-                "  also:  {} ({:.0}%): {}",
-                c.cause,
-                c.share * 100.0,
-                c.summary
-            )?;
-        }
+    }
+    writeln!(
+        out,
+        "  breakdown of {} from {} to {}:",
+        human_duration(s.latency_ns),
+        s.start,
+        s.end
+    )?;
+    for item in &s.breakdown {
         writeln!(
             out,
-            "  breakdown of {} from {} to {}:",
-            human_duration(s.latency_ns),
-            s.start,
-            s.end
+            "    {:>10}  {:>5.1}%  {}",
+            human_duration(item.ns),
+            percent_of(item.ns, s),
+            item.bucket
         )?;
-        for item in &s.breakdown {
-            writeln!(
-                out,
-                "    {:>10}  {:>5.1}%  {}",
-                human_duration(item.ns),
-                percent_of(item.ns, s),
-                item.bucket
-            )?;
-        }
-        if !s.evidence.is_empty() {
-            writeln!(out, "  evidence:")?;
-            for e in &s.evidence {
-                writeln!(out, "    {}", e.line)?;
-                writeln!(out, "        ^ {}", e.why)?;
-            }
-        }
-        if !s.remediation.is_empty() {
-            writeln!(out, "  fix:")?;
-            for r in &s.remediation {
-                writeln!(out, "    - {r}")?;
-            }
-        }
-        if s.primary.cause == Cause::Unknown || s.primary.confidence == Confidence::Low {
-            for m in &s.missing {
-                writeln!(out, "  missing: {m}")?;
-            }
+    }
+    if !s.evidence.is_empty() {
+        writeln!(out, "  evidence:")?;
+        for e in &s.evidence {
+            writeln!(out, "    {}", e.line)?;
+            writeln!(out, "        ^ {}", e.why)?;
         }
     }
+    if !s.remediation.is_empty() {
+        writeln!(out, "  fix:")?;
+        for r in &s.remediation {
+            writeln!(out, "    - {r}")?;
+        }
+    }
+    if s.primary.cause == Cause::Unknown || s.primary.confidence == Confidence::Low {
+        for m in &s.missing {
+            writeln!(out, "  missing: {m}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The end of [`render`]'s text: the timerlat periods and the summary line of the
+/// analysis `a`, whose spikes are summed up in `spikes` (`a.spikes` is not read: an
+/// analysis written out as it went holds none of them by now).
+pub fn tail(
+    out: &mut dyn Write,
+    a: &Analysis,
+    spikes: &[SpikeSummary],
+    src: &Source,
+) -> Result<()> {
     if let Some(t) = &src.timerlat {
         timerlat_text(out, t, a.threshold.0)?;
     }
     writeln!(out)?;
-    writeln!(out, "{}", summary_line(a))?;
+    writeln!(out, "{}", summary_line(a, spikes))?;
     if a.spikes_dropped > 0 {
         writeln!(
             out,

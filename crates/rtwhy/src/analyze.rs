@@ -1,20 +1,21 @@
 //! `rtwhy analyze`: every spike in a trace, diagnosed.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufWriter, Write};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use rtwhy_analyze::timerlat::TimerlatAnalyzer;
-use rtwhy_analyze::{Analysis, Analyzer, Config};
+use rtwhy_analyze::{not_nonpreemptible, Analysis, Analyzer, Config};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
 use rtwhy_decode::osnoise::{is_osnoise_name, osnoise_record};
 use rtwhy_decode::recent::{event_name, most_like, RecentLines};
 use rtwhy_decode::TraceMeta;
-use rtwhy_model::{Event, EventKind, FieldValue, SystemFacts};
+use rtwhy_model::{Cause, Event, EventKind, FieldValue, Spike, SpikeSummary, SystemFacts};
 
-use crate::cli::{AnalyzeArgs, AnalyzeFormat};
+use crate::cli::{AnalysisOpts, AnalyzeArgs, AnalyzeFormat};
 use rtwhy_report::{json, text, Source, Timerlat};
 
 use crate::handoff::{Copied, Handoff, RecordCopier, RecordNames, Records};
@@ -106,32 +107,271 @@ impl TimerlatFeed {
 
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     let config = args.opts.config();
-    let (analysis, source) = analyze_file(&args.file, config)?;
+    let (analysis, source, written) =
+        analyze_streamed(&args.file, config, Some(Stream::new(args.format)))?;
+    let Some((stream, late)) = written else {
+        bail!(
+            "{}: the analysis ended without its output",
+            args.file.display()
+        );
+    };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    match args.format {
-        AnalyzeFormat::Text => text::render(&mut out, &analysis, &source)?,
-        AnalyzeFormat::Markdown => {
-            out.write_all(render::markdown_of(&analysis, &source, &args.opts).as_bytes())?
-        }
-        AnalyzeFormat::Json => {
-            serde_json::to_writer_pretty(
-                &mut out,
-                &json::to_value(&json::document(&analysis, &source))?,
-            )?;
-            writeln!(out)?;
-        }
-    }
+    let spikes = stream.write(&mut out, &analysis, &source, late, &args.opts)?;
     out.flush()?;
     for w in &source.warnings {
         eprintln!("rtwhy: warning: {}: {w}", source.path);
     }
     let timerlat_spikes = source.timerlat.as_ref().map_or(0, |t| t.spikes.len());
-    Ok(if analysis.spikes.is_empty() && timerlat_spikes == 0 {
+    Ok(if spikes == 0 && timerlat_spikes == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Where [`Stream`] keeps the spikes it wrote: an unlinked temporary file, or memory
+/// where no temporary file can be made.
+enum Spool {
+    File(BufWriter<File>),
+    Memory(Vec<u8>),
+}
+
+impl Spool {
+    fn new() -> Spool {
+        match tempfile::tempfile() {
+            Ok(f) => Spool::File(BufWriter::with_capacity(1 << 16, f)),
+            Err(_) => Spool::Memory(Vec::new()),
+        }
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Spool::File(f) => f.write_all(bytes),
+            Spool::Memory(v) => {
+                v.extend_from_slice(bytes);
+                Ok(())
+            }
+        }
+    }
+
+    /// What was written, from the start.
+    fn into_reader(self) -> io::Result<Box<dyn Read>> {
+        Ok(match self {
+            Spool::File(f) => {
+                let mut f = f.into_inner().map_err(|e| e.into_error())?;
+                f.rewind()?;
+                Box::new(BufReader::with_capacity(1 << 16, f))
+            }
+            Spool::Memory(v) => Box::new(io::Cursor::new(v)),
+        })
+    }
+}
+
+/// A [`Stream`] every spike was pushed to, and whether the end of the trace takes back
+/// kernel_nonpreemptible verdicts ([`Analyzer::preempt_rt_learned_late`]).
+type Written = (Stream, bool);
+
+/// One spike [`Stream`] wrote.
+struct Kept {
+    summary: SpikeSummary,
+    /// Its bytes in the spool.
+    len: u64,
+    /// A kernel_nonpreemptible verdict the end of the trace may take back
+    /// ([`Analyzer::preempt_rt_learned_late`]): the spike is written a second time as
+    /// [`not_nonpreemptible`] leaves it, right after; those bytes and that cause.
+    revoked: Option<(u64, Cause)>,
+}
+
+/// `rtwhy analyze`'s output, written as spikes settle ([`Analyzer::take_settled`]), so
+/// that the analysis holds the spikes of the history window only, whatever their number.
+/// The output starts with what only the end of the trace tells (the event count, the
+/// system facts, the event types present), so each spike is rendered in the output's
+/// format into the spool as it settles, and only its [`SpikeSummary`] stays in memory;
+/// at the end the output is written from its first line, the spool copied into place:
+/// the same bytes as an analysis that held every spike. Markdown shows the worst
+/// [`render::MAX_SHOWN`] spikes only: those are kept instead.
+struct Stream {
+    format: AnalyzeFormat,
+    spool: Option<Spool>,
+    kept: Vec<Kept>,
+    /// Markdown: the worst spikes so far, at most [`render::MAX_SHOWN`].
+    shown: Vec<Spike>,
+    /// A spike rendered, reused.
+    scratch: Vec<u8>,
+    /// The first write that failed.
+    error: Option<io::Error>,
+}
+
+impl Stream {
+    fn new(format: AnalyzeFormat) -> Stream {
+        Stream {
+            format,
+            spool: None,
+            kept: Vec::new(),
+            shown: Vec::new(),
+            scratch: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Writes `spike` out (spikes come in order).
+    fn push(&mut self, spike: Spike) {
+        let summary = SpikeSummary::of(&spike);
+        let revocable = spike.primary.cause == Cause::KernelNonpreemptible
+            || spike
+                .contributors
+                .iter()
+                .any(|c| c.cause == Cause::KernelNonpreemptible);
+        let len = self.render(&spike);
+        let revoked = revocable.then(|| {
+            let mut revised = spike.clone();
+            not_nonpreemptible(&mut revised);
+            (self.render(&revised), revised.primary.cause)
+        });
+        if self.format == AnalyzeFormat::Markdown {
+            self.shown.push(spike);
+            if self.shown.len() > render::MAX_SHOWN {
+                let shown: Vec<&Spike> = render::worst_shown(self.shown.iter().collect());
+                let keep: Vec<u32> = shown.iter().map(|s| s.id).collect();
+                self.shown.retain(|s| keep.contains(&s.id));
+            }
+        }
+        self.kept.push(Kept {
+            summary,
+            len,
+            revoked,
+        });
+    }
+
+    /// Renders `spike` into the spool; its length in bytes.
+    fn render(&mut self, spike: &Spike) -> u64 {
+        self.scratch.clear();
+        let rendered = match self.format {
+            AnalyzeFormat::Text => text::spike(&mut self.scratch, spike),
+            AnalyzeFormat::Json => json::spike_element(spike)
+                .map(|t| self.scratch.extend_from_slice(t.as_bytes()))
+                .map_err(io::Error::from),
+            AnalyzeFormat::Markdown => return 0,
+        };
+        let written = rendered.and_then(|()| {
+            self.spool
+                .get_or_insert_with(Spool::new)
+                .write_all(&self.scratch)
+        });
+        if let Err(e) = written {
+            self.error.get_or_insert(e);
+        }
+        self.scratch.len() as u64
+    }
+
+    /// Writes the whole output of `analysis` (whose spikes were all pushed) to `out`;
+    /// the number of spikes. `late`: [`Analyzer::preempt_rt_learned_late`].
+    fn write(
+        mut self,
+        out: &mut dyn Write,
+        analysis: &Analysis,
+        source: &Source,
+        late: bool,
+        opts: &AnalysisOpts,
+    ) -> Result<usize> {
+        if let Some(e) = self.error.take() {
+            return Err(e).context("cannot write the spikes to a temporary file");
+        }
+        let summaries: Vec<SpikeSummary> = self
+            .kept
+            .iter()
+            .map(|k| match k.revoked {
+                Some((_, cause)) if late => SpikeSummary {
+                    cause,
+                    ..k.summary.clone()
+                },
+                _ => k.summary.clone(),
+            })
+            .collect();
+        let spool = match self.spool.take() {
+            Some(s) => Some(s.into_reader()?),
+            None => None,
+        };
+        match self.format {
+            AnalyzeFormat::Text => {
+                text::header(out, analysis, source)?;
+                copy_spikes(out, spool, &self.kept, late, b"")?;
+                text::tail(out, analysis, &summaries, source)?;
+            }
+            AnalyzeFormat::Json => {
+                let doc = json::without_spikes(analysis, source, &summaries);
+                json::write_around_spikes(out, &doc, self.kept.len(), |out| {
+                    copy_spikes(out, spool, &self.kept, late, b",\n")
+                })?;
+                writeln!(out)?;
+            }
+            AnalyzeFormat::Markdown => {
+                if late {
+                    self.shown.iter_mut().for_each(not_nonpreemptible);
+                }
+                let shown: Vec<&Spike> = self.shown.iter().collect();
+                let md = render::markdown_of_shown(analysis, source, opts, &shown, self.kept.len());
+                out.write_all(md.as_bytes())?;
+            }
+        }
+        Ok(self.kept.len())
+    }
+}
+
+/// Copies each spike of `kept` from `spool` to `out`, `separator` between two: as it was
+/// diagnosed, or where `late` as [`not_nonpreemptible`] left it.
+fn copy_spikes(
+    out: &mut dyn Write,
+    spool: Option<Box<dyn Read>>,
+    kept: &[Kept],
+    late: bool,
+    separator: &[u8],
+) -> io::Result<()> {
+    let Some(mut spool) = spool else {
+        return Ok(());
+    };
+    for (i, k) in kept.iter().enumerate() {
+        if i > 0 {
+            out.write_all(separator)?;
+        }
+        let revised = k.revoked.filter(|_| late);
+        let first = io::copy(
+            &mut (&mut spool).take(k.len),
+            &mut OrSink(revised.is_none(), &mut *out),
+        )?;
+        let second = match k.revoked {
+            Some((n, _)) => io::copy(
+                &mut (&mut spool).take(n),
+                &mut OrSink(revised.is_some(), &mut *out),
+            )?,
+            None => 0,
+        };
+        if first + second != k.len + k.revoked.map_or(0, |r| r.0) {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the temporary file of spikes ended early",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A writer that passes bytes on to its writer when `.0`, and drops them otherwise.
+struct OrSink<'a>(bool, &'a mut dyn Write);
+
+impl Write for OrSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.0 {
+            self.1.write(buf)
+        } else {
+            Ok(buf.len())
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.1.flush()
+    }
 }
 
 /// The events without a typed form whose fields the analysis reads: timerlat samples and
@@ -177,6 +417,8 @@ const BATCH_EVENTS: usize = 4096;
 /// every event, in order, as if it ran inline.
 struct AnalyzeSink {
     config: Config,
+    /// Given to the analysis thread: spikes are written out as they settle.
+    stream: Option<Stream>,
     warnings: Vec<String>,
     worker: Option<Handoff<Batch, Worker>>,
     batch: Batch,
@@ -221,6 +463,7 @@ impl Sink for AnalyzeSink {
             printed: 0,
             lines: HashMap::new(),
             pinned: HashMap::new(),
+            stream: self.stream.take(),
         };
         self.worker = Some(Handoff::spawn(
             "rtwhy-analyze",
@@ -270,14 +513,35 @@ struct Worker {
     names: RecordNames,
     /// Spikes whose evidence lines are printed.
     printed: usize,
-    /// Printed lines by (spike index, timestamp, CPU), matched to the evidence again at
-    /// the end: a spike diagnosed again may name other events.
-    lines: HashMap<(usize, u64, u32), Vec<String>>,
+    /// Printed lines by spike index, then by (timestamp, CPU), matched to the evidence
+    /// again once the spike settles: a spike diagnosed again may name other events.
+    lines: HashMap<usize, Printed>,
     /// The last wake-ups and preemptions of each real-time task, printed as they pass:
     /// a task held off for longer than `recent` keeps (a throttled FIFO 1 thread waits
     /// seconds behind a busy loop) is diagnosed once it runs, and its evidence names
     /// these events after `recent` has let them go.
     pinned: HashMap<i32, VecDeque<Pinned>>,
+    /// Where spikes go as they settle; `None`: they stay in the analyzer to the end.
+    stream: Option<Stream>,
+}
+
+/// The lines printed for one spike's evidence, by (timestamp, CPU).
+type Printed = HashMap<(u64, u32), Vec<String>>;
+
+/// Gives the evidence of `spike` the lines printed for it while its events were kept.
+fn patch_evidence(spike: &mut Spike, printed: Option<&Printed>) {
+    let Some(printed) = printed else {
+        return;
+    };
+    for e in &mut spike.evidence {
+        let line = printed.get(&(e.ts.0, e.cpu)).and_then(|v| {
+            let name = event_name(&e.line)?;
+            most_like(v.iter().filter(|l| event_name(l) == Some(name)), &e.line).cloned()
+        });
+        if let Some(line) = line {
+            e.line = line;
+        }
+    }
 }
 
 /// A printed line of an event a later spike may name: timestamp, CPU, line.
@@ -351,8 +615,15 @@ impl Worker {
                 self.analyzer.dropped(ev.cpu, ev.ts, n);
             }
             self.analyzer.push(ev);
-            if self.analyzer.spikes().len() > self.printed || self.analyzer.has_rediagnosed() {
+            if self.analyzer.spike_count() > self.printed || self.analyzer.has_rediagnosed() {
                 self.print_evidence();
+            }
+            if let Some(stream) = &mut self.stream {
+                while let Some(mut spike) = self.analyzer.take_settled() {
+                    let index = spike.id as usize - 1;
+                    patch_evidence(&mut spike, self.lines.remove(&index).as_ref());
+                    stream.push(spike);
+                }
             }
         }
         batch.records.clear();
@@ -363,13 +634,13 @@ impl Worker {
     fn print_evidence(&mut self) {
         let a = &mut self.analyzer;
         let again = a.take_rediagnosed();
-        let new = self.printed..a.spikes().len();
+        let new = self.printed..a.spike_count();
         for i in again.into_iter().chain(new) {
-            let Some(spike) = a.spikes().get(i) else {
+            let Some(spike) = a.spike(i) else {
                 continue;
             };
             for e in &spike.evidence {
-                let key = (i, e.ts.0, e.cpu);
+                let key = (e.ts.0, e.cpu);
                 let Some(name) = event_name(&e.line) else {
                     continue;
                 };
@@ -379,26 +650,47 @@ impl Worker {
                     });
                     most_like(pinned.map(|(_, _, line)| line), &e.line).cloned()
                 });
-                let known = line
-                    .as_ref()
-                    .is_some_and(|l| self.lines.get(&key).is_some_and(|v| v.contains(l)));
+                let known = line.as_ref().is_some_and(|l| {
+                    self.lines
+                        .get(&i)
+                        .and_then(|p| p.get(&key))
+                        .is_some_and(|v| v.contains(l))
+                });
                 if known {
                     continue;
                 }
                 if let Some(line) = line {
-                    self.lines.entry(key).or_default().push(line);
+                    self.lines
+                        .entry(i)
+                        .or_default()
+                        .entry(key)
+                        .or_default()
+                        .push(line);
                 }
             }
         }
-        self.printed = a.spikes().len();
+        self.printed = a.spike_count();
     }
 }
 
 /// Decodes `path` (any input rtwhy-decode recognises) and runs the analyzer over it.
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
+    let (analysis, source, _) = analyze_streamed(path, config, None)?;
+    Ok((analysis, source))
+}
+
+/// [`analyze_file`], every spike pushed to `stream` as it settles: the analysis then
+/// holds none of them, and the stream comes back with whether the end of the trace
+/// takes back kernel_nonpreemptible verdicts ([`Analyzer::preempt_rt_learned_late`]).
+fn analyze_streamed(
+    path: &std::path::Path,
+    config: Config,
+    stream: Option<Stream>,
+) -> Result<(Analysis, Source, Option<Written>)> {
     let display = crate::stdin::shown(path);
     let mut sink = AnalyzeSink {
         config: config.clone(),
+        stream,
         warnings: Vec::new(),
         worker: None,
         batch: Batch::default(),
@@ -408,28 +700,28 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
     // The analysis thread ends whether or not the reading did.
     let worker = sink.finish_worker();
     let end = read?;
-    let (analyzer, feed, lines) = match worker? {
-        Some(w) => (w.analyzer, w.feed, w.lines),
+    let (analyzer, feed, lines, stream) = match worker? {
+        Some(w) => (w.analyzer, w.feed, w.lines, w.stream),
         None => (
             Analyzer::new(config.clone(), SystemFacts::default()),
             Feed::Waiting(config),
             HashMap::new(),
+            sink.stream.take(),
         ),
     };
     let mut warnings = sink.warnings;
     warnings.extend(end.warnings);
+    let late = analyzer.preempt_rt_learned_late();
     let mut analysis = analyzer.finish();
-    for (i, spike) in analysis.spikes.iter_mut().enumerate() {
-        for e in &mut spike.evidence {
-            let printed = lines.get(&(i, e.ts.0, e.cpu)).and_then(|v| {
-                let name = event_name(&e.line)?;
-                most_like(v.iter().filter(|l| event_name(l) == Some(name)), &e.line)
-            });
-            if let Some(line) = printed {
-                e.line = line.clone();
-            }
-        }
+    for spike in &mut analysis.spikes {
+        patch_evidence(spike, lines.get(&(spike.id as usize - 1)));
     }
+    let stream = stream.map(|mut s| {
+        for spike in analysis.spikes.drain(..) {
+            s.push(spike);
+        }
+        (s, late)
+    });
     let (noise_only, timerlat) = match feed {
         Feed::On(f) => (
             f.analyzer.samples() == 0 && f.analyzer.noise_events() > 0,
@@ -460,5 +752,6 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
             warnings,
             timerlat,
         },
+        stream,
     ))
 }

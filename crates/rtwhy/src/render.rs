@@ -2,7 +2,7 @@
 //! bundle shows, and the command line that reproduces them. Every format itself is
 //! rendered by rtwhy-report.
 
-use rtwhy_model::{Analysis, Spike};
+use rtwhy_model::{Analysis, Spike, SpikeSummary};
 use rtwhy_report::markdown::{self, Links};
 use rtwhy_report::{Report, Source, SpikeReport, Window};
 
@@ -50,22 +50,40 @@ pub fn build(
     }
 }
 
-/// The worst [`MAX_SHOWN`] spikes, in trace order.
-pub fn worst_shown(mut selected: Vec<&Spike>) -> Vec<&Spike> {
-    if selected.len() > MAX_SHOWN {
-        selected.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
-        selected.truncate(MAX_SHOWN);
-        selected.sort_by_key(|s| s.id);
+/// The worst [`MAX_SHOWN`] spikes ([`rtwhy_model::rank`]), in trace order.
+pub fn worst_shown(selected: Vec<&Spike>) -> Vec<&Spike> {
+    if selected.len() <= MAX_SHOWN {
+        return selected;
     }
-    selected
+    let summaries: Vec<SpikeSummary> = selected.iter().map(|s| SpikeSummary::of(s)).collect();
+    let mut shown: Vec<&Spike> = rtwhy_model::rank(&summaries)
+        .into_iter()
+        .take(MAX_SHOWN)
+        .filter_map(|i| selected.get(i).copied())
+        .collect();
+    shown.sort_by_key(|s| s.id);
+    shown
 }
 
 /// The Markdown bug report of a whole analysis: what `rtwhy report --format markdown`
 /// prints, and `rtwhy analyze --format markdown` too (the same bytes).
 pub fn markdown_of(analysis: &Analysis, source: &Source, opts: &AnalysisOpts) -> String {
     let selected = worst_shown(analysis.spikes.iter().collect());
-    let spikes = selected.iter().map(|s| without_window(s)).collect();
-    let report = build(analysis, source, opts, &source.path, spikes);
+    markdown_of_shown(analysis, source, opts, &selected, analysis.spikes.len())
+}
+
+/// [`markdown_of`] of an analysis of `found` spikes whose [`worst_shown`] are `shown`
+/// (`analysis.spikes` is not read: an analysis written out as it went holds none).
+pub fn markdown_of_shown(
+    analysis: &Analysis,
+    source: &Source,
+    opts: &AnalysisOpts,
+    shown: &[&Spike],
+    found: usize,
+) -> String {
+    let spikes = shown.iter().map(|s| without_window(s)).collect();
+    let mut report = build(analysis, source, opts, &source.path, spikes);
+    report.spikes_found = found;
     markdown::render(&report, &Links::default())
 }
 

@@ -47,8 +47,12 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     }
     if args.format == ReportFormat::Svg && !bundle {
         // One picture: the chosen spike, else the worst.
-        let worst = selected.iter().copied().max_by_key(|s| s.latency_ns);
-        selected = worst.into_iter().collect();
+        let summaries: Vec<rtwhy_model::SpikeSummary> = selected
+            .iter()
+            .map(|s| rtwhy_model::SpikeSummary::of(s))
+            .collect();
+        let worst = rtwhy_model::worst(&summaries).map(|w| w.id);
+        selected.retain(|s| Some(s.id) == worst);
         if selected.is_empty() {
             bail!(
                 "{}: no spike above {} to draw; lower --threshold or pick one with --spike",

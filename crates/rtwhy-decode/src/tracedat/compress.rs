@@ -113,8 +113,8 @@ impl Codec {
 /// most `expected` bytes: more is an error, less is left to the caller's size check.
 ///
 /// The expected size is only a claim from the file: `out` starts with what the input can
-/// plausibly expand to and grows only as output really arrives, so a lying header costs
-/// no memory. When `out` holds the whole frame (the usual case) libzstd decodes it in
+/// plausibly expand to (or the memory it already holds, reused from an earlier chunk)
+/// and grows only as output really arrives, so a lying header costs no memory. When `out` holds the whole frame (the usual case) libzstd decodes it in
 /// one pass straight into `out`; otherwise it streams through its window, whose size a
 /// frame may declare only up to 8 MiB or the expected size, whichever is larger.
 fn zstd_into(
@@ -125,7 +125,8 @@ fn zstd_into(
 ) -> std::result::Result<(), String> {
     let name = |code| zstd_safe::get_error_name(code).to_string();
     out.clear();
-    out.reserve(expected.min(data.len().saturating_mul(32).saturating_add(4096)));
+    // Exact: an amortized reserve could double the buffer past the claim.
+    out.reserve_exact(expected.min(data.len().saturating_mul(32).saturating_add(4096)));
     dctx.reset(ResetDirective::SessionOnly).map_err(name)?;
     let window_log = usize::BITS - expected.saturating_sub(1).leading_zeros();
     dctx.set_parameter(DParameter::WindowLogMax(window_log.clamp(23, 31)))
