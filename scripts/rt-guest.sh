@@ -595,7 +595,12 @@ stall)
     ;;
 esac
 if [ ! -e "$ctl/started" ]; then
-    echo "rt-guest: guest stopped before running the command: $(grep -m1 -iE 'panic|error|fail' "$ctl/console.log" || tail -n 1 "$ctl/console.log") (console: $ctl/console.log)" >&2
+    # The kernel's panic line, the arm64 initramfs's own error, or the first error line
+    # (not the command line's panic=).
+    why=$(grep -m1 -E 'Kernel panic|rt-guest-init: error' "$ctl/console.log" ||
+        grep -v 'command line' "$ctl/console.log" | grep -m1 -iE 'panic|error|fail' ||
+        tail -n 1 "$ctl/console.log")
+    echo "rt-guest: guest stopped before running the command: $why (console: $ctl/console.log)" >&2
     exit 2
 fi
 status=$(cat "$ctl/status" 2>/dev/null)

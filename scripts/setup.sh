@@ -16,7 +16,7 @@
 #                            (docs/arm64.md): Debian's arm64 architecture, the aarch64 C
 #                            cross compiler, libelf and zlib for arm64 (static archives),
 #                            qemu-user-static (to run the arm64 binary here, e.g. for its
-#                            man pages) and rustup's aarch64-unknown-linux-gnu target
+#                            man pages), file, and rustup's aarch64-unknown-linux-gnu target
 #
 # Installs only what is missing (apt-get as root); without root it names the missing
 # packages in one line and exits 1. RTWHY_SETUP_DRY=1 prints the list and installs nothing.
@@ -64,6 +64,8 @@ if [ "$what" = cross-arm64 ]; then
     need_file /usr/lib/aarch64-linux-gnu/libelf.a libelf-dev:arm64
     need_file /usr/lib/aarch64-linux-gnu/libz.a zlib1g-dev:arm64
     need_cmd qemu-aarch64-static qemu-user-static
+    # file(1) tells what architecture a built binary is for.
+    need_cmd file file
     # The :arm64 packages come from Debian's arm64 archive, reachable once the
     # architecture is added (apt-get update below fetches its lists).
     if [ ${#missing[@]} -gt 0 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what rtwhy's tests need on a fresh Debian/Ubuntu machine, then runs every
 # check CI runs: formatting, clippy, the whole test suite, docs, bounded fuzzing, the
-# README's first command in a clean root, and rtwhy inside a PREEMPT_RT guest with an
-# isolated CPU (scripts/rt-guest-test.sh, which sets the guest up itself).
+# README's first command in a clean root, rtwhy inside a PREEMPT_RT guest with an
+# isolated CPU (scripts/rt-guest-test.sh, which sets the guest up itself), and the arm64
+# cross-build checked inside an arm64 PREEMPT_RT guest (scripts/rt-guest-arm64-test.sh).
 # Run as root (apt-get, tracefs). Environment: RTWHY_FUZZ_SECONDS (default 20 per target);
-# RTWHY_GUEST=0 leaves the guest out (refused when CI=true); RTWHY_GUEST_SCENARIOS.
+# RTWHY_GUEST=0 leaves the guest out, RTWHY_ARM64=0 the arm64 part (both refused when
+# CI=true); RTWHY_GUEST_SCENARIOS, RTWHY_ARM64_SCENARIOS.
 #
 #   scripts/test.sh               everything (what .ci/run does)
 #   scripts/test.sh --build-only  the install-and-build part: set-up, then build every
@@ -69,6 +71,15 @@ if [ "${RTWHY_GUEST:-1}" = 0 ] && [ "${CI:-}" != true ]; then
 else
     RTWHY_GUEST_SCENARIOS=${RTWHY_GUEST_SCENARIOS:-rt_throttling,preemption,priority_inversion,lock_contention,softirq,irq_on_isolated_cpu} \
         scripts/rt-guest-test.sh
+fi
+
+log "rtwhy for arm64: cross-built, checked in an arm64 PREEMPT_RT guest (scripts/rt-guest-arm64-test.sh)"
+if [ "${RTWHY_ARM64:-1}" = 0 ] && [ "${CI:-}" != true ]; then
+    echo "skipped: RTWHY_ARM64=0"
+else
+    start=$SECONDS
+    scripts/rt-guest-arm64-test.sh
+    echo "arm64 part took $((SECONDS - start)) s"
 fi
 
 log "all checks passed"

@@ -414,3 +414,34 @@ fn no_cause_is_named_across_events_the_ring_buffer_dropped() {
         );
     }
 }
+
+/// Regression: arm64 traces its per-CPU timer as an interrupt (`irq=11 name=arch_timer`,
+/// a GIC PPI), which x86 traces as a system vector outside irq_handler_entry. In the arm64
+/// guest's capture the irq_on_isolated_cpu summaries listed `IRQ 11 (arch_timer)` among
+/// the device interrupts, and the advice said `echo 0 > /proc/irq/11/smp_affinity_list`,
+/// which no per-CPU interrupt allows.
+#[test]
+fn arm64s_timer_is_no_device_interrupt_to_move() {
+    let (code, v) = analyze_json(
+        &recorded("arm64-rt-rtwhy-v6.dat"),
+        &["--threshold", "2ms", "--comm", "cyclictest"],
+    );
+    assert_eq!(code, Some(1));
+    let spikes = v["spikes"].as_array().expect("spikes");
+    let mut device = 0;
+    for s in spikes {
+        let advice = s["remediation"].to_string();
+        assert!(!advice.contains("/proc/irq/11/"), "{advice}");
+        if s["primary"]["cause"] == "irq_on_isolated_cpu" {
+            device += 1;
+            let summary = s["primary"]["summary"].as_str().expect("summary");
+            assert!(summary.contains("IRQ 23 (virtio1-requests)"), "{summary}");
+            assert!(!summary.contains("arch_timer"), "{summary}");
+            assert!(
+                advice.contains("/proc/irq/23/smp_affinity_list"),
+                "{advice}"
+            );
+        }
+    }
+    assert!(device >= 15, "{device} spikes named irq_on_isolated_cpu");
+}

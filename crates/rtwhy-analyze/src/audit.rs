@@ -517,7 +517,7 @@ fn idle_states(facts: &SystemFacts) -> AuditFinding {
         return finding(
             "idle_states",
             Severity::Info,
-            "no cpuidle states recorded: the CPUs idle with the architecture's default (halt)",
+            "no cpuidle states recorded: the CPUs idle with the architecture's default instruction (halt on x86, WFI on arm64)",
             vec!["no /sys/devices/system/cpu/cpuN/cpuidle/state*".to_string()],
             None,
         );

@@ -54,8 +54,10 @@ const IDLE_EXIT_MAX_NS: u64 = 500_000;
 /// The kernel `trace` file prints microseconds: a sample's time may be up to this late.
 const TEXT_SLACK_NS: u64 = 1_000;
 
-/// Handler names of x86 system vectors as the osnoise tracer prints them: not devices.
-const SYSTEM_VECTORS: [&str; 14] = [
+/// Handler names of per-CPU interrupts as the osnoise tracer prints them: not devices.
+/// x86's system vectors, and arm64's generic timer and IPIs (`irq_noise: arch_timer:11`,
+/// `irq_noise: IPI:6` in the arm64 PREEMPT_RT guest, docs/arm64.md).
+const SYSTEM_VECTORS: [&str; 16] = [
     "local_timer",
     "irq_work",
     "reschedule",
@@ -70,6 +72,8 @@ const SYSTEM_VECTORS: [&str; 14] = [
     "posted_msi_notification",
     "kvm_posted_intr_ipi",
     "hyperv_callback",
+    "arch_timer",
+    "IPI",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1500,6 +1504,23 @@ mod tests {
             Some(310_000)
         );
         assert_eq!(s[0].primary.cause, Cause::IrqOnIsolatedCpu);
+    }
+
+    #[test]
+    fn arm64s_timer_and_ipis_are_not_device_irqs() {
+        // Regression: on arm64 osnoise names the generic timer `arch_timer` and the IPIs
+        // `IPI`; with only x86's vector names known, a tick or IPI there counted as a
+        // device interrupt, and a long one became irq_on_isolated_cpu.
+        for (desc, vector) in [("arch_timer", 11), ("IPI", 6)] {
+            let mut a = TimerlatAnalyzer::new(Nanos(100_000), CpuList::parse("1"));
+            a.push_record(&sample(10_005_000, 0, 4, TimerlatContext::Irq, 5_000));
+            a.push_record(&irq(10_010_000, desc, vector, 10_001_000, 4_000));
+            a.push_record(&irq(10_300_000, desc, vector, 10_010_000, 280_000));
+            a.push_record(&sample(10_320_000, 9, 4, TimerlatContext::Thread, 320_000));
+            let s = a.finish();
+            assert_eq!(s[0].irq.len(), 1, "{desc}");
+            assert_eq!(s[0].primary.cause, Cause::Unknown, "{desc}");
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `irq`: hard interrupt handlers on a CPU that is not isolated.
 
 use crate::breakdown::TaskNames;
-use crate::ctx::IrqWork;
+use crate::ctx::{is_local_timer, IrqWork};
 use rtwhy_model::{human_duration, softirq_name, Bucket, Cause, Confidence};
 
 use super::Rule;
@@ -58,6 +58,9 @@ pub(super) fn irq_summary(ctx: &Ctx<'_>, cause: Cause) -> String {
     let victim = &ctx.ep.victim;
     let parts: Vec<String> = irq_work(ctx, cause)
         .iter()
+        // The per-CPU timer and IPIs are interrupts but no device's: arm64 traces them as
+        // IRQs (`arch_timer`, `IPI`), x86 as system vectors outside irq_handler_entry.
+        .filter(|w| cause != Cause::IrqOnIsolatedCpu || !is_local_timer(&w.name))
         .map(|w| {
             let mut s = format!(
                 "IRQ {} ({}) {}",
@@ -133,6 +136,11 @@ pub(super) fn irq_advice(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
     let hk = crate::ctx::housekeeping(ctx);
     for w in irq_work(ctx, cause) {
         let (irq, name) = (w.irq, &w.name);
+        // A per-CPU interrupt (arm64's `arch_timer` PPI, IPIs) runs on every CPU: there is
+        // no affinity to change.
+        if is_local_timer(name) {
+            continue;
+        }
         let fact = facts.irqs.get(&irq);
         let affinity = fact
             .and_then(|f| f.affinity.clone())
