@@ -10,4 +10,4 @@ cd "$(dirname "$0")/.."
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 scripts/setup.sh test
 cargo build --release --locked -q -p rtwhy --bin rtwhy --example bench
-target/release/examples/bench "$@"
+"${CARGO_TARGET_DIR:-target}/release/examples/bench" "$@"
