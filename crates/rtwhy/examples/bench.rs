@@ -651,11 +651,11 @@ fn analysis_section(rows: &[AnalysisRow]) -> String {
                     // breakdown until it settles and is written out, are the rest.
                     let spikes = d.spikes.map_or(0, |(n, _)| n);
                     md.push_str(&format!(
-                        "\nWhat the history costs follows the event rate instead: {} records {:.0} events/s, so its busiest CPU has {held} events within {:.0} s, all kept (about {history:.1} MiB of history). Of its {spikes} spikes the analyzer holds those of the same last {:.0} s, each with its evidence and breakdown, until they can no longer change; each is then rendered into a temporary file and only a small summary of it stays, for the summary line and the ranking: `rtwhy analyze` peaks at {da:.0} MiB on it against {di:.0} MiB for decoding alone ({:+.0} MiB), against {sa:.0} MiB on the {:.0}x larger synthetic trace. **Under 64 MiB on both: {}.**\n",
+                        "\nWhat the history costs follows the event rate instead: {} records {:.0} events/s, so its busiest CPU has {held} events within {:.0} s, all kept (about {history:.1} MiB of history). Of its {spikes} spikes the analyzer holds those of the last {:.0} s (twice the horizon: a breach marker may come a capture window late), each with its evidence and breakdown, until they can no longer change; each is then rendered into a temporary file and only a small summary of it stays, for the summary line and the ranking: `rtwhy analyze` peaks at {da:.0} MiB on it against {di:.0} MiB for decoding alone ({:+.0} MiB), against {sa:.0} MiB on the {:.0}x larger synthetic trace. **Under 64 MiB on both: {}.**\n",
                         d.name,
                         d.window.density,
                         config.horizon.0 as f64 / 1e9,
-                        config.horizon.0 as f64 / 1e9,
+                        2.0 * config.horizon.0 as f64 / 1e9,
                         da - di,
                         s.size as f64 / d.size.max(1) as f64,
                         if da < 64.0 && sa < 64.0 { "met" } else { "not met" },
