@@ -357,12 +357,12 @@ fn comparable(ev: &Event, formatted: &Event) -> Event {
             EventKind::WorkqueueExecuteStart { function, .. },
             EventKind::WorkqueueExecuteStart { function: f, .. },
         ) => *function = if *f == 0 { 0 } else { *function },
-        (EventKind::IrqHandlerExit { ret, .. }, EventKind::IrqHandlerExit { ret: r, .. }) => {
-            // The format prints `handled` for any non-zero return (IRQ_WAKE_THREAD, 2, on
-            // the arm64 guest's threaded handlers too), which the text reads as 1.
-            if *r == 1 && *ret != 0 {
-                *ret = 1;
-            }
+        // The format prints `handled` for any non-zero return (IRQ_WAKE_THREAD, 2, on the
+        // arm64 guest's threaded handlers too), which the text reads as 1.
+        (EventKind::IrqHandlerExit { ret, .. }, EventKind::IrqHandlerExit { ret: 1, .. })
+            if *ret != 0 =>
+        {
+            *ret = 1;
         }
         (EventKind::SyscallEnter { args, .. }, EventKind::SyscallEnter { args: a, .. }) => {
             // Newer kernels print only the futex arguments the op uses; the rest read as 0.
