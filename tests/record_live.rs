@@ -17,6 +17,16 @@ use serde_json::Value;
 static LIVE: Mutex<()> = Mutex::new(());
 const TRACEFS: &str = "/sys/kernel/tracing";
 
+/// Sends signal `sig` (`INT`, `HUP`, ...) to `pid` with the shell's own `kill`: a clean
+/// root (the README's `fresh-check`) has no procps, so no /bin/kill.
+fn signal(pid: u32, sig: &str) {
+    let sent = Command::new("sh")
+        .args(["-c", &format!("kill -{sig} {pid}")])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{sig} {pid} failed");
+}
+
 /// Whether the live tests can run here; fails under CI when they cannot.
 fn live() -> bool {
     let root = Command::new("id")
@@ -519,10 +529,7 @@ fn tracefs_is_left_exactly_as_found_after_exit_ctrl_c_crash_and_sigkill() {
             .unwrap();
         assert!(wait_for_instance(child.id()), "no instance appeared");
         let t = Instant::now();
-        Command::new("kill")
-            .args([&format!("-{sig}"), &child.id().to_string()])
-            .status()
-            .unwrap();
+        signal(child.id(), sig);
         let o = child.wait_with_output().unwrap();
         assert!(
             t.elapsed() < Duration::from_secs(10),
@@ -939,10 +946,7 @@ fn ctrl_c_in_the_selftest_stops_every_load_and_restores_every_setting() {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(500));
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    signal(child.id(), "INT");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
     assert!(
@@ -1025,11 +1029,7 @@ fn an_unattended_session_stays_under_its_disk_budget_through_a_storm_and_sighup(
         .unwrap();
     // SIGHUP in the middle: a checkpoint, not an end.
     std::thread::sleep(Duration::from_secs(4));
-    let hup = Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(hup.success());
+    signal(child.id(), "HUP");
     std::thread::sleep(Duration::from_millis(500));
     assert!(
         child.try_wait().unwrap().is_none(),
