@@ -204,25 +204,16 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                     (item.ns - exit, &[Cause::RtThrottling]),
                 ];
                 for (ns, candidates) in parts {
-                    if ns == 0 {
-                        continue;
+                    if ns > 0 {
+                        *groups
+                            .entry(first_holding(&mut checked, candidates, &ctx))
+                            .or_default() += ns;
                     }
-                    let cause = candidates
-                        .iter()
-                        .copied()
-                        .find(|c| checked.holds(*c, &ctx))
-                        .unwrap_or(Cause::Unknown);
-                    *groups.entry(cause).or_default() += ns;
                 }
                 continue;
             }
-            Bucket::Idle => {
-                if ctx.moved.is_some() {
-                    &[Cause::Migration, Cause::RtThrottling, Cause::IdleExit]
-                } else {
-                    &[Cause::RtThrottling, Cause::IdleExit]
-                }
-            }
+            // The victim moved: the rest of the loop gives the move its share.
+            Bucket::Idle => &[Cause::Migration, Cause::RtThrottling, Cause::IdleExit],
             Bucket::LockWait { .. } => match &lock {
                 Some(l) if l.medium_ns > 0 && l.medium_ns * 10 >= (item.ns * 3) => {
                     &[Cause::PriorityInversion, Cause::LockContention]
@@ -270,12 +261,9 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         if ns == 0 {
             continue;
         }
-        let cause = candidates
-            .iter()
-            .copied()
-            .find(|c| checked.holds(*c, &ctx))
-            .unwrap_or(Cause::Unknown);
-        *groups.entry(cause).or_default() += ns;
+        *groups
+            .entry(first_holding(&mut checked, candidates, &ctx))
+            .or_default() += ns;
     }
     // A low clock slows everything the CPU did in the window.
     if let Some((low, _)) = &freq {
@@ -413,6 +401,16 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         remediation,
         missing,
     }
+}
+
+/// The first of `candidates` whose preconditions hold (most specific first), or
+/// `unknown`.
+fn first_holding(checked: &mut rules::Checked, candidates: &[Cause], ctx: &Ctx<'_>) -> Cause {
+    candidates
+        .iter()
+        .copied()
+        .find(|c| checked.holds(*c, ctx))
+        .unwrap_or(Cause::Unknown)
 }
 
 impl Ctx<'_> {
