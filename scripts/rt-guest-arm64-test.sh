@@ -8,8 +8,8 @@
 #   - `rtwhy selftest --cpu 1 --scenarios $RTWHY_ARM64_SCENARIOS` exits 0 and prints
 #     "pass" for each of them;
 #   - `rtwhy record -- cyclictest` (FIFO 40, below the IRQ threads' FIFO 50) with the
-#     interrupt of the 9p transport that carries this machine's files (virtio-pci, MSI-X
-#     through the GIC) moved to CPU 1 and those files read from CPU 0 writes a capture
+#     interrupt of the guest's SD card (SDHCI on PCI without DMA, a level interrupt
+#     through the GIC) moved to CPU 1 and the card read from CPU 0 writes a capture
 #     diagnosed irq_on_isolated_cpu that names the IRQ, its thread and the
 #     smp_affinity_list fix (RTWHY_ARM64_RECORD=0 leaves this out);
 #   - no tracefs instance of rtwhy is left behind;
@@ -105,25 +105,38 @@ for s in ${scenarios//,/ }; do
     grep -qE "^$s +.* pass( |\$)" "$S/selftest.txt" || fail "scenario $s did not pass"
 done
 if [ "$record" = 1 ]; then
-    # The 9p transport of this machine's files (mount tag rtwhyhost, at /run/rtwhy-host):
-    # reading them makes its interrupt fire, and its thread completes each request.
-    dev=
-    for d in /sys/bus/virtio/drivers/9pnet_virtio/virtio*; do
-        [ "$(tr -d '\0' <"$d/mount_tag")" = rtwhyhost ] && dev=${d##*/}
-    done
-    irq=$(awk -v n="$dev-requests" '$NF == n {sub(":", "", $1); print $1}' /proc/interrupts)
-    if [ -z "$irq" ]; then
-        fail "no interrupt of the rtwhyhost 9p transport ($dev) in /proc/interrupts"
+    # The SD card scripts/rt-guest.sh gives the arm64 guest, its SDHCI controller without
+    # DMA: the controller's handler (an IRQ thread, as every handler on PREEMPT_RT) moves
+    # each word of a read itself, tens of milliseconds per 256 KiB request under TCG, well
+    # above this guest's own noise; a 9p or virtio-blk completion takes under a
+    # millisecond, which a stopped vCPU outweighs.
+    modprobe sdhci debug_quirks=0x60 && modprobe sdhci-pci && modprobe mmc_block ||
+        fail "cannot load the SDHCI driver (sdhci, sdhci-pci, mmc_block)"
+    for _ in $(seq 50); do [ -b /dev/mmcblk0 ] && break; sleep 0.2; done
+    irq=$(awk '$NF == "mmc0" {sub(":", "", $1); print $1}' /proc/interrupts)
+    if [ ! -b /dev/mmcblk0 ] || [ -z "$irq" ]; then
+        fail "no SD card (/dev/mmcblk0) or no mmc0 interrupt in /proc/interrupts"
+    elif ! dmesg | grep -q 'mmc0: .* using PIO'; then
+        fail "the SDHCI controller does not use PIO: $(dmesg | grep -m1 'mmc0: SDHCI')"
     else
         t0=$SECONDS
         old=$(cat "/proc/irq/$irq/smp_affinity_list")
         grep -E "^ *$irq:" /proc/interrupts
         echo 1 >"/proc/irq/$irq/smp_affinity_list" || fail "cannot move IRQ $irq to CPU 1"
-        echo "rt-guest-arm64-test: IRQ $irq ($dev-requests) moved to CPU 1 (effective $(cat "/proc/irq/$irq/effective_affinity_list"))"
-        timeout 200 taskset -c 0 sh -c 'while :; do cat /run/rtwhy-host/usr/lib/x86_64-linux-gnu/lib*.so* >/dev/null 2>&1; done' &
+        echo "rt-guest-arm64-test: IRQ $irq (mmc0) moved to CPU 1 (effective $(cat "/proc/irq/$irq/effective_affinity_list"))"
+        # Reads of 512 KiB from CPU 0, 0.3 s apart: the IRQ thread takes CPU 1 for about
+        # 76 ms a request on an idle host (38 ms per 256 KiB measured), 340 ms on one at
+        # load 4, under RT throttling's share either way.
+        timeout 200 taskset -c 0 bash -c 'while :; do dd if=/dev/mmcblk0 of=/dev/null bs=512k count=1 skip=$((RANDOM % 128)) iflag=direct 2>/dev/null; sleep 0.3; done' &
         reader=$!
         rec=$S/rec
-        timeout -s INT 300 "$exe" record --threshold 2ms --max-spikes 6 --duration 150s --out "$rec" -- \
+        # The threshold above this guest's own noise (the selftest measured it: a stopped
+        # vCPU under TCG costs milliseconds), so that the captures are the card's.
+        p99=$(awk '/^  noise / {for (i = 1; i < NF; i++) if ($i == "p99") {v = $(i + 1); u = $(i + 2)}}
+            END {if (u ~ /^us/) v /= 1000; if (v == "") v = 0; printf "%d", v}' "$S/selftest.txt")
+        threshold=$((p99 * 2 > 20 ? p99 * 2 : 20))
+        echo "rt-guest-arm64-test: noise p99 ${p99} ms (rounded down): threshold ${threshold} ms"
+        timeout -s INT 300 "$exe" record --threshold "${threshold}ms" --max-spikes 8 --duration 150s --out "$rec" -- \
             cyclictest -m -p 40 -i 1000 -a 1 --mainaffinity 0 -t 1 -D 20 -q
         code=$?
         kill "$reader" 2>/dev/null
@@ -132,20 +145,21 @@ if [ "$record" = 1 ]; then
         echo "$old" >"/proc/irq/$irq/smp_affinity_list"
         echo "rt-guest-arm64-test: rtwhy record took $((SECONDS - t0)) s, exit $code"
         [ "$code" -le 1 ] || fail "rtwhy record exited $code"
+        grep -h "cause: " "$rec"/spike-*.txt 2>/dev/null | sed 's/ (.*//' | sort | uniq -c
         hit=$(grep -l "cause: irq_on_isolated_cpu" "$rec"/spike-*.txt 2>/dev/null | head -n 1)
         if [ -z "$hit" ]; then
             fail "no capture of rtwhy record was diagnosed irq_on_isolated_cpu"
         else
             echo "rt-guest-arm64-test: $hit:"
             sed -n '/cause: irq_on_isolated_cpu/,/^$/p' "$hit" | head -n 30
-            grep -q "IRQ $irq ($dev-requests)" "$hit" || fail "$hit does not name IRQ $irq ($dev-requests)"
+            grep -q "IRQ $irq (mmc0)" "$hit" || fail "$hit does not name IRQ $irq (mmc0)"
             grep -q "thread irq/$irq-" "$hit" || fail "$hit does not name the thread irq/$irq-..."
             grep -q "/proc/irq/$irq/smp_affinity_list" "$hit" || fail "$hit does not give the smp_affinity_list fix"
         fi
         # The arm64 build's own analysis of the first captures, compared back here with
         # the x86_64 build's.
         for dat in $(ls "$rec"/spike-*.dat 2>/dev/null | head -n 3); do
-            "$exe" analyze "$dat" --format json --threshold 2ms >"${dat%.dat}.arm64.json"
+            "$exe" analyze "$dat" --format json --threshold "${threshold}ms" >"${dat%.dat}.arm64.json"
         done
     fi
 fi
@@ -197,7 +211,8 @@ same = 0
 arm = sorted(rec.glob("spike-*.arm64.json"))
 for a in arm:
     dat = a.with_name(a.name.replace(".arm64.json", ".dat"))
-    ours = analyze(str(dat), "--format", "json", "--threshold", "2ms")
+    threshold = json.loads(dat.with_suffix(".json").read_text())["threshold_ns"]
+    ours = analyze(str(dat), "--format", "json", "--threshold", f"{threshold}ns")
     if ours == a.read_bytes():
         same += 1
     else:

@@ -38,7 +38,8 @@
 #                                             the current directory always is. x86_64: ignored
 #                                             (the whole host is visible)
 #   --pata N            RTWHY_GUEST_PATA      disks (0-2, default 2; x86_64 only, 0 on arm64,
-#                                             whose virt board has no legacy IDE controller) on a legacy IDE controller
+#                                             whose virt board has no legacy IDE controller;
+#                                             it gets an SD card instead, below) on a legacy IDE controller
 #                                             (PIIX3, interrupts 14 and 15), one per channel,
 #                                             64 MiB of zeros each, writes thrown away, in PIO
 #                                             mode (libata.dma=0 joins the command line;
@@ -47,6 +48,12 @@
 #                                             copies every sector itself, milliseconds of its
 #                                             IRQ thread's time (the lab's irq_on_isolated_cpu
 #                                             reads them)
+#                                             arm64 instead: one SD card (64 MiB of zeros,
+#                                             writes thrown away) on an SDHCI controller
+#                                             (sdhci-pci); its modules are not loaded: load
+#                                             sdhci with debug_quirks=0x60 (no DMA, no ADMA)
+#                                             first, and its handler moves every word of the
+#                                             data itself, as the PIO disks do on x86
 #   --timeout SECS      RTWHY_GUEST_TIMEOUT   whole run, boot included (default 900)
 #   --stall SECS        RTWHY_GUEST_STALL     once the command has started, stop the guest
 #                                             when nothing in the shared directory changed
@@ -536,8 +543,14 @@ if [ "$arch" = arm64 ]; then
     # included), with pointer authentication computed by QEMU's own fast function
     # (pauth-impdef) instead of the architected QARMA5, which makes TCG crawl.
     # shellcheck disable=SC2046
+    # The SD card (see --pata): a sparse image; QEMU's snapshot keeps it unwritten.
+    truncate -s 64M "$ctl/sd.img" || die "cannot create the SD card image $ctl/sd.img"
+    [[ $ctl =~ ^[A-Za-z0-9/._+-]+$ ]] ||
+        die "the shared directory's path ($shared) must be plain (letters, digits, / . _ + -) for QEMU's drive options"
+    sd=(-device sdhci-pci,id=rtwhy-sdhci -drive "file=$ctl/sd.img,if=none,id=rtwhy-sd,format=raw,snapshot=on"
+        -device sd-card,drive=rtwhy-sd)
     setsid qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on -smp "$cpus" -m "$memory" -no-reboot \
-        -display none -monitor none -serial stdio \
+        -display none -monitor none -serial stdio "${sd[@]}" \
         -kernel "$vmlinuz" -initrd "$initrd" -append "console=ttyAMA0 panic=-1 $append" \
         $(p9 rtwhyroot "$arm64_root" ,readonly=on) $(p9 rtwhyhost / ,readonly=on) $(p9 rtwhyshared "$shared" "") \
         "${net[@]}" >"$ctl/console.log" 2>&1 </dev/null &
