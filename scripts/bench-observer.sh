@@ -9,7 +9,9 @@
 #      itself fails on kernels that refuse writes to /proc/sys/kernel/ftrace_enabled
 #      (the project's VM); where it works, T is run as well
 #   T  `trace-cmd record` with the same events, buffer and clock (where it works)
-#   C  `rtwhy record -t THRESHOLD -- cyclictest ...` (default preset, BPF detector)
+#   C  `rtwhy record -t THRESHOLD -- cyclictest ...` (default preset, BPF detector; CPU 0,
+#      where no measured thread may run, recorded leanly: --other-cpus lean, the default)
+#   F  the same with `--other-cpus full`: every CPU recorded in full
 #   R  `rtla timerlat hist` on every CPU beside cyclictest (where the kernel has the
 #      timerlat tracer)
 # In every condition cyclictest runs `-m -p 80 -a 1 -i 1000 -h 2000 -l LOOPS -q -t 1`, and
@@ -26,7 +28,7 @@
 #   --threshold T  rtwhy's breach threshold (default 10ms: the VM's own vCPU stops of
 #                  2-12 ms still capture now and then; each capture is counted)
 #   --rtwhy PATH   the rtwhy binary (default: target/release/rtwhy, built if missing)
-#   --conds LIST   conditions to run (default: A B C, plus T and R where they work)
+#   --conds LIST   conditions to run (default: A B C F, plus T and R where they work)
 #   --keep DIR     copy the raw outputs to DIR
 # Needs root. Every child is bounded by `timeout`; the tracefs instance it makes is
 # removed on any exit; no SCHED_FIFO load runs on CPU 0.
@@ -120,7 +122,7 @@ if command -v rtla >/dev/null && grep -qw timerlat "$TRACING/available_tracers" 
     CAN_R=1
 fi
 if [ -z "$CONDS" ]; then
-    CONDS="A B C"
+    CONDS="A B C F"
     [ "$CAN_T" = 0 ] || CONDS="$CONDS T"
     [ "$CAN_R" = 0 ] || CONDS="$CONDS R"
 fi
@@ -161,6 +163,7 @@ one() {
             for e in $EVENTS; do tc_events+=(-e "$e"); done
             cmd=(trace-cmd record -q -b 4096 -C mono "${tc_events[@]}" -o "$WORK/$name.dat" -- "${CYCLIC[@]}") ;;
         C) cmd=("$RTWHY" record -t "$THRESHOLD" --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
+        F) cmd=("$RTWHY" record -t "$THRESHOLD" --other-cpus full --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
         R) cmd=("${CYCLIC[@]}")
            timeout -s INT -k 5 "$RUN_LIMIT" rtla timerlat hist -d "$((LOOPS / 1000 + 2))s" > "$RAW/$name.rtla" 2>&1 &
            rtla=$!
@@ -202,7 +205,8 @@ names = {
     "A": "nothing",
     "B": "plain tracefs instance, rtwhy's events and buffer",
     "T": "`trace-cmd record`, rtwhy's events and buffer",
-    "C": "`rtwhy record -t %s` (default preset, BPF)" % threshold,
+    "C": "`rtwhy record -t %s` (default preset, BPF; other CPUs lean)" % threshold,
+    "F": "`rtwhy record -t %s --other-cpus full` (every CPU in full)" % threshold,
     "R": "`rtla timerlat hist` beside it",
 }
 

@@ -7,6 +7,7 @@ mod cli;
 mod doctor;
 mod evidence;
 mod fixtures;
+mod lean;
 mod mutations;
 mod perfetto;
 mod preconditions;

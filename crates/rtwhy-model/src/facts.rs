@@ -147,6 +147,10 @@ pub struct SystemFacts {
     /// `None` inside when unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memlock: Option<Option<u64>>,
+    /// The CPUs recorded in full (`rtwhy record --other-cpus lean`): the others have no
+    /// context switches or wake-ups of ordinary tasks. `None`: every CPU in full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_cpus: Option<CpuList>,
     /// Every other recorded fact, by key.
     pub other: BTreeMap<String, String>,
 }
@@ -196,6 +200,7 @@ impl SystemFacts {
             "mm.thp" => self.thp = owned(),
             "sched.numa_balancing" => self.numa_balancing = value.parse().ok(),
             "irqbalance.running" => self.irqbalance = Some(value == "1"),
+            "record.full_cpus" => self.full_cpus = CpuList::parse(value),
             "limits.memlock" => {
                 self.memlock = if value == "unlimited" {
                     Some(None)

@@ -222,6 +222,30 @@ impl BpfDetector {
         }
     }
 
+    /// The processes followed as a whole and the single threads followed, as the
+    /// kernel's maps hold them now (forked children included).
+    pub fn tracked(&self) -> (Vec<i32>, Vec<i32>) {
+        let keys = |m: &MapHandle, whole: Option<u32>| -> Vec<i32> {
+            m.keys()
+                .filter_map(|k| {
+                    let key: [u8; 4] = k.as_slice().try_into().ok()?;
+                    if let Some(want) = whole {
+                        let v = m.lookup(&key, MapFlags::ANY).ok()??;
+                        let v: [u8; 4] = v.as_slice().try_into().ok()?;
+                        if u32::from_ne_bytes(v) != want {
+                            return None;
+                        }
+                    }
+                    i32::try_from(u32::from_ne_bytes(key)).ok()
+                })
+                .collect()
+        };
+        (
+            keys(&self.tracked_tgid, Some(TRACK_ALL_THREADS)),
+            keys(&self.tracked_tid, None),
+        )
+    }
+
     /// Waits at most `timeout` for breaches and returns those that arrived (possibly
     /// none).
     pub fn poll(&mut self, timeout: Duration) -> Result<Vec<Breach>> {

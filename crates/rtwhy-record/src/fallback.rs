@@ -70,6 +70,11 @@ impl FallbackDetector {
         }
     }
 
+    /// The threads followed.
+    pub fn tracked(&self) -> Vec<i32> {
+        self.tracked.iter().copied().collect()
+    }
+
     /// Whether `tid` is followed.
     pub fn is_tracked(&self, tid: i32) -> bool {
         self.tracked.contains(&tid)

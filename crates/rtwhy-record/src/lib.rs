@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod facts;
 pub mod fallback;
+pub mod lean;
 pub mod probe;
 pub mod session;
 pub mod symbols;

@@ -19,6 +19,7 @@ use crate::child::{Child, Exit};
 use crate::error::{RecordError, Result};
 use crate::events::{split_event, Preset};
 use crate::fallback::{FallbackDetector, EVENTS as FALLBACK_EVENTS};
+use crate::lean::Lean;
 use crate::probe::{Probe, ProbeConfig, ThreadStats};
 use crate::symbols::KernelSymbols;
 use crate::timerlat::{OsnoiseSettings, ProbeChoice, TimerlatConfig, TimerlatDetector};
@@ -45,6 +46,10 @@ pub enum Workload {
     /// rtwhy's built-in cyclic probe.
     Probe(ProbeConfig),
 }
+
+/// How often a command's measured threads' CPUs are looked at again (see
+/// `Runner::follow_measured_cpus`).
+const LEAN_CHECK: Duration = Duration::from_millis(250);
 
 /// Everything a session needs to know.
 #[derive(Debug, Clone)]
@@ -86,6 +91,9 @@ pub struct SessionConfig {
     /// CPUs the recorder's own threads (detector reading, capture, diagnosis) run on;
     /// `None` leaves them where they are. The command keeps its own affinity.
     pub recorder_cpus: Option<Vec<u32>>,
+    /// Record the CPUs no measured thread may run on leanly (see [`crate::lean`]);
+    /// `false` records every CPU in full.
+    pub lean: bool,
 }
 
 /// What set off a capture.
@@ -417,6 +425,8 @@ struct Runner<'a> {
     marker: std::fs::File,
     layout: CaptureLayout,
     fact_lines: Vec<String>,
+    lean: Option<Lean>,
+    lean_checked: Instant,
     detector: Detector,
     watch: Option<Watch>,
     cpus: usize,
@@ -673,6 +683,26 @@ fn run_with(
     };
     obs.armed(&armed);
 
+    let lean = if cfg.lean {
+        // The measured CPUs: the probe's or timerlat's; a command's once its measured
+        // threads exist (every CPU is full until then).
+        let full = match (&timerlat, &cfg.workload) {
+            (Some(tc), _) => Some(tc.cpus.clone()),
+            (None, Workload::Probe(pc)) => Some(pc.cpus.clone()),
+            (None, Workload::Command(_)) => None,
+        };
+        match Lean::start(&flight, &armed.events, cpus, full, mono_ns()) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                obs.warning(&format!(
+                    "cannot filter the scheduler events of the other CPUs ({e}): every CPU is recorded in full"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut runner = Runner {
         cfg,
         obs,
@@ -680,6 +710,8 @@ fn run_with(
         marker,
         layout,
         fact_lines,
+        lean,
+        lean_checked: Instant::now(),
         detector,
         watch,
         cpus,
@@ -810,6 +842,12 @@ impl Runner<'_> {
             if self.max_reached() {
                 break "--max-spikes reached".to_string();
             }
+            if matches!(self.cfg.workload, Workload::Command(_))
+                && self.lean_checked.elapsed() >= LEAN_CHECK
+            {
+                self.lean_checked = Instant::now();
+                self.follow_measured_cpus();
+            }
             self.poll_once(Duration::from_millis(10))?;
         };
         self.report.ended_by = ended_by;
@@ -836,6 +874,46 @@ impl Runner<'_> {
             self.report.detector_lost = d.lost();
         }
         Ok(())
+    }
+
+    /// Keeps the lean rule's full CPUs those the measured threads may run on now (their
+    /// affinity), so that a command that pins its threads after it starts, or moves
+    /// them, is recorded in full where they run.
+    fn follow_measured_cpus(&mut self) {
+        let Some(lean) = self.lean.as_mut() else {
+            return;
+        };
+        let tids: Vec<i32> = match &self.detector {
+            Detector::Bpf(d) => {
+                let (processes, mut threads) = d.tracked();
+                for p in processes {
+                    threads.extend(threads_of(p));
+                }
+                threads
+            }
+            Detector::Tracefs(d) => d.tracked(),
+            Detector::Timerlat(_) => return,
+        };
+        let mut full: Vec<u32> = Vec::new();
+        for tid in tids {
+            if self.cfg.rt_only && crate::sys::task_is_realtime(tid) != Some(true) {
+                continue;
+            }
+            if let Some(cpus) = crate::sys::task_cpus(tid) {
+                full.extend(cpus);
+            }
+        }
+        if full.is_empty() {
+            // No measured thread yet (or any more): the last set stays.
+            return;
+        }
+        if let Err(e) = lean.set(&self.flight, full, mono_ns()) {
+            self.obs.warning(&format!(
+                "cannot change the scheduler event filters ({e}): every CPU is recorded in full from now on"
+            ));
+            let all: Vec<u32> = (0..self.cpus as u32).collect();
+            let _ = lean.set(&self.flight, all, mono_ns());
+        }
     }
 
     fn set_child_status(&mut self, exit: Exit) {
@@ -994,6 +1072,16 @@ impl Runner<'_> {
         // Facts first (the flight buffer has long overwritten anything written at start),
         // then the breach records.
         for line in &self.fact_lines {
+            let _ = self.marker.write_all(line.as_bytes());
+        }
+        if let Some(lean) = &self.lean {
+            let from = end.saturating_sub(self.cfg.before.as_nanos() as u64);
+            let full = lean.full_during(from, mono_ns());
+            let line = format!(
+                "{}record.full_cpus={}",
+                rtwhy_model::FACT_PREFIX,
+                rtwhy_model::CpuList(full)
+            );
             let _ = self.marker.write_all(line.as_bytes());
         }
         let write_breach = |r: &BreachRecord, marker: &mut std::fs::File| {

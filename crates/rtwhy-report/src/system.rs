@@ -79,6 +79,19 @@ pub fn rows(f: &SystemFacts) -> Vec<(&'static str, String)> {
         "Timer frequency",
         f.hz.map_or(NOT_RECORDED.to_string(), |hz| format!("HZ={hz}")),
     ));
+    if let Some(full) = &f.full_cpus {
+        let every = f.cpus.is_some_and(|n| (0..n).all(|c| full.contains(c)));
+        rows.push((
+            "Recorded",
+            if every {
+                "every event on every CPU".to_string()
+            } else {
+                format!(
+                    "every event on CPU {full}, where the measured threads may run; on the others no wake-ups of ordinary tasks between them (rtwhy record --other-cpus lean)"
+                )
+            },
+        ));
+    }
     if let Some(c) = &f.cmdline {
         rows.push(("Kernel command line", c.clone()));
     }

@@ -98,6 +98,37 @@ pub fn affinity_mask() -> io::Result<libc::cpu_set_t> {
     Ok(set)
 }
 
+/// The CPUs task `tid` may run on; `None` when it is gone (or not visible).
+pub fn task_cpus(tid: i32) -> Option<Vec<u32>> {
+    // SAFETY: cpu_set_t is plain old data.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; a bad tid is an error.
+    if unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&set), &mut set) } != 0 {
+        return None;
+    }
+    Some(
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: `c` is below CPU_SETSIZE.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .map(|c| c as u32)
+            .collect(),
+    )
+}
+
+/// Whether task `tid` runs in a real-time class (SCHED_FIFO, SCHED_RR or
+/// SCHED_DEADLINE); `None` when it is gone.
+pub fn task_is_realtime(tid: i32) -> Option<bool> {
+    const SCHED_DEADLINE: i32 = 6;
+    // SAFETY: plain system call on a pid; a bad one returns -1.
+    let policy = unsafe { libc::sched_getscheduler(tid) };
+    if policy < 0 {
+        return None;
+    }
+    // SCHED_RESET_ON_FORK may be or-ed in.
+    let policy = policy & !0x4000_0000;
+    Some(policy == libc::SCHED_FIFO || policy == libc::SCHED_RR || policy == SCHED_DEADLINE)
+}
+
 /// Sets the calling thread's CPU mask.
 pub fn set_affinity_mask(set: &libc::cpu_set_t) -> io::Result<()> {
     // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t of the size passed.

@@ -188,6 +188,14 @@ pub enum PresetArg {
     Full,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OtherCpusArg {
+    /// Only what the analysis uses from them.
+    Lean,
+    /// Every enabled event.
+    Full,
+}
+
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// Latency that counts as a breach (`100us`, `1ms`; a bare number is us).
@@ -202,6 +210,12 @@ pub struct RecordArgs {
     /// Trace only these CPUs (`1-3,5`); default all.
     #[arg(long, value_parser = parse_cpu_list)]
     pub cpus: Option<rtwhy_model::CpuList>,
+    /// What to record on the CPUs no measured thread may run on: `lean` keeps their
+    /// interrupts, timers, idle and real-time tasks' scheduling and the wake-ups towards
+    /// the measured CPUs, not the context switches of other tasks (most of what
+    /// recording costs a busy machine); `full` records everything there too.
+    #[arg(long, value_enum, default_value_t = OtherCpusArg::Lean, value_name = "HOW")]
+    pub other_cpus: OtherCpusArg,
     /// Output directory (default `./rtwhy-YYYYmmdd-HHMMSS`).
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,

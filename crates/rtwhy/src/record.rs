@@ -23,7 +23,7 @@ use rtwhy_record::timerlat::ProbeChoice;
 use serde_json::{json, Value};
 
 use crate::analyze::analyze_file;
-use crate::cli::{DetectorArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs};
+use crate::cli::{DetectorArg, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs};
 use crate::journal::{self, Level};
 use crate::ledger::{self, Diagnosed, Entry, Ledger};
 
@@ -632,6 +632,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
             ProbeArg::Rtwhy => ProbeChoice::Rtwhy,
         },
         recorder_cpus,
+        lean: args.other_cpus == OtherCpusArg::Lean,
     };
     let argv: Vec<String> = std::env::args().collect();
     let mut live = Live::new(Diagnoser {

@@ -696,6 +696,8 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
         workload,
         recorder_cpus: Some(vec![bench.housekeeping]),
         probe: rtwhy_record::timerlat::ProbeChoice::Rtwhy,
+        // As `rtwhy record` records by default.
+        lean: true,
     };
     let mut scene = Scene {
         bench,
