@@ -159,11 +159,9 @@ if [ "$record" = 1 ]; then
     # The legacy IDE controller's two channels (IRQs 14 and 15, PIO: their threads copy
     # every sector, milliseconds a run) to the isolated CPU, both disks read from CPU 0,
     # the victim below the IRQ threads (FIFO 50); every selftest run moves these IRQs too.
-    # Not the 9p transport carrying / any more: in stop 32's CI, with its IRQ just moved
-    # to CPU 1, the guest stopped before rtwhy record armed. The two other wedges seen
-    # came inside the selftest's PIO scenario, so the move is the weaker suspect; either
-    # way step 3 no longer moves the interrupt the whole guest reads its files through
-    # (see the wedge paragraph of docs/rt-guest.md).
+    # Not the 9p transport carrying /: with its IRQ moved to CPU 1 the guest once stopped
+    # before rtwhy record armed (see the wedge paragraph of docs/rt-guest.md), and
+    # moving the interrupt the whole guest reads its files through is not needed here.
     irqs=$(awk '$NF == "ata_piix" {sub(":", "", $1); print $1}' /proc/interrupts)
     disks=$(ls -d /sys/block/sd* 2>/dev/null | sed 's|.*/|/dev/|')
     if [ -z "$irqs" ] || [ -z "$disks" ]; then

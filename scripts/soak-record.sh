@@ -52,8 +52,8 @@ while kill -0 "$rec_pid" 2>/dev/null; do
     sleep 10
     kill -0 "$rec_pid" 2>/dev/null || break
     # Each sample tolerates a race with the recorder (du meets a capture deleted under
-    # it and exits 1): under `set -e -o pipefail` that used to end the soak, and the
-    # trap then stopped the recorder.
+    # it and exits 1): under `set -e -o pipefail` that would end the soak, and the trap
+    # would stop the recorder.
     rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$rec_pid/status" 2>/dev/null || echo 0)
     fds=$(ls "/proc/$rec_pid/fd" 2>/dev/null | wc -l || true)
     bytes=$(du -sb "$out" 2>/dev/null | cut -f1 || true)

@@ -382,7 +382,7 @@ fn the_built_in_probe_records_without_a_command() {
         "1",
         "--duration",
         // The probe must run long enough to count its loops: a burst of the VM's own
-        // stalls used to reach a low --max-spikes within 0.1 s.
+        // stalls can reach a low --max-spikes within 0.1 s.
         "2s",
         "--max-spikes",
         "100",

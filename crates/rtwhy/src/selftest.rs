@@ -1231,7 +1231,7 @@ mod tests {
         assert_eq!(judge(t, &[]), Verdict::NoSpike);
         assert_eq!(judge(t, &[(Cause::Hwlat, 10), (t, 30)]), Verdict::Pass);
         assert_eq!(judge(t, &[(Cause::Preemption, 5)]), Verdict::Fail);
-        // One spike of the right cause among many others no longer passes (it did).
+        // One spike of the right cause among many others does not pass.
         let mut many = vec![(t, 2_000)];
         many.extend(std::iter::repeat_n((Cause::Hwlat, 2_000), 20));
         assert_eq!(judge(t, &many), Verdict::Fail);

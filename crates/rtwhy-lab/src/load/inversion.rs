@@ -299,12 +299,11 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
 ///
 /// Run time is counted on the monotonic clock, the one the trace is recorded with, read
 /// back to back: a step between two reads longer than `OFF_CPU_NS` was spent elsewhere.
-/// The thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) was used before, and in stop 34's
-/// CI the RT guest's (on a busy host, wake-up noise 4.4 ms) ran at a fraction of the
-/// wall time: 18 ms of it took 80-520 ms of the holder's run with no other task on the
-/// CPU in the trace, longer than the preemption the scenario is to show, and all three
-/// attempts were judged lock_contention. Why is not known (the guest booted with
-/// `tsc=unstable` did not reproduce it); wall time the thread ran does not depend on it.
+/// Not the thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`): in the RT guest on a busy
+/// host it advances at a fraction of the wall time (18 ms of it took 80-520 ms of the
+/// holder's run with no other task on the CPU), which stretches the holder's run past the
+/// preemption the scenario is to show; the wall time the thread ran does not depend on
+/// that.
 fn burn_running(run: Duration, stop: &Stop) {
     count_running(run, stop, sys::monotonic_ns);
 }
