@@ -58,10 +58,10 @@ shared=$(mktemp -d /tmp/rtwhy-guest-arm64.XXXXXX)
 cat >"$shared/check.sh" <<EOF
 #!/bin/bash
 # Runs inside the arm64 guest.
-exe=$exe
+exe=$(printf %q "$exe")
 scenarios=$scenarios
 record=$record
-deb=$deb
+deb=$(printf %q "$deb")
 EOF
 cat >>"$shared/check.sh" <<'EOF'
 failed=0

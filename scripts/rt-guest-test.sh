@@ -64,7 +64,7 @@ fi
 cat >"$shared/check.sh" <<EOF
 #!/bin/bash
 # Runs inside the guest.
-exe=$exe
+exe=$(printf %q "$exe")
 scenarios=$scenarios
 record=$record
 stream_port=$stream_port

@@ -23,7 +23,7 @@ shared=$(mktemp -d /tmp/rtwhy-guest-timerlat.XXXXXX)
 cat >"$shared/check.sh" <<EOF
 #!/bin/bash
 # Runs inside the guest.
-exe=$exe
+exe=$(printf %q "$exe")
 EOF
 cat >>"$shared/check.sh" <<'EOF'
 failed=0

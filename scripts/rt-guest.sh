@@ -290,10 +290,14 @@ mount -t 9p -o "$p9" rtwhyshared /shared || fail "cannot mount the shared direct
 . /shared/.rt-guest/guest.env
 mkdir -p /newroot/run/rtwhy-host
 mount -t 9p -o "$p9,ro" rtwhyhost /newroot/run/rtwhy-host || fail "cannot mount this machine's root (9p tag rtwhyhost)"
+# One directory per line (a checkout's path may hold spaces).
+IFS='
+'
 for d in $RTWHY_RO; do
     mkdir -p "/newroot$d" && mount --bind "/newroot/run/rtwhy-host$d" "/newroot$d" &&
         mount -o remount,bind,ro "/newroot$d" || fail "cannot share $d read-only"
 done
+unset IFS
 mkdir -p "/newroot$RTWHY_SHARED_DIR" && mount --move /shared "/newroot$RTWHY_SHARED_DIR" ||
     fail "cannot mount the shared directory at $RTWHY_SHARED_DIR"
 mkdir -p "/newroot/lib/modules/$(uname -r)"
@@ -519,17 +523,24 @@ trap cleanup EXIT
 if [ "$arch" = arm64 ]; then
     # What the initramfs mounts where (see arm64_init): the current directory and each
     # --ro directory read-only, the shared directory writable, all at their own paths.
-    ro_list=$PWD
+    # The read-only ones reach the guest through this machine's root (9p), one per line
+    # of guest.env, in single quotes: spaces are fine there. The others are QEMU
+    # options' paths, which take no comma, quote or space.
+    ro=("$PWD")
     for d in "${ro_dirs[@]}"; do
         [ -d "$d" ] || die "--ro $d is not a directory"
-        ro_list="$ro_list $(cd "$d" && pwd -P)"
+        ro+=("$(cd "$d" && pwd -P)")
     done
-    for d in $ro_list "$shared" "$modules_dir" "$arm64_root"; do
+    for d in "${ro[@]}"; do
+        [[ $d =~ ^/[A-Za-z0-9/._+\ -]*$ ]] ||
+            die "the arm64 guest shares directories by path: '$d' must be letters, digits, spaces and / . _ + -"
+    done
+    for d in "$shared" "$modules_dir" "$arm64_root"; do
         [[ $d =~ ^/[A-Za-z0-9/._+-]*$ ]] ||
             die "the arm64 guest shares directories by path: '$d' must be plain (letters, digits, / . _ + -)"
     done
     {
-        printf 'RTWHY_RO=%q\n' "$ro_list"
+        printf "RTWHY_RO='%s'\n" "$(printf '%s\n' "${ro[@]}")"
         printf 'RTWHY_SHARED_DIR=%q\n' "$shared"
         printf 'RTWHY_MODULES=%q\n' "$modules_dir"
     } >"$ctl/guest.env"
