@@ -138,7 +138,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
 
     let bytes = match args.format {
         ReportFormat::Markdown if args.spike.is_none() => {
-            render::markdown_of(&analysis, &source, &args.opts).into_bytes()
+            render::markdown_of(&analysis, &source, &args.opts, false).into_bytes()
         }
         ReportFormat::Markdown => markdown::render(&report, &Links::default()).into_bytes(),
         ReportFormat::Json => json_bytes(&filtered, &source)?,
