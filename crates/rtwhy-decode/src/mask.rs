@@ -58,10 +58,19 @@ fn is_comm(field: &Field) -> bool {
 /// far as it goes.
 pub fn record(format: &EventFormat, endian: Endian, data: &[u8], mask: &mut impl Mask) -> Vec<u8> {
     let mut out = data.to_vec();
+    let last = format.fields.iter().max_by_key(|f| f.offset);
     for field in &format.fields {
         if may_hold_address(field) {
+            // The kernel writes a stack (`kernel_stack`'s `caller[8]`) as deep as it is:
+            // an array that ends the record runs to the record's end, and trace-cmd
+            // prints every frame there.
+            let end = if field.array_len > 0 && last == Some(field) {
+                out.len()
+            } else {
+                field.offset + field.size
+            };
             let mut at = field.offset;
-            while at + 8 <= field.offset + field.size {
+            while at + 8 <= end {
                 if let Some(v) = endian.u64(&out, at) {
                     if is_kernel_address(v) {
                         put_u64(&mut out, at, endian, mask.address(v));
@@ -382,6 +391,34 @@ print fmt: \"comm=%s pid=%d child_comm=%s child_pid=%d\", __get_str(parent_comm)
         assert_eq!(r.str_named("child_comm").unwrap(), "keep");
         assert_eq!(r.int_named("child_pid"), Some(8));
         assert_eq!(out.len(), data.len() + 2);
+    }
+
+    const STACK: &str = "name: kernel_stack
+ID: 4
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;
+\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;
+
+print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]
+";
+
+    /// Regression: frames past `caller[8]` of a deeper stack kept their real addresses
+    /// (a wild trace's redacted window printed `=> ffffffffa89747d1`).
+    #[test]
+    fn a_stack_deeper_than_its_format_is_rewritten_to_its_last_frame() {
+        let f = EventFormat::parse("ftrace", STACK).unwrap();
+        let mut data = vec![0u8; 16];
+        for i in 0..10u64 {
+            data.extend_from_slice(&(0xffff_ffff_a800_0000 + i).to_le_bytes());
+        }
+        let out = record(&f, Endian::Little, &data, &mut Plus1::default());
+        let last = u64::from_le_bytes(out[16 + 9 * 8..16 + 10 * 8].try_into().unwrap());
+        assert_eq!(last, 0xffff_ffff_a800_000a);
     }
 
     #[test]
