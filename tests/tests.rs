@@ -10,6 +10,7 @@ mod fixtures;
 mod mutations;
 mod perfetto;
 mod preconditions;
+mod redact;
 mod report;
 mod roundtrip;
 mod rtla612;
