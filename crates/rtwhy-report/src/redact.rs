@@ -53,6 +53,8 @@ const KEPT_PARAMS: &[&str] = &[
     "nosmt",
     "idle",
     "cpuidle.",
+    "cpuidle_haltpoll.",
+    "haltpoll.",
     "intel_idle.",
     "processor.",
     "intel_pstate",
@@ -514,9 +516,17 @@ impl Redactor {
         if text.starts_with(rtwhy_model::BREACH_PREFIX) {
             let s = patterns()
                 .breach_comm
-                .replace_all(text, |c: &Captures| match self.comm(&c[2]) {
-                    Some(new) => format!("{}{new}", &c[1]),
-                    None => c[0].to_string(),
+                .replace_all(text, |c: &Captures| {
+                    // Names are escaped in breach markers (docs/markers.md).
+                    let name = c[2]
+                        .replace("%20", " ")
+                        .replace("%3D", "=")
+                        .replace("%0A", "\n")
+                        .replace("%25", "%");
+                    match self.comm(&name) {
+                        Some(new) => format!("{}{new}", &c[1]),
+                        None => c[0].to_string(),
+                    }
                 })
                 .into_owned();
             return self.text(&s);
@@ -878,6 +888,9 @@ mod tests {
     fn breach_and_fact_markers_are_redacted() {
         let mut r = redactor();
         r.keep.insert("cyclictest".into());
+        r.keep.insert("Web Content".into());
+        let w = r.marker("rtwhy-breach: v=1 tid=4 comm=Web%20Content cpu=1");
+        assert_eq!(w, "rtwhy-breach: v=1 tid=4 comm=Web%20Content cpu=1");
         let b = r.marker("rtwhy-breach: v=1 tid=4 comm=cyclictest cpu=1 prev_tid=5 prev_comm=firefox stack=a+0x1/0x2");
         assert!(
             b.contains("comm=cyclictest") && b.contains("prev_comm=task-1"),
