@@ -17,7 +17,7 @@
 //! The redactor does no I/O: the caller gives it the key, the names to look for and the
 //! trace's symbol table.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::hash::Hasher;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
@@ -126,14 +126,12 @@ pub struct Counts {
     pub symbols: usize,
     /// Task names replaced by `task-N`.
     pub tasks: usize,
-    /// Host and user names replaced.
+    /// Distinct host and user names found and replaced.
     pub names: usize,
     /// IP and MAC addresses replaced.
     pub network: usize,
     /// UUIDs replaced.
     pub uuids: usize,
-    /// Home directories replaced.
-    pub homes: usize,
     /// Kernel command-line parameters dropped.
     pub params_dropped: usize,
 }
@@ -153,6 +151,8 @@ pub struct Redactor {
     tasks: HashMap<String, String>,
     /// Host and user names to look for (lower case), with their stand-ins.
     names: Vec<(String, String)>,
+    /// The names of `names` found in some text (or in a home directory's path).
+    names_found: HashSet<String>,
     hosts: usize,
     users: HashMap<String, String>,
     network: HashMap<String, String>,
@@ -179,6 +179,7 @@ impl Redactor {
             keep: HashSet::new(),
             tasks: HashMap::new(),
             names: Vec::new(),
+            names_found: HashSet::new(),
             hosts: 0,
             users: HashMap::new(),
             network: HashMap::new(),
@@ -402,6 +403,7 @@ impl Redactor {
         let s = re.home.replace_all(&s, |c: &Captures| {
             let user = c[2].to_ascii_lowercase();
             let token = self.user_token(&user);
+            self.names_found.insert(user.clone());
             if user.len() >= 3 && !self.names.iter().any(|(k, _)| *k == user) {
                 self.names.push((user, token.clone()));
                 self.names.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
@@ -426,10 +428,14 @@ impl Redactor {
     }
 
     /// Host and user names as whole words (case-insensitive) replaced by their tokens.
-    fn names_replaced(&self, s: &str) -> String {
+    fn names_replaced(&mut self, s: &str) -> String {
         let mut out = s.to_string();
         for (name, token) in &self.names {
-            out = replace_word(&out, name, token);
+            let new = replace_word(&out, name, token);
+            if new != out {
+                self.names_found.insert(name.clone());
+                out = new;
+            }
         }
         out
     }
@@ -619,10 +625,9 @@ impl Redactor {
             addresses: self.addresses.len(),
             symbols: self.placed.len(),
             tasks: self.tasks.len(),
-            names: self.hosts + self.users.len(),
+            names: self.names_found.len(),
             network: self.network.len(),
             uuids: self.uuids.len(),
-            homes: self.users.len(),
             params_dropped: self.params_dropped,
         }
     }
@@ -756,11 +761,6 @@ fn patterns() -> &'static Patterns {
     })
 }
 
-/// The set of uninvolved task names a redaction replaced, sorted (for tests).
-pub fn replaced_tasks(r: &Redactor) -> BTreeSet<String> {
-    r.tasks.keys().cloned().collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -835,6 +835,10 @@ mod tests {
         ] {
             assert!(!s.contains(secret), "{secret} in {s}");
         }
+        // Found: the host's full name and its first label, the home directory's owner;
+        // two IPv4 addresses, an IPv6 one and a MAC; one UUID.
+        let c = r.counts();
+        assert_eq!((c.names, c.network, c.uuids), (3, 4, 1), "{c:?}");
         for kept in [
             "255.255.255.0",
             "6.18.44",
