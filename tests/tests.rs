@@ -11,6 +11,7 @@ mod lean;
 mod mutations;
 mod perfetto;
 mod preconditions;
+mod redact;
 mod report;
 mod roundtrip;
 mod rtla612;

@@ -11,6 +11,7 @@ pub mod endian;
 mod error;
 pub mod format;
 pub mod input;
+pub mod mask;
 pub mod meta;
 pub mod osnoise;
 pub mod page;

@@ -222,6 +222,22 @@ impl Kallsyms {
             .map(|e| (e.addr, self.slice(e.name), char::from(e.kind)))
     }
 
+    /// Every symbol at exactly `addr` (aliases share an address), in file order:
+    /// (name, kallsyms type letter, module).
+    pub fn all_at(&self, addr: u64) -> impl Iterator<Item = (&str, char, Option<&str>)> {
+        let entries = self.entries();
+        let from = entries.partition_point(|e| e.addr < addr);
+        entries
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(move |e| e.addr == addr)
+            .map(|e| {
+                let module = (e.module.1 > e.module.0).then(|| self.slice(e.module));
+                (self.slice(e.name), char::from(e.kind), module)
+            })
+    }
+
     /// The symbol whose address is exactly `addr`.
     pub fn exact(&self, addr: u64) -> Option<&str> {
         self.lookup(addr)

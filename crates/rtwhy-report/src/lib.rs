@@ -25,6 +25,7 @@
 //!     spikes: Vec::new(),
 //!     spikes_found: 0,
 //!     audit: Vec::new(),
+//!     redacted: false,
 //! };
 //! let md = markdown::render(&report, &markdown::Links::default());
 //! assert!(md.contains("| Preemption model | none |"));
@@ -40,6 +41,7 @@ pub mod markdown;
 pub mod perfetto;
 pub mod perfetto_trace;
 mod protobuf;
+pub mod redact;
 pub mod svg;
 pub mod system;
 pub mod text;
@@ -146,6 +148,9 @@ pub struct Report {
     pub spikes_found: usize,
     /// `rtwhy doctor`'s findings on the recorded facts; warnings and errors are shown.
     pub audit: Vec<AuditFinding>,
+    /// Whether the report went through [`redact`] (`rtwhy report --redact`); the
+    /// Markdown says so at its end either way.
+    pub redacted: bool,
 }
 
 impl SpikeReport {

@@ -106,7 +106,23 @@ pub fn render(report: &Report, links: &Links) -> String {
         "From the trace attached to this report (rtwhy reads any trace-cmd trace.dat or `trace-cmd report` text):\n"
     );
     let _ = writeln!(out, "```sh\n{}\n```", report.reproduce);
+    let _ = writeln!(out, "\n---\n\n{}", redaction_note(report.redacted));
     out
+}
+
+/// The report's last line: whether it was redacted, and what that means.
+pub fn redaction_note(redacted: bool) -> &'static str {
+    if redacted {
+        "*Redacted for posting (`rtwhy report --redact`): kernel addresses are keyed tokens \
+         (`0x5afe...`; the same address, the same token), host and user names, IP and MAC \
+         addresses and UUIDs are `host-N`, `user-N`, `ip-N`, `mac-N`, `uuid-N`, the kernel \
+         command line keeps only isolation, preemption, RT, idle and IRQ parameters, and \
+         tasks that play no part in a spike are `task-N`.*"
+    } else {
+        "*Not redacted: kernel addresses, the whole kernel command line, host names and \
+         every task's name are as recorded; `rtwhy report --redact` replaces them before \
+         posting in public.*"
+    }
 }
 
 fn spike(out: &mut String, r: &SpikeReport, links: &Links) {

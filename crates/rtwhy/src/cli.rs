@@ -429,6 +429,13 @@ pub struct ReportArgs {
     /// per spike, the JSON and the Perfetto trace (`--format` is ignored).
     #[arg(long)]
     pub bundle: bool,
+    /// Make the report safe to post in public: kernel addresses become tokens keyed
+    /// per report, the trace window keeps only the symbols its events name (at made-up
+    /// addresses), the kernel command line keeps only isolation, preemption, RT, idle
+    /// and IRQ parameters, host and user names, IP and MAC addresses, UUIDs and home
+    /// paths are replaced, and tasks that play no part in a shown spike become `task-N`.
+    #[arg(long)]
+    pub redact: bool,
     /// Write here instead of standard output (`--bundle`: default
     /// `NAME.rtwhy-report.tar.gz` in the current directory). Written whole or not at all.
     #[arg(long, short = 'o')]

@@ -47,6 +47,7 @@ pub fn build(
         reproduce: reproduce(opts, trace_name),
         spikes,
         spikes_found: analysis.spikes.len(),
+        redacted: false,
     }
 }
 
@@ -66,10 +67,19 @@ pub fn worst_shown(selected: Vec<&Spike>) -> Vec<&Spike> {
 }
 
 /// The Markdown bug report of a whole analysis: what `rtwhy report --format markdown`
-/// prints, and `rtwhy analyze --format markdown` too (the same bytes).
-pub fn markdown_of(analysis: &Analysis, source: &Source, opts: &AnalysisOpts) -> String {
+/// prints, and `rtwhy analyze --format markdown` too (the same bytes), `redacted` when
+/// the analysis went through `rtwhy report --redact`'s redactor.
+pub fn markdown_of(
+    analysis: &Analysis,
+    source: &Source,
+    opts: &AnalysisOpts,
+    redacted: bool,
+) -> String {
     let selected = worst_shown(analysis.spikes.iter().collect());
-    markdown_of_shown(analysis, source, opts, &selected, analysis.spikes.len())
+    let spikes = selected.iter().map(|s| without_window(s)).collect();
+    let mut report = build(analysis, source, opts, &source.path, spikes);
+    report.redacted = redacted;
+    markdown::render(&report, &Links::default())
 }
 
 /// [`markdown_of`] of an analysis of `found` spikes whose [`worst_shown`] are `shown`

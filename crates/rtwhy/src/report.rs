@@ -1,16 +1,20 @@
 //! `rtwhy report`: the analysis of a trace as a bug report (Markdown, SVG, Perfetto,
 //! JSON, text) or as one `.tar.gz` bundle with the trace window that proves it.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use rtwhy_analyze::Analysis;
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
+use rtwhy_decode::mask;
 use rtwhy_decode::tracedat::TraceBuilder;
+use rtwhy_decode::TraceMeta;
 use rtwhy_model::{EventKind, Nanos, Spike, FACT_PREFIX};
 use rtwhy_report::markdown::{self, Links};
+use rtwhy_report::redact::Redactor;
 use rtwhy_report::{SpikeReport, Window};
 
 use crate::analyze::analyze_file;
@@ -36,7 +40,14 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     if let Some(p) = &out {
         check_out(p)?;
     }
-    let (analysis, source) = analyze_file(&args.file, args.opts.config())?;
+    // The trace's own names and symbols first: the analysis's evidence lines must get
+    // the same tokens as the trace window's records.
+    let mut redactor = if args.redact {
+        Some(redactor_for(&args.file)?)
+    } else {
+        None
+    };
+    let (analysis, mut source) = analyze_file(&args.file, args.opts.config())?;
     let mut selected = select(&analysis, args)?;
     let bundle = args.bundle;
     let everything = matches!(args.format, ReportFormat::Json | ReportFormat::Text) && !bundle;
@@ -61,11 +72,36 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
             );
         }
     }
+    let (analysis, selected) = match redactor.as_mut() {
+        Some(r) => {
+            // Tasks of the spikes shown keep their names; the rest of the report is
+            // written from the redacted analysis.
+            let mut shown = analysis.clone();
+            let ids: Vec<u32> = selected.iter().map(|s| s.id).collect();
+            shown.spikes.retain(|s| ids.contains(&s.id));
+            r.keep_tasks_of(&shown);
+            let redacted = r
+                .analysis(&analysis)
+                .context("cannot redact the analysis")?;
+            source.path = file_name_of(&args.file);
+            source.warnings = source.warnings.iter().map(|w| r.text(w)).collect();
+            (redacted, ids)
+        }
+        None => {
+            let ids = selected.iter().map(|s| s.id).collect();
+            (analysis, ids)
+        }
+    };
+    let selected: Vec<&Spike> = analysis
+        .spikes
+        .iter()
+        .filter(|s| selected.contains(&s.id))
+        .collect();
     // Only pictures and the bundle need the events around each spike; the rest is in
     // the analysis (its evidence lines are trace-cmd's already).
     let needs_windows = bundle || matches!(args.format, ReportFormat::Svg | ReportFormat::Perfetto);
     let (spikes, window_dat) = if needs_windows {
-        collect(&args.file, &selected, bundle)?
+        collect(&args.file, &selected, bundle, redactor.as_mut())?
     } else {
         (selected.iter().map(|s| without_window(s)).collect(), None)
     };
@@ -77,7 +113,8 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     } else {
         source.path.clone()
     };
-    let report = build(&analysis, &source, &args.opts, &trace_name, spikes);
+    let mut report = build(&analysis, &source, &args.opts, &trace_name, spikes);
+    report.redacted = redactor.is_some();
 
     if bundle {
         if report.spikes.is_empty() {
@@ -96,13 +133,10 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
                 source.path
             );
         };
-        let mut members = vec![
-            (BUNDLE_TRACE.to_string(), dat),
-            (
-                "report.md".to_string(),
-                markdown::render(&report, &Links { svgs: true }).into_bytes(),
-            ),
-        ];
+        let mut members = vec![(
+            "report.md".to_string(),
+            markdown::render(&report, &Links { svgs: true }).into_bytes(),
+        )];
         for s in &report.spikes {
             members.push((markdown::svg_name(s.spike.id), s.svg().into_bytes()));
         }
@@ -110,6 +144,23 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         members.push((
             "perfetto.json".to_string(),
             serde_json::to_vec_pretty(&report.perfetto())?,
+        ));
+        if let Some(r) = redactor.as_mut() {
+            for (_, bytes) in &mut members {
+                *bytes = scrubbed(r, bytes);
+            }
+        }
+        // The trace window last: its symbol table names every symbol any file placed.
+        members.insert(
+            0,
+            (BUNDLE_TRACE.to_string(), dat.finish(redactor.as_mut())?),
+        );
+        let sizes: Vec<(String, usize)> =
+            members.iter().map(|(n, b)| (n.clone(), b.len())).collect();
+        let counts = redactor.as_ref().map(|r| r.counts());
+        members.push((
+            rtwhy_report::bundle::MANIFEST.to_string(),
+            rtwhy_report::bundle::manifest(&sizes, counts.as_ref()).into_bytes(),
         ));
         let root = path
             .file_name()
@@ -133,12 +184,19 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        if redactor.is_none() {
+            eprintln!(
+                "rtwhy: note: not redacted: the bundle keeps kernel addresses and the symbol table, the whole kernel command line, the host name and every task's name; --redact replaces them (see {}/{})",
+                root,
+                rtwhy_report::bundle::MANIFEST
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
 
     let bytes = match args.format {
         ReportFormat::Markdown if args.spike.is_none() => {
-            render::markdown_of(&analysis, &source, &args.opts).into_bytes()
+            render::markdown_of(&analysis, &source, &args.opts, redactor.is_some()).into_bytes()
         }
         ReportFormat::Markdown => markdown::render(&report, &Links::default()).into_bytes(),
         ReportFormat::Json => json_bytes(&filtered, &source)?,
@@ -158,6 +216,10 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
             v
         }
     };
+    let bytes = match redactor.as_mut() {
+        Some(r) => scrubbed(r, &bytes),
+        None => bytes,
+    };
     match &out {
         Some(p) => write_out(p, &bytes)?,
         None => {
@@ -170,6 +232,82 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         eprintln!("rtwhy: warning: {}: {w}", source.path);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A redactor for a report of `file`: keyed at random, looking for this machine's and
+/// the trace's host name and this user's name, and knowing the trace's kernel symbols.
+fn redactor_for(file: &Path) -> Result<Redactor> {
+    let mut key = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .context("--redact: cannot read a key from /dev/urandom")?;
+    let mut r = Redactor::new(key);
+    if let Some(u) = rtwhy_sys::host::uname() {
+        r.add_host(&u.nodename);
+    }
+    for var in ["USER", "SUDO_USER", "LOGNAME"] {
+        if let Ok(name) = std::env::var(var) {
+            r.add_user(&name);
+        }
+    }
+    let mut head = HeadSink::default();
+    input::read(file, &mut head)?;
+    if head.kernel_long == Some(4) {
+        bail!(
+            "{}: --redact knows kernel addresses of 64-bit kernels only (this trace is from a 32-bit kernel); share it without --redact or not at all",
+            crate::stdin::shown(file)
+        );
+    }
+    if let Some(u) = &head.uname {
+        r.add_uname(u);
+    }
+    r.set_symbols(head.symbols);
+    Ok(r)
+}
+
+/// What a redaction needs from a trace before its events: its `uname`, kernel long size
+/// and symbol addresses.
+#[derive(Default)]
+struct HeadSink {
+    uname: Option<String>,
+    kernel_long: Option<usize>,
+    symbols: Vec<u64>,
+}
+
+impl Sink for HeadSink {
+    type Error = anyhow::Error;
+
+    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
+        if let Some(file) = header.trace_dat {
+            self.uname = file.info().uname.clone();
+            self.kernel_long = Some(file.meta().kernel_long_size);
+            self.symbols = file.meta().kallsyms.iter().map(|(a, _, _)| a).collect();
+        }
+        Ok(false)
+    }
+
+    fn event(&mut self, _item: Item<'_>) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+/// A text file of the report (Markdown, JSON, SVG) through the redactor once more, in
+/// case a private value reached it by a way the analysis's redaction did not see.
+fn scrubbed(r: &mut Redactor, bytes: &[u8]) -> Vec<u8> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => r.text(text).into_bytes(),
+        Err(_) => bytes.to_vec(),
+    }
+}
+
+/// The name a redacted report gives the analysed file: its file name, without the
+/// directories (a session's path names its owner and machine layout).
+fn file_name_of(file: &Path) -> String {
+    let shown = crate::stdin::shown(file);
+    Path::new(&shown)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or(shown)
 }
 
 fn json_bytes(a: &Analysis, src: &Source) -> Result<Vec<u8>> {
@@ -232,13 +370,15 @@ fn select<'a>(a: &'a Analysis, args: &ReportArgs) -> Result<Vec<&'a Spike>> {
 }
 
 /// Reads the trace again for each spike's window of events, and with `bundle`, cuts the
-/// trace window as a trace.dat. The decisive lines are the evidence's, which the
-/// analysis printed as `trace-cmd report` does.
+/// trace window as a trace.dat (its records through `redactor` when there is one). The
+/// decisive lines are the evidence's, which the analysis printed as `trace-cmd report`
+/// does.
 fn collect(
     path: &Path,
     spikes: &[&Spike],
     bundle: bool,
-) -> Result<(Vec<SpikeReport>, Option<Vec<u8>>)> {
+    redactor: Option<&mut Redactor>,
+) -> Result<(Vec<SpikeReport>, Option<WindowDat>)> {
     let reports: Vec<SpikeReport> = spikes
         .iter()
         .map(|s| {
@@ -269,39 +409,69 @@ fn collect(
         bundle,
         cut,
         builder: None,
+        meta: None,
         cpus: 0,
         max_cpu: 0,
+        redactor,
+        error: None,
     };
     input::read(path, &mut sink)?;
-    let dat = match sink.builder.take() {
-        Some(mut b) => {
-            let cpus = if sink.cpus > 0 {
-                sink.cpus
-            } else {
-                sink.max_cpu + 1
-            };
-            b.writer_mut().set_cpu_count(cpus as usize);
-            let mut bytes = Vec::new();
-            b.finish(&mut bytes)?;
-            Some(bytes)
+    if let Some(e) = sink.error.take() {
+        return Err(e);
+    }
+    let dat = sink.builder.take().map(|builder| {
+        let cpus = if sink.cpus > 0 {
+            sink.cpus
+        } else {
+            sink.max_cpu + 1
+        };
+        WindowDat {
+            builder,
+            meta: sink.meta.take(),
+            cpus,
         }
-        None => None,
-    };
+    });
     Ok((sink.reports, dat))
 }
 
+/// The bundle's trace window, cut but not yet written: a redacted window's symbol table
+/// is written last, once every file of the report has placed its symbols.
+struct WindowDat {
+    builder: TraceBuilder,
+    meta: Option<Arc<TraceMeta>>,
+    cpus: u32,
+}
+
+impl WindowDat {
+    /// The trace.dat's bytes; with `redactor`, its metadata redacted too.
+    fn finish(mut self, redactor: Option<&mut Redactor>) -> Result<Vec<u8>> {
+        self.builder.writer_mut().set_cpu_count(self.cpus as usize);
+        if let (Some(r), Some(meta)) = (redactor, &self.meta) {
+            let sources = mask::sources(&meta.sources, &meta.kallsyms, r);
+            *self.builder.writer_mut().sources_mut() = sources;
+        }
+        let mut bytes = Vec::new();
+        self.builder.finish(&mut bytes)?;
+        Ok(bytes)
+    }
+}
+
 /// Collects each spike's window of events, and the bundle's trace window.
-struct WindowSink {
+struct WindowSink<'r> {
     reports: Vec<SpikeReport>,
     bundle: bool,
     cut: Option<(Nanos, Nanos)>,
     builder: Option<TraceBuilder>,
+    meta: Option<Arc<TraceMeta>>,
     /// CPUs the trace.dat's buffers cover.
     cpus: u32,
     max_cpu: u32,
+    redactor: Option<&'r mut Redactor>,
+    /// A window event the redactor could not rewrite.
+    error: Option<anyhow::Error>,
 }
 
-impl Sink for WindowSink {
+impl Sink for WindowSink<'_> {
     type Error = anyhow::Error;
 
     fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
@@ -312,9 +482,14 @@ impl Sink for WindowSink {
                 .map_or(meta.page_size, |b| b.page_size);
             let mut b = TraceBuilder::like(meta, page);
             if let Some(u) = &file.info().uname {
-                b.writer_mut().set_uname(u);
+                let u = match self.redactor.as_mut() {
+                    Some(r) => r.uname(u),
+                    None => u.clone(),
+                };
+                b.writer_mut().set_uname(&u);
             }
             self.builder = Some(b);
+            self.meta = Some(file.meta_arc());
             self.cpus = file
                 .buffers()
                 .iter()
@@ -329,9 +504,26 @@ impl Sink for WindowSink {
     fn event(&mut self, item: Item<'_>) -> Result<bool> {
         let raw = item.raw;
         let ev = item.into_event();
-        for r in self.reports.iter_mut() {
-            if ev.ts >= r.window.from && ev.ts <= r.window.to {
-                r.window.events.push(ev.clone());
+        let in_window = self
+            .reports
+            .iter()
+            .any(|r| ev.ts >= r.window.from && ev.ts <= r.window.to);
+        if in_window {
+            let shown = match self.redactor.as_mut() {
+                Some(r) => match r.event(&ev) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        self.error =
+                            Some(anyhow::anyhow!("cannot redact the event at {}: {e}", ev.ts));
+                        return Ok(false);
+                    }
+                },
+                None => ev.clone(),
+            };
+            for r in self.reports.iter_mut() {
+                if ev.ts >= r.window.from && ev.ts <= r.window.to {
+                    r.window.events.push(shown.clone());
+                }
             }
         }
         if let (Some(b), Some((from, to)), Raw::Record { record, .. }) =
@@ -342,7 +534,19 @@ impl Sink for WindowSink {
             // Instances go into the one buffer of the window: the analyzer reads every
             // buffer alike, and a capture's events live in rtwhy's instance.
             if keep {
-                b.push(record.cpu, record.ts, record.data).map_err(|e| {
+                let data = match (self.redactor.as_mut(), record.format) {
+                    (None, _) => std::borrow::Cow::Borrowed(record.data),
+                    (Some(r), Some(format)) => std::borrow::Cow::Owned(mask::record(
+                        format,
+                        record.endian,
+                        record.data,
+                        &mut **r,
+                    )),
+                    // An event without a format cannot be read, so cannot be redacted:
+                    // a redacted window leaves it out (trace-cmd could not print it).
+                    (Some(_), None) => return Ok(true),
+                };
+                b.push(record.cpu, record.ts, &data).map_err(|e| {
                     anyhow::anyhow!("cannot cut the trace window at {}: {e}", ev.ts)
                 })?;
                 self.max_cpu = self.max_cpu.max(record.cpu);
