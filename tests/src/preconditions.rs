@@ -441,15 +441,24 @@ fn throttled(t: &Trace, sp: &SpikeView<'_>, facts: &Value) -> Result<(), String>
     };
     let min_off = (period - runtime) as u64 * 1000 / 2;
     let min_held = runtime as u64 * 1000 / 2;
+    // 6.12 and later: the fair server switches a running FIFO/RR task out for a normal
+    // one, for as long as the normal task has work (no length required).
+    let fair_server = facts["kernel_release"].as_str().is_some_and(|r| {
+        let mut v = r
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|x| x.parse::<u32>().ok());
+        matches!((v.next(), v.next()), (Some(Some(a)), Some(Some(b))) if (a, b) >= (6, 12))
+    });
     let mut prio: HashMap<i32, i32> = HashMap::new();
     let mut runnable: Vec<i32> = Vec::new();
     let mut held_since: Option<u64> = None;
-    let mut open: Option<(u64, u64)> = None; // (refused at, held before)
+    // (refused at, held before, a running FIFO/RR task switched out for a normal one)
+    let mut open: Option<(u64, u64, bool)> = None;
     let mut best = String::from("no refusal of the RT class on the CPU");
     let mut ok = false;
-    let mut judge = |(at, held): (u64, u64), back: u64, best: &mut String| {
+    let mut judge = |(at, held, by_server): (u64, u64, bool), back: u64, best: &mut String| {
         if back > sp.start && at < sp.end {
-            if back - at >= min_off || held >= min_held {
+            if back - at >= min_off || held >= min_held || (fair_server && by_server) {
                 ok = true;
             } else {
                 *best = format!("refusal at {at}: off {} ns, held {held} ns", back - at);
@@ -487,7 +496,11 @@ fn throttled(t: &Trace, sp: &SpikeView<'_>, facts: &Value) -> Result<(), String>
                     held_since.get_or_insert(e.ts.0);
                 } else if *next_pid == 0 || *next_prio >= 100 {
                     if open.is_none() && !runnable.is_empty() {
-                        open = Some((e.ts.0, held_since.map_or(0, |h| e.ts.0 - h)));
+                        let by_server = *next_pid != 0
+                            && fifo_rr(*prev_prio)
+                            && prev_state.is_runnable()
+                            && !is_stopper(&prev_comm.to_str_lossy());
+                        open = Some((e.ts.0, held_since.map_or(0, |h| e.ts.0 - h), by_server));
                     }
                     held_since = None;
                 }
