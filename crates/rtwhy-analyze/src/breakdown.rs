@@ -104,6 +104,9 @@ pub(crate) struct Window<'a> {
     pub to: Nanos,
     pub victim: &'a TaskRef,
     pub timer: Option<TimerFire>,
+    /// The window is the application's own measurement: the victim's time in it ran
+    /// inside it ([`Bucket::VictimRan`]).
+    pub measured: bool,
 }
 
 pub(crate) fn replay(
@@ -186,6 +189,7 @@ pub(crate) fn replay(
     let mut acc = Acc {
         out: Vec::new(),
         victim: w.victim,
+        measured: w.measured,
         tasks,
     };
     let mut t = w.from;
@@ -329,6 +333,7 @@ fn apply(e: &Event, curr: &mut i32, stack: &mut Vec<Ctx>, prio: &mut Option<i32>
 struct Acc<'a> {
     out: Vec<Segment>,
     victim: &'a TaskRef,
+    measured: bool,
     tasks: &'a dyn TaskNames,
 }
 
@@ -496,6 +501,7 @@ impl Acc<'_> {
                 }
             }
             None if curr == 0 => Bucket::Idle,
+            None if curr == self.victim.tid && self.measured => Bucket::VictimRan,
             None if curr == self.victim.tid => Bucket::Victim,
             None => {
                 let (comm, known_prio) = self

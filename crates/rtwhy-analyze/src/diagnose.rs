@@ -36,6 +36,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         to: ep.end,
         victim: &ep.victim,
         timer,
+        measured: ep.measured,
     };
     let replay = breakdown::replay(&tr.history, &tr.late, tr, &window);
 
@@ -233,7 +234,11 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 }
                 _ => &[Cause::LockContention],
             },
-            Bucket::Victim | Bucket::Dropped { .. } | Bucket::NotRecorded => &[],
+            Bucket::Victim
+            | Bucket::VictimRan
+            | Bucket::Unplaced
+            | Bucket::Dropped { .. }
+            | Bucket::NotRecorded => &[],
         };
         let mut ns = item.ns;
         let mut candidates = candidates;
@@ -596,7 +601,13 @@ impl Ctx<'_> {
             }
         }
         if let Some(r) = &ep.ran {
-            let why = if ep.end_inferred {
+            let why = if ep.measured && matches!(r.kind, EventKind::Print { .. }) {
+                format!(
+                    "{} writes its marker: the end of its own measurement, {} from the timer's expiry",
+                    victim.comm,
+                    human_duration(ep.end.0 - ep.start.0)
+                )
+            } else if ep.end_inferred {
                 format!(
                     "{} is running (its switch-in was not recorded; latency measured to the last event of another task)",
                     victim.comm
@@ -954,6 +965,7 @@ fn holder_part(
             to: until.min(to),
             victim: &holder,
             timer: None,
+            measured: false,
         };
         let r = breakdown::replay(&tr.history, &tr.late, tr, &w);
         let mut medium_here = false;
@@ -1083,6 +1095,58 @@ fn missing_events(tr: &Tracker, ep: &Episode) -> Vec<String> {
         );
     }
     m
+}
+
+/// The spike of a marker the trace cannot place (`Tracker::take_unplaced`): the
+/// application's number, the marker as the evidence, and why nothing is explained.
+pub(crate) fn unplaced(tr: &Tracker, u: &crate::tracker::Unplaced, id: u32) -> Spike {
+    let (comm, prio) = tr
+        .tasks
+        .get(&u.marker.pid)
+        .map(|t| (t.comm, t.prio))
+        .unwrap_or_default();
+    let victim = TaskRef {
+        tid: u.marker.pid,
+        comm,
+        prio,
+    };
+    let why = format!(
+        "{comm} writes its marker here, where the events show it asleep: the marker's buffer keeps another clock than the events' (record every buffer with one clock, `trace-cmd record -C mono`), and no later wake-up of {comm} was {} late",
+        human_duration(u.reported)
+    );
+    Spike {
+        id,
+        victim,
+        cpu: u.marker.cpu,
+        kind: SpikeKind::TimerWakeup,
+        source: u.source.clone(),
+        start: Nanos(u.marker.ts.0.saturating_sub(u.reported)),
+        end: u.marker.ts,
+        latency_ns: u.reported,
+        end_inferred: false,
+        waker: None,
+        primary: Finding {
+            cause: Cause::Unknown,
+            confidence: Confidence::Low,
+            share: 1.0,
+            summary: format!(
+                "no cause can be named: the trace cannot place this measurement; {why}"
+            ),
+        },
+        contributors: Vec::new(),
+        breakdown: vec![BreakdownItem {
+            bucket: Bucket::Unplaced,
+            ns: u.reported,
+        }],
+        evidence: vec![Evidence {
+            ts: u.marker.ts,
+            cpu: u.marker.cpu,
+            line: crate::line::trace_line(&u.marker, &comm.to_str_lossy()),
+            why,
+        }],
+        remediation: Vec::new(),
+        missing: Vec::new(),
+    }
 }
 
 #[cfg(test)]

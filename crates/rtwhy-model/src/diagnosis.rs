@@ -319,6 +319,13 @@ pub enum Bucket {
     NotRecorded,
     /// The victim's own CPU time inside the window (switch-in not recorded).
     Victim,
+    /// The victim itself ran inside the application's own measurement (a marker's
+    /// window): after a first late wake-up, before the clock read that ended it.
+    VictimRan,
+    /// A marker's measurement the trace cannot place: its stamp, on its buffer's clock,
+    /// falls where the events show its writer asleep, and no later wake-up of the writer
+    /// has its number.
+    Unplaced,
 }
 
 /// Name of a softirq vector.
@@ -409,6 +416,10 @@ impl fmt::Display for Bucket {
                 write!(f, "{count} events dropped by the ring buffer")
             }
             Bucket::Victim => f.write_str("the victim itself (switch-in not recorded)"),
+            Bucket::VictimRan => f.write_str("the victim itself ran, inside its own measurement"),
+            Bucket::Unplaced => {
+                f.write_str("not placed: the marker's stamp is on another clock than the events'")
+            }
         }
     }
 }

@@ -30,7 +30,10 @@ pub(crate) fn source_note(s: &Spike) -> String {
                 .map(|l| format!("; {}", l.describe()))
                 .unwrap_or_default()
         ),
-        SpikeSource::ToolMarker { text, .. } => format!("marker \"{text}\""),
+        SpikeSource::ToolMarker { text, reported_ns } => format!(
+            "marker \"{text}\": its own measurement, the {} before the marker",
+            human_duration(*reported_ns)
+        ),
         SpikeSource::Events => "found from the events".to_string(),
     }
 }
@@ -81,6 +84,15 @@ fn summary_line(a: &Analysis, spikes: &[SpikeSummary]) -> String {
                 w.cause
             ))
             .unwrap_or_default()
+    )
+}
+
+/// What the latencies of `spikes` measure when no marker gave the application's own
+/// number.
+pub(crate) fn definition_note(spikes: &[SpikeSummary]) -> Option<&'static str> {
+    let marked = spikes.iter().any(|s| s.flagged);
+    (!spikes.is_empty() && !marked).then_some(
+        "latencies are measured from the events (timer expiry or wake-up to running): no marker in this trace carries the application's own number",
     )
 }
 
@@ -193,6 +205,9 @@ pub fn tail(
     }
     writeln!(out)?;
     writeln!(out, "{}", summary_line(a, spikes))?;
+    if let Some(note) = definition_note(spikes) {
+        writeln!(out, "{note}")?;
+    }
     if a.spikes_dropped > 0 {
         writeln!(
             out,

@@ -619,8 +619,7 @@ impl Worker {
                 self.print_evidence();
             }
             if let Some(stream) = &mut self.stream {
-                while let Some(mut spike) = self.analyzer.take_settled() {
-                    let index = spike.id as usize - 1;
+                while let Some((index, mut spike)) = self.analyzer.take_settled() {
                     patch_evidence(&mut spike, self.lines.remove(&index).as_ref());
                     stream.push(spike);
                 }
@@ -712,9 +711,9 @@ fn analyze_streamed(
     let mut warnings = sink.warnings;
     warnings.extend(end.warnings);
     let late = analyzer.preempt_rt_learned_late();
-    let mut analysis = analyzer.finish();
-    for spike in &mut analysis.spikes {
-        patch_evidence(spike, lines.get(&(spike.id as usize - 1)));
+    let (mut analysis, origin) = analyzer.finish_with_origin();
+    for (spike, i) in analysis.spikes.iter_mut().zip(origin) {
+        patch_evidence(spike, i.and_then(|i| lines.get(&i)));
     }
     let stream = stream.map(|mut s| {
         for spike in analysis.spikes.drain(..) {
