@@ -181,3 +181,205 @@ fn without_a_marker_the_text_says_how_latency_was_measured() {
         "{text}"
     );
 }
+
+/// The CPUs in a list like `0,2-3`.
+fn cpus_of(list: &str) -> Vec<u64> {
+    list.split(',')
+        .flat_map(|r| match r.split_once('-') {
+            Some((a, b)) => match (a.parse::<u64>(), b.parse::<u64>()) {
+                (Ok(a), Ok(b)) if a <= b && b - a < 4096 => (a..=b).collect(),
+                _ => Vec::new(),
+            },
+            None => r.parse().ok().into_iter().collect(),
+        })
+        .collect()
+}
+
+/// What is wrong with one spike's fix lines, given the recorded isolated CPUs.
+fn advice_faults(s: &Value, isolated: &[u64]) -> Vec<String> {
+    let lines: Vec<&str> = s["remediation"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let housekeeping = |cpu: u64| !isolated.is_empty() && !isolated.contains(&cpu);
+    let mut faults = Vec::new();
+    for l in &lines {
+        if l.contains("<housekeeping CPUs>") {
+            faults.push(format!("placeholder: {l}"));
+        }
+        // "A (FIFO/RR n) outranks B (FIFO/RR n)": equal priorities do not.
+        if let Some((a, b)) = l.split_once(" outranks ") {
+            let prio = |t: &str| {
+                t.rsplit("(FIFO/RR ")
+                    .next()
+                    .and_then(|r| r.split(')').next())
+                    .and_then(|p| p.parse::<u32>().ok())
+            };
+            let b_prio = b
+                .split("(FIFO/RR ")
+                .nth(1)
+                .and_then(|r| r.split(')').next())
+                .and_then(|p| p.parse::<u32>().ok());
+            if prio(a).is_some() && prio(a) == b_prio {
+                faults.push(format!("equal priorities outrank: {l}"));
+            }
+        }
+        for off in ["Move IRQ", "Keep network processing off CPU"] {
+            if !l.starts_with(off) {
+                continue;
+            }
+            let cpu = l
+                .split(" off CPU ")
+                .nth(1)
+                .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|c| c.parse::<u64>().ok());
+            if cpu.is_some_and(housekeeping) {
+                faults.push(format!("off a housekeeping CPU: {l}"));
+            }
+            if let Some(target) = l.split("echo ").nth(1).and_then(|r| r.split(' ').next()) {
+                if cpus_of(target).iter().any(|c| isolated.contains(c)) {
+                    faults.push(format!("onto an isolated CPU: {l}"));
+                }
+            }
+        }
+    }
+    let no_help = lines.iter().any(|l| l.contains("priority does not help"));
+    let raise = lines.iter().any(|l| l.contains("chrt -f -p"));
+    if no_help && raise {
+        faults.push(format!("contradiction: {lines:?}"));
+    }
+    faults
+}
+
+/// Issue 35, item 4: across every fixture and wild trace, no fix list prints a
+/// placeholder the facts could fill (514 "echo <housekeeping CPUs>" lines), says
+/// "outranks" between equal priorities (590 "ktimers/0 (FIFO/RR 1) outranks rcuc/0
+/// (FIFO/RR 1)"), moves work off a housekeeping CPU or onto an isolated one, or tells
+/// the user that raising the victim's priority does not help beside a line that says to
+/// raise it.
+#[test]
+fn no_fix_list_contradicts_itself_or_the_recorded_cpus() {
+    let mut lines = 0;
+    let mut fails = Vec::new();
+    for dat in every_trace() {
+        let Some(doc) = analysis(&dat) else {
+            continue;
+        };
+        let isolated: Vec<u64> = doc["facts"]["isolated"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        for s in doc["spikes"].as_array().into_iter().flatten() {
+            lines += s["remediation"].as_array().map_or(0, Vec::len);
+            for f in advice_faults(s, &isolated) {
+                fails.push(format!("{} spike {}: {f}", dat.display(), s["id"]));
+            }
+        }
+    }
+    assert!(lines > 1000, "only {lines} fix lines");
+    assert!(
+        fails.is_empty(),
+        "{} faults, first: {}",
+        fails.len(),
+        fails.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// The checks of the test above catch what they are meant to (a test that cannot fail
+/// proves nothing).
+#[test]
+fn the_advice_checks_catch_each_fault() {
+    let spike = |lines: &[&str]| serde_json::json!({ "remediation": lines });
+    assert_eq!(
+        advice_faults(
+            &spike(&["Move IRQ 25 (virtio0) off CPU 0: echo <housekeeping CPUs> > /proc/irq/25/smp_affinity_list."]),
+            &[1]
+        )
+        .len(),
+        2
+    );
+    assert_eq!(
+        advice_faults(
+            &spike(&["ktimers/0:15 (FIFO/RR 1) outranks rcuc/0 (FIFO/RR 1): lower its priority"]),
+            &[]
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        advice_faults(
+            &spike(&["Move IRQ 41 (x) off CPU 0: echo 1 > /proc/irq/41/smp_affinity_list."]),
+            &[1]
+        )
+        .len(),
+        2
+    );
+    assert_eq!(
+        advice_faults(
+            &spike(&[
+                "Raising the victim's priority does not help against softirqs on its CPU.",
+                "Run it above 50 (chrt -f -p <prio> 7).",
+            ]),
+            &[]
+        )
+        .len(),
+        1
+    );
+    assert!(advice_faults(
+        &spike(&["Move IRQ 25 (x) off CPU 1: echo 0 > /proc/irq/25/smp_affinity_list."]),
+        &[1]
+    )
+    .is_empty());
+}
+
+/// Issue 35, item 3: `rtwhy report` on a capture where cyclictest's marker flagged a
+/// spike leads with it (headline and first section), and kernel threads are victims
+/// only with `--all`.
+#[test]
+fn the_report_leads_with_the_flagged_spike_and_kernel_threads_wait_for_all() {
+    let dat = workspace().join("fixtures/rt_preemption/preemption.dat");
+    let out = Command::new(rtwhy())
+        .arg("report")
+        .arg(&dat)
+        .output()
+        .expect("runs");
+    let md = String::from_utf8_lossy(&out.stdout);
+    let headline = md
+        .lines()
+        .find(|l| l.contains(" spikes above "))
+        .unwrap_or("");
+    assert!(
+        headline.contains("flagged by a marker: cyclictest:236 (FIFO/RR 80) late by 7.634 ms"),
+        "{headline}"
+    );
+    let first = md.lines().find(|l| l.starts_with("## Spike")).unwrap_or("");
+    assert!(
+        first.contains("cyclictest:236 (FIFO/RR 80) late by 7.634 ms"),
+        "{first}"
+    );
+    let victims = |args: &[&str]| -> BTreeSet<String> {
+        let out = Command::new(rtwhy())
+            .arg("analyze")
+            .arg(&dat)
+            .args(args)
+            .args(["--format", "json"])
+            .output()
+            .expect("runs");
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+        doc["spikes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["victim"]["comm"].as_str().map(String::from))
+            .collect()
+    };
+    let default = victims(&[]);
+    assert!(
+        default
+            .iter()
+            .all(|c| !c.starts_with("ktimers/") && !c.starts_with("rcu") && !c.starts_with("irq/")),
+        "{default:?}"
+    );
+    let all = victims(&["--all"]);
+    assert!(all.iter().any(|c| c.starts_with("ktimers/")), "{all:?}");
+}

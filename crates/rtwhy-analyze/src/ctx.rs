@@ -272,20 +272,6 @@ impl Ctx<'_> {
     }
 }
 
-/// The CPUs an IRQ may be moved to: those not isolated (of the recorded CPUs, else of
-/// the CPUs the trace has), else a placeholder.
-pub(crate) fn housekeeping(ctx: &Ctx<'_>) -> String {
-    let facts = &ctx.tr.facts;
-    let isolated = ctx.tr.config.isolated.as_ref().unwrap_or(&facts.isolated);
-    let n = facts.cpus.unwrap_or(ctx.tr.history.cpu_count() as u32);
-    let hk: Vec<u32> = (0..n).filter(|c| !isolated.contains(*c)).collect();
-    if hk.is_empty() || isolated.is_empty() {
-        "<housekeeping CPUs>".to_string()
-    } else {
-        rtwhy_model::CpuList(hk).to_string()
-    }
-}
-
 /// The largest of `segs` (in time order, back to back) passing `f` and, where it is an
 /// interrupt's work, the pieces of the same IRQ next to it that pass `f` too: a threaded
 /// handler whose own hard handler interrupts it (a PIO disk's, every few hundred

@@ -276,7 +276,8 @@ impl Tracker {
         &mut self.cpus[i]
     }
 
-    /// True when `tid` is a thread the user asked about (or, with no filter, real-time).
+    /// True when `tid` is a thread the user asked about (or, with no filter, a
+    /// user-space real-time thread; with `all`, any thread).
     pub fn is_victim(&self, tid: i32) -> bool {
         if tid <= 0 {
             return false;
@@ -285,10 +286,18 @@ impl Tracker {
         let Some(t) = self.tasks.get(&tid) else {
             return false;
         };
-        // SCHED_DEADLINE tasks are not default victims: one that used its runtime waits
-        // for its next period by design, which is not lateness.
+        if f.all {
+            return true;
+        }
         if f.is_empty() {
-            return rtwhy_model::is_fifo_rr(t.prio) && !is_housekeeping(&t.comm);
+            // SCHED_DEADLINE tasks are not default victims: one that used its runtime
+            // waits for its next period by design, which is not lateness. Kernel threads
+            // (ktimers, rcuc, irq/N, ksoftirqd, migration...) are the machine's plumbing:
+            // waiting their turn behind each other is not a user's latency. `--comm`,
+            // `--tid` or `--all` asks for them.
+            return rtwhy_model::is_fifo_rr(t.prio)
+                && !is_housekeeping(&t.comm)
+                && !crate::breakdown::is_kernel_thread(&t.comm);
         }
         // Processes and names select their real-time threads (a cyclictest process has
         // a SCHED_OTHER main thread whose lateness nobody cares about); thread ids are

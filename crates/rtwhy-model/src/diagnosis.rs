@@ -496,3 +496,11 @@ pub struct Spike {
     /// What the trace lacked, when that limited the diagnosis.
     pub missing: Vec<String>,
 }
+
+impl Spike {
+    /// A marker (cyclictest's, the recorder's breach record) flagged it: the spike the
+    /// user's own tool saw.
+    pub fn flagged(&self) -> bool {
+        !matches!(self.source, SpikeSource::Events)
+    }
+}

@@ -69,22 +69,40 @@ fn summary_line(a: &Analysis, spikes: &[SpikeSummary]) -> String {
         .map(|(c, n)| format!("{n} {c}"))
         .collect();
     let worst = rtwhy_model::worst(spikes);
-    format!(
-        "{} spike{} above {}: {}{}",
+    // The spike put first: flagged by a marker, then the highest-priority victim's.
+    let first = rtwhy_model::first(spikes);
+    let about = |w: &SpikeSummary| {
+        format!(
+            "{} for {} at {} ({})",
+            human_duration(w.latency_ns),
+            w.victim,
+            w.end,
+            w.cause
+        )
+    };
+    let mut line = format!(
+        "{} spike{} above {}: {}",
         spikes.len(),
         if spikes.len() == 1 { "" } else { "s" },
         human_duration(a.threshold.0),
         causes.join(", "),
-        worst
-            .map(|w| format!(
-                "; worst {} for {} at {} ({})",
-                human_duration(w.latency_ns),
-                w.victim,
-                w.end,
-                w.cause
-            ))
-            .unwrap_or_default()
-    )
+    );
+    if let Some(f) = first.filter(|f| worst.is_some_and(|w| w.id != f.id)) {
+        line.push_str(&format!(
+            "; first: spike {} {}{}",
+            f.id,
+            about(f),
+            if f.flagged {
+                ", flagged by a marker"
+            } else {
+                ""
+            }
+        ));
+    }
+    if let Some(w) = worst {
+        line.push_str(&format!("; worst {}", about(w)));
+    }
+    line
 }
 
 /// What the latencies of `spikes` measure when no marker gave the application's own

@@ -112,10 +112,13 @@ fn no_spike_says_what_was_measured() {
 fn huge_spike_fits_its_window() {
     let p = fixture("rt_throttling/rt_throttling.dat");
     let a = app(&p);
-    let worst = a.spike().expect("the worst spike is selected");
-    assert!(worst.latency_ns > 50_000_000, "{}", worst.latency_ns);
+    // The spike ranked first is selected: cyclictest's (FIFO 80) 48.91 ms, above spin's
+    // (FIFO 70) 50.38 ms.
+    let first = a.spike().expect("the first spike is selected");
+    assert!(first.latency_ns > 48_000_000, "{}", first.latency_ns);
+    assert_eq!(first.victim.comm.to_str_lossy(), "cyclictest");
     // The whole window, "should have run" to "ran", is on screen.
-    assert!(a.view.start < worst.start.0 && a.view.end() > worst.end.0);
+    assert!(a.view.start < first.start.0 && a.view.end() > first.end.0);
     insta::assert_snapshot!(screen(&a, 120, 40));
 }
 

@@ -189,13 +189,13 @@ struct Kept {
 /// system facts, the event types present), so each spike is rendered in the output's
 /// format into the spool as it settles, and only its [`SpikeSummary`] stays in memory;
 /// at the end the output is written from its first line, the spool copied into place:
-/// the same bytes as an analysis that held every spike. Markdown shows the worst
-/// [`render::MAX_SHOWN`] spikes only: those are kept instead.
+/// the same bytes as an analysis that held every spike. Markdown shows the first
+/// [`render::MAX_SHOWN`] spikes ranked only: those are kept instead.
 struct Stream {
     format: AnalyzeFormat,
     spool: Option<Spool>,
     kept: Vec<Kept>,
-    /// Markdown: the worst spikes so far, at most [`render::MAX_SHOWN`].
+    /// Markdown: the first spikes ranked so far, at most [`render::MAX_SHOWN`].
     shown: Vec<Spike>,
     /// A spike rendered, reused.
     scratch: Vec<u8>,
@@ -232,7 +232,7 @@ impl Stream {
         if self.format == AnalyzeFormat::Markdown {
             self.shown.push(spike);
             if self.shown.len() > render::MAX_SHOWN {
-                let shown: Vec<&Spike> = render::worst_shown(self.shown.iter().collect());
+                let shown: Vec<&Spike> = render::first_shown(self.shown.iter().collect());
                 let keep: Vec<u32> = shown.iter().map(|s| s.id).collect();
                 self.shown.retain(|s| keep.contains(&s.id));
             }
@@ -310,7 +310,7 @@ impl Stream {
                 if late {
                     self.shown.iter_mut().for_each(not_nonpreemptible);
                 }
-                let shown: Vec<&Spike> = self.shown.iter().collect();
+                let shown: Vec<&Spike> = render::first_shown(self.shown.iter().collect());
                 let md = render::markdown_of_shown(analysis, source, opts, &shown, self.kept.len());
                 out.write_all(md.as_bytes())?;
             }
