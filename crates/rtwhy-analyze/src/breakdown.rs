@@ -104,9 +104,10 @@ pub(crate) struct Window<'a> {
     pub to: Nanos,
     pub victim: &'a TaskRef,
     pub timer: Option<TimerFire>,
-    /// The window is the application's own measurement: the victim's time in it ran
-    /// inside it ([`Bucket::VictimRan`]).
-    pub measured: bool,
+    /// What the victim's own time in the window is (`None`: [`Bucket::Victim`], its
+    /// switch-in not recorded): inside the application's own measurement
+    /// ([`Bucket::VictimRan`]), or asking for a lock ([`Bucket::LockRequest`]).
+    pub own: Option<Bucket>,
 }
 
 pub(crate) fn replay(
@@ -189,7 +190,7 @@ pub(crate) fn replay(
     let mut acc = Acc {
         out: Vec::new(),
         victim: w.victim,
-        measured: w.measured,
+        own: w.own.clone(),
         tasks,
     };
     let mut t = w.from;
@@ -333,7 +334,7 @@ fn apply(e: &Event, curr: &mut i32, stack: &mut Vec<Ctx>, prio: &mut Option<i32>
 struct Acc<'a> {
     out: Vec<Segment>,
     victim: &'a TaskRef,
-    measured: bool,
+    own: Option<Bucket>,
     tasks: &'a dyn TaskNames,
 }
 
@@ -501,8 +502,7 @@ impl Acc<'_> {
                 }
             }
             None if curr == 0 => Bucket::Idle,
-            None if curr == self.victim.tid && self.measured => Bucket::VictimRan,
-            None if curr == self.victim.tid => Bucket::Victim,
+            None if curr == self.victim.tid => self.own.clone().unwrap_or(Bucket::Victim),
             None => {
                 let (comm, known_prio) = self
                     .tasks

@@ -36,9 +36,26 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         to: ep.end,
         victim: &ep.victim,
         timer,
-        measured: ep.measured,
+        own: ep.measured.then_some(Bucket::VictimRan),
     };
     let replay = breakdown::replay(&tr.history, &tr.late, tr, &window);
+    // A lock wait starts at the request (the futex call entered): until the victim
+    // blocked, its CPU is replayed, the victim's own time there the lock's slow path.
+    let blocked_at = lock_until.and_then(|until| {
+        let since = ep.blocked.as_ref()?.since;
+        Some(since.clamp(ep.start, until))
+    });
+    let request = blocked_at.filter(|&b| b > ep.start).map(|b| {
+        let w = Window {
+            cpu: ep.cpu,
+            from: ep.start,
+            to: b,
+            victim: &ep.victim,
+            timer: None,
+            own: Some(Bucket::LockRequest),
+        };
+        breakdown::replay(&tr.history, &tr.late, tr, &w)
+    });
 
     let mut items: Vec<BreakdownItem> = Vec::new();
     let mut add = |bucket: Bucket, ns: u64| {
@@ -57,10 +74,14 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             Bucket::LockWait {
                 holder: story.holder.clone(),
             },
-            until.0 - ep.start.0,
+            until.0 - blocked_at.unwrap_or(ep.start).0,
         );
     }
-    for s in &replay.segments {
+    for (s, replay) in request
+        .iter()
+        .chain(std::iter::once(&replay))
+        .flat_map(|r| r.segments.iter().map(move |s| (s, r)))
+    {
         // What the replay says of a stretch whose events were dropped is a guess (a
         // handler left open, a task that may have switched out): that part is lost.
         let lost = replay.dropped.map_or(0, |d| {
@@ -234,6 +255,8 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 }
                 _ => &[Cause::LockContention],
             },
+            // The kernel's slow path of the lock the victim asked for.
+            Bucket::LockRequest => &[Cause::LockContention],
             Bucket::Victim
             | Bucket::VictimRan
             | Bucket::Unplaced
@@ -965,7 +988,7 @@ fn holder_part(
             to: until.min(to),
             victim: &holder,
             timer: None,
-            measured: false,
+            own: None,
         };
         let r = breakdown::replay(&tr.history, &tr.late, tr, &w);
         let mut medium_here = false;

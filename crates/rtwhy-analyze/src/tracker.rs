@@ -607,12 +607,17 @@ impl Tracker {
         };
         let (kind, start, preempted_by) = match (&wake, run) {
             (Some(w), _) => {
-                let lock_wait = blocked.as_ref().filter(|b| {
-                    b.futex.as_ref().is_some_and(Futex::is_lock)
-                        && rtwhy_model::breaches(w.ts.saturating_sub(b.since).0, threshold.0)
+                // A lock wait starts when the thread asked for the lock (it entered the
+                // futex call), not when it blocked: the kernel's slow path in between
+                // is part of its wait.
+                let lock_wait = blocked.as_ref().and_then(|b| {
+                    let f = b.futex.as_ref().filter(|f| f.is_lock())?;
+                    let asked = f.event.ts.min(b.since);
+                    rtwhy_model::breaches(w.ts.saturating_sub(asked).0, threshold.0)
+                        .then_some(asked)
                 });
-                if let Some(b) = lock_wait {
-                    (SpikeKind::LockWait, b.since, None)
+                if let Some(asked) = lock_wait {
+                    (SpikeKind::LockWait, asked, None)
                 } else if let Some(tf) = w.timer {
                     (SpikeKind::TimerWakeup, tf.expiry.min(w.ts), None)
                 } else {

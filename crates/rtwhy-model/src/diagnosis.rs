@@ -301,6 +301,10 @@ pub enum Bucket {
     },
     /// The CPU was idle while the victim was runnable.
     Idle,
+    /// The victim in the kernel, from its request for a lock (entering the futex call)
+    /// until it blocked: the lock's slow path (the rt_mutex's spinning and its PI chain
+    /// walk for FUTEX_LOCK_PI), on its own CPU.
+    LockRequest,
     /// The victim waited for a lock.
     LockWait {
         /// The holder (the task that woke the victim), when known.
@@ -407,6 +411,9 @@ impl fmt::Display for Bucket {
                 )
             }
             Bucket::Idle => f.write_str("idle before the victim ran"),
+            Bucket::LockRequest => {
+                f.write_str("the victim in the kernel, asking for the lock before it blocked")
+            }
             Bucket::LockWait { holder: Some(h) } => write!(f, "lock wait, held by {h}"),
             Bucket::LockWait { holder: None } => f.write_str("lock wait, holder unknown"),
             Bucket::Unaccounted => f.write_str("unaccounted: no events, CPU stopped"),
