@@ -165,11 +165,12 @@ fn follow_adds_captures_as_a_session_writes_them() {
     let tmp = dir.path().join(".spike-001.dat.tmp");
     std::fs::copy(fixture("preemption/preemption.dat"), &tmp).expect("copy");
     std::fs::rename(&tmp, dir.path().join("spike-001.dat")).expect("rename");
-    let s = t.wait_for("Spikes 1, by time");
-    assert!(
-        s.contains("preemption") && s.contains("spike-001.dat"),
-        "{s}"
-    );
+    // The spike list and the status line's capture name can come in different frames
+    // (seen once under load: the list shown, the name not yet): wait for both.
+    let s = t.wait_until("the capture did not appear", |s| {
+        s.contains("Spikes 1, by time") && s.contains("spike-001.dat")
+    });
+    assert!(s.contains("preemption"), "{s}");
     t.keys(&["q"]);
     t.wait_for("rtwhy exited 0");
 }
