@@ -35,6 +35,16 @@ pub(crate) struct Task {
     /// level on `global`, an instance on `local`), so the stamp does not place the
     /// window. The first later wake-up whose latency is the marker's number is it.
     unplaced: Option<Unplaced>,
+    /// Its own priority while a PI boost (`sched_pi_setprio` raising it) lends it a
+    /// waiter's: a boosted normal task is a normal task.
+    base_prio: Option<i32>,
+}
+
+impl Task {
+    /// The priority it runs at when nobody lends it one.
+    fn own_prio(&self) -> i32 {
+        self.base_prio.unwrap_or(self.prio)
+    }
 }
 
 /// A marker whose stamp the events contradict (see `Task::unplaced`).
@@ -258,6 +268,7 @@ impl Tracker {
             preempted_by: None,
             recent: VecDeque::new(),
             unplaced: None,
+            base_prio: None,
         });
         if let Some(c) = comm {
             t.comm = *c;
@@ -295,7 +306,7 @@ impl Tracker {
             // (ktimers, rcuc, irq/N, ksoftirqd, migration...) are the machine's plumbing:
             // waiting their turn behind each other is not a user's latency. `--comm`,
             // `--tid` or `--all` asks for them.
-            return rtwhy_model::is_fifo_rr(t.prio)
+            return rtwhy_model::is_fifo_rr(t.own_prio())
                 && !is_housekeeping(&t.comm)
                 && !crate::breakdown::is_kernel_thread(&t.comm);
         }
@@ -303,7 +314,7 @@ impl Tracker {
         // a SCHED_OTHER main thread whose lateness nobody cares about); thread ids are
         // taken as they are.
         f.tids.contains(&tid)
-            || (rtwhy_model::is_rt(t.prio)
+            || (rtwhy_model::is_rt(t.own_prio())
                 && (self.selected.contains(&tid) || f.matches_comm(&t.comm)))
     }
 
@@ -431,17 +442,21 @@ impl Tracker {
             }
             EventKind::SchedMigrateTask {
                 comm, pid, prio, ..
+            } => {
+                self.task(*pid, Some(comm), Some(*prio));
             }
-            | EventKind::SchedPiSetprio {
+            EventKind::SchedPiSetprio {
                 comm,
                 pid,
-                newprio: prio,
-                ..
+                oldprio,
+                newprio,
             } => {
-                if matches!(ev.kind, EventKind::SchedPiSetprio { .. }) {
-                    self.seen.pi_setprio = true;
-                }
-                self.task(*pid, Some(comm), Some(*prio));
+                self.seen.pi_setprio = true;
+                let t = self.task(*pid, Some(comm), Some(*newprio));
+                // A boost keeps the priority it had before the first one; the setprio
+                // that gives that priority back (or a lower one) ends it.
+                let base = t.base_prio.unwrap_or(*oldprio);
+                t.base_prio = (*newprio < base).then_some(base);
             }
             EventKind::IrqHandlerEntry { irq, name } => {
                 self.seen.irq = true;

@@ -715,3 +715,45 @@ fn a_cpu_first_seen_inside_the_window_ran_the_task_its_first_switch_puts_off() {
     assert!(s.primary.summary.contains("other:500"), "{}", why(s));
     assert!(!s.primary.summary.contains("<unknown>"), "{}", why(s));
 }
+
+/// Issue 35, item 3: a normal task that holds a PI lock runs at its waiter's priority
+/// while boosted, and the switches show that priority; it is still a normal task, not a
+/// default victim (`--all` asks for it). N (OTHER, prio 120) is boosted to FIFO 90 by H,
+/// then preempted by a FIFO 99 task for 500 us.
+#[test]
+fn a_pi_boosted_normal_task_is_not_a_default_victim() {
+    const N: (i32, i32) = (500, 120);
+    const X: (i32, i32) = (600, 0);
+    let mut seq = Seq::default();
+    seq.switch(0, 1, IDLE, R, N)
+        .futex(10, 0, H.0, FUTEX_LOCK_PI)
+        .pi(12, 0, H.0, N, H.1)
+        .switch(14, 0, H, S, IDLE)
+        .switch(100, 1, (N.0, H.1), R, X)
+        .switch(600, 1, X, S, (N.0, H.1));
+    let a = seq.analyze();
+    assert!(
+        a.spikes.iter().all(|s| s.victim.tid != N.0),
+        "{:#?}",
+        a.spikes
+    );
+    let config = Config {
+        filter: rtwhy_analyze::TaskFilter {
+            all: true,
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let mut all = Analyzer::new(config, SystemFacts::default());
+    for e in &seq.events {
+        all.push(e.clone());
+    }
+    let all = all.finish();
+    assert!(
+        all.spikes.iter().any(|s| s.victim.tid == N.0
+            && s.kind == SpikeKind::Preempted
+            && s.latency_ns == 500 * US),
+        "{:#?}",
+        all.spikes
+    );
+}
