@@ -498,6 +498,7 @@ impl Acc<'_> {
                         tid: curr,
                         comm,
                         prio: curr_prio.unwrap_or(known_prio),
+                        boost: None,
                     }),
                 }
             }
@@ -522,6 +523,7 @@ impl Acc<'_> {
                             tid: curr,
                             comm,
                             prio,
+                            boost: None,
                         },
                         outranks_victim: prio <= self.victim.prio,
                     };

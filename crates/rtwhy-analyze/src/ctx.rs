@@ -203,13 +203,7 @@ pub(crate) fn is_local_timer(name: &str) -> bool {
 
 impl Ctx<'_> {
     pub(crate) fn task_ref(&self, tid: i32) -> TaskRef {
-        let (comm, prio) = self
-            .tr
-            .tasks
-            .get(&tid)
-            .map(|t| (t.comm, t.prio))
-            .unwrap_or_default();
-        TaskRef { tid, comm, prio }
+        self.tr.task_ref(tid)
     }
 
     pub(crate) fn line(&self, e: &Event) -> String {
@@ -343,6 +337,7 @@ mod tests {
                 tid: 149,
                 comm: Comm::new(&format!("irq/{irq}-ata_piix")),
                 prio: 49,
+                boost: None,
             },
             outranks_victim: true,
         }

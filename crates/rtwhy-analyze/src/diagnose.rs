@@ -867,12 +867,7 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
 }
 
 fn task_ref_of(tr: &Tracker, tid: i32) -> TaskRef {
-    let (comm, prio) = tr
-        .tasks
-        .get(&tid)
-        .map(|t| (t.comm, t.prio))
-        .unwrap_or_default();
-    TaskRef { tid, comm, prio }
+    tr.task_ref(tid)
 }
 
 /// One holder between `from` and `to`: its unboosted priority, its first event of its
@@ -1008,6 +1003,7 @@ fn holder_part(
                             tid: *tid,
                             comm: *comm,
                             prio: *prio,
+                            boost: None,
                         },
                         0,
                     ));
@@ -1132,6 +1128,7 @@ pub(crate) fn unplaced(tr: &Tracker, u: &crate::tracker::Unplaced, id: u32) -> S
         tid: u.marker.pid,
         comm,
         prio,
+        boost: None,
     };
     let why = format!(
         "{comm} writes its marker here, where the events show it asleep: the marker's buffer keeps another clock than the events' (record every buffer with one clock, `trace-cmd record -C mono`), and no later wake-up of {comm} was {} late",
@@ -1200,6 +1197,7 @@ mod tests {
                 tid: 149,
                 comm: Comm::new("irq/14-ata_piix"),
                 prio: 49,
+                boost: None,
             },
             outranks_victim: true,
         });

@@ -36,14 +36,14 @@ pub(crate) struct Task {
     /// window. The first later wake-up whose latency is the marker's number is it.
     unplaced: Option<Unplaced>,
     /// Its own priority while a PI boost (`sched_pi_setprio` raising it) lends it a
-    /// waiter's: a boosted normal task is a normal task.
-    base_prio: Option<i32>,
+    /// waiter's, and that waiter: a boosted normal task is a normal task.
+    boost: Option<(i32, i32)>,
 }
 
 impl Task {
     /// The priority it runs at when nobody lends it one.
     fn own_prio(&self) -> i32 {
-        self.base_prio.unwrap_or(self.prio)
+        self.boost.map_or(self.prio, |(own, _)| own)
     }
 }
 
@@ -221,6 +221,26 @@ impl crate::breakdown::TaskNames for Tracker {
 }
 
 impl Tracker {
+    /// `tid` as a diagnosis names it: its name, the priority it runs at, and the PI
+    /// boost that lent it that priority.
+    pub fn task_ref(&self, tid: i32) -> TaskRef {
+        let t = self.tasks.get(&tid);
+        let (comm, prio) = t.map(|t| (t.comm, t.prio)).unwrap_or_default();
+        let boost = t
+            .and_then(|t| t.boost)
+            .map(|(own_prio, by)| rtwhy_model::PiBoost {
+                own_prio,
+                by_tid: by,
+                by_comm: self.tasks.get(&by).map(|w| w.comm).unwrap_or_default(),
+            });
+        TaskRef {
+            tid,
+            comm,
+            prio,
+            boost,
+        }
+    }
+
     /// Whether the trace shows a thread only PREEMPT_RT kernels run (`ktimers/N`, which
     /// runs the timer softirqs there). `irq/N-*` threads prove nothing: every kernel
     /// has them for drivers that request threaded handlers.
@@ -268,7 +288,7 @@ impl Tracker {
             preempted_by: None,
             recent: VecDeque::new(),
             unplaced: None,
-            base_prio: None,
+            boost: None,
         });
         if let Some(c) = comm {
             t.comm = *c;
@@ -455,8 +475,8 @@ impl Tracker {
                 let t = self.task(*pid, Some(comm), Some(*newprio));
                 // A boost keeps the priority it had before the first one; the setprio
                 // that gives that priority back (or a lower one) ends it.
-                let base = t.base_prio.unwrap_or(*oldprio);
-                t.base_prio = (*newprio < base).then_some(base);
+                let own = t.boost.map_or(*oldprio, |(own, _)| own);
+                t.boost = (*newprio < own).then_some((own, ev.pid));
             }
             EventKind::IrqHandlerEntry { irq, name } => {
                 self.seen.irq = true;
@@ -615,10 +635,9 @@ impl Tracker {
         t.run = Run::Running { cpu };
         let wake = t.wake.take();
         let blocked = t.blocked.take();
-        let victim_ref = TaskRef {
-            tid,
-            comm: t.comm,
-            prio: t.prio,
+        let victim_ref = self.task_ref(tid);
+        let Some(t) = self.tasks.get_mut(&tid) else {
+            return;
         };
         let (kind, start, preempted_by) = match (&wake, run) {
             (Some(w), _) => {
@@ -802,6 +821,7 @@ impl Tracker {
                 tid: ev.pid,
                 comm,
                 prio,
+                boost: None,
             },
             cpu: ev.cpu,
             kind: SpikeKind::TimerWakeup,
@@ -929,6 +949,7 @@ impl Tracker {
                 tid: r.tid,
                 comm,
                 prio: r.prio.unwrap_or(prio),
+                boost: None,
             },
             cpu: r.cpu,
             kind,

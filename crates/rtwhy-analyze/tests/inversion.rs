@@ -718,8 +718,9 @@ fn a_cpu_first_seen_inside_the_window_ran_the_task_its_first_switch_puts_off() {
 
 /// Issue 35, item 3: a normal task that holds a PI lock runs at its waiter's priority
 /// while boosted, and the switches show that priority; it is still a normal task, not a
-/// default victim (`--all` asks for it). N (OTHER, prio 120) is boosted to FIFO 90 by H,
-/// then preempted by a FIFO 99 task for 500 us.
+/// default victim (`--all` asks for it), and it is named `OTHER nice 0, boosted to FIFO/RR
+/// 90 by high:100`. N (OTHER, prio 120) is boosted to FIFO 90 by H, then preempted by a
+/// FIFO 99 task for 500 us.
 #[test]
 fn a_pi_boosted_normal_task_is_not_a_default_victim() {
     const N: (i32, i32) = (500, 120);
@@ -749,11 +750,16 @@ fn a_pi_boosted_normal_task_is_not_a_default_victim() {
         all.push(e.clone());
     }
     let all = all.finish();
-    assert!(
-        all.spikes.iter().any(|s| s.victim.tid == N.0
-            && s.kind == SpikeKind::Preempted
-            && s.latency_ns == 500 * US),
-        "{:#?}",
-        all.spikes
+    let s = all
+        .spikes
+        .iter()
+        .find(|s| s.victim.tid == N.0 && s.kind == SpikeKind::Preempted)
+        .unwrap_or_else(|| panic!("no spike of N with --all: {:#?}", all.spikes));
+    assert_eq!(s.latency_ns, 500 * US);
+    // Named as the normal task it is, with the priority it ran at and who lent it.
+    assert_eq!(
+        s.victim.to_string(),
+        "other:500 (OTHER nice 0, boosted to FIFO/RR 90 by high:100)"
     );
+    assert_eq!(s.victim.own_prio(), 120);
 }

@@ -121,27 +121,61 @@ pub struct TaskRef {
     pub comm: Comm,
     /// Kernel `prio` when last seen (0..=98 real-time, 100..=139 normal, -1 deadline).
     pub prio: i32,
+    /// The priority inheritance boost it ran under then, when a waiter had lent it `prio`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost: Option<PiBoost>,
+}
+
+/// A priority lent by priority inheritance: the task's own priority, and who lent it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PiBoost {
+    /// The task's own kernel `prio`, without the boost.
+    pub own_prio: i32,
+    /// The waiter whose priority it was lent (the task the `sched_pi_setprio` ran in).
+    pub by_tid: i32,
+    /// That waiter's name.
+    pub by_comm: Comm,
 }
 
 impl TaskRef {
+    /// The priority it has when nobody lends it one: a PI-boosted normal task is a
+    /// normal task.
+    pub fn own_prio(&self) -> i32 {
+        self.boost.as_ref().map_or(self.prio, |b| b.own_prio)
+    }
+
     /// `SCHED_FIFO 80`-style policy and priority, or `SCHED_OTHER nice 0`.
     ///
     /// FIFO and RR look the same in a trace; real-time tasks are shown as FIFO/RR.
     pub fn policy(&self) -> String {
-        if let Some(rt) = crate::rt_priority_from_kernel_prio(self.prio) {
-            format!("FIFO/RR {rt}")
-        } else if let Some(nice) = crate::nice_from_kernel_prio(self.prio) {
-            format!("OTHER nice {nice}")
-        } else if self.prio < 0 {
-            "DEADLINE".to_string()
-        } else {
-            format!("prio {}", self.prio)
+        match &self.boost {
+            Some(b) => format!(
+                "{}, boosted to {} by {}:{}",
+                policy_of(b.own_prio),
+                policy_of(self.prio),
+                b.by_comm,
+                b.by_tid
+            ),
+            None => policy_of(self.prio),
         }
     }
 
     /// True for SCHED_FIFO/RR/DEADLINE tasks.
     pub fn is_rt(&self) -> bool {
         crate::is_rt(self.prio)
+    }
+}
+
+/// `FIFO/RR 80`, `OTHER nice 0` or `DEADLINE` for a kernel `prio`.
+fn policy_of(prio: i32) -> String {
+    if let Some(rt) = crate::rt_priority_from_kernel_prio(prio) {
+        format!("FIFO/RR {rt}")
+    } else if let Some(nice) = crate::nice_from_kernel_prio(prio) {
+        format!("OTHER nice {nice}")
+    } else if prio < 0 {
+        "DEADLINE".to_string()
+    } else {
+        format!("prio {prio}")
     }
 }
 
@@ -394,6 +428,7 @@ impl fmt::Display for Bucket {
                     tid: *tid,
                     comm: *comm,
                     prio: *prio,
+                    boost: None,
                 };
                 write!(
                     f,

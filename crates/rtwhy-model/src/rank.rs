@@ -44,10 +44,11 @@ impl SpikeSummary {
 }
 
 /// What [`rank`] orders by, first first: flagged by a marker (the spike the user's own
-/// tool saw), then the victim's priority (kernel prio: lower is more important), then
+/// tool saw), then the victim's own priority (kernel prio: lower is more important; a
+/// PI-boosted normal task is a normal task), then
 /// the latency, longest first, then the spike's number.
 pub fn rank_key(s: &SpikeSummary) -> (bool, i32, Reverse<u64>, u32) {
-    (!s.flagged, s.victim.prio, Reverse(s.latency_ns), s.id)
+    (!s.flagged, s.victim.own_prio(), Reverse(s.latency_ns), s.id)
 }
 
 /// The order in which spikes are put before the user, as indexes into `spikes`
@@ -81,6 +82,7 @@ mod tests {
                 tid: 1,
                 comm: Comm::new("t"),
                 prio: 19,
+                boost: None,
             },
             cpu: 1,
             end: Nanos(u64::from(id) * 1000),

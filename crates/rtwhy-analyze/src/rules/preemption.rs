@@ -75,6 +75,7 @@ impl Rule for Preemption {
                 tid: *tid,
                 comm: *comm,
                 prio: *prio,
+                boost: None,
             }),
             _ => None,
         });
