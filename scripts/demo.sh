@@ -43,8 +43,10 @@ if [ -z "$why_not" ]; then
         fi
     done
     if [ -n "$capture" ]; then
-        show "rtwhy analyze $capture | head -24"
-        "$rtwhy" analyze "$capture" | head -24 || true
+        # The report leads with the spike the recorder's breach marker flagged (then the
+        # highest-priority victim's): the one the demo induced.
+        show "rtwhy report $capture | head -40"
+        "$rtwhy" report "$capture" | head -40 || true
         echo "(every capture of that session, with its diagnosis beside it, is in $keep)"
     fi
 else

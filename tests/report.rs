@@ -364,7 +364,8 @@ fn svg_timelines_render_with_the_expected_lanes() {
         "softirq track holds {softirq} softirq pixels"
     );
     // The hwlat spike: the stopped CPU shows as a stretch with no events under the
-    // latency.
+    // latency. The spike is cyclictest's marker window (8.356 ms): the CPU stopped for
+    // 6.473 ms of it (77 %), then the thread ran inside its own measurement.
     let (trace, args) = fixture("hwlat");
     let svg_text = stdout_of(report(&["--format", "svg"], &trace, &args));
     let pic = render(&svg_text, "hwlat");
@@ -377,7 +378,7 @@ fn svg_timelines_render_with_the_expected_lanes() {
         rgb(svg::colour(rtwhy_report::timeline::SpanKind::NoEvents)),
     );
     assert!(
-        silent as f64 > lw * 0.8,
+        silent as f64 > lw * 0.7,
         "only {silent} of {lw} latency pixels show no events"
     );
 }

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! through the writer, damaged input, and the command line.
 
+mod account;
 mod analyze;
 mod cli;
 mod doctor;

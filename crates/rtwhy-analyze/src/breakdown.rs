@@ -104,6 +104,10 @@ pub(crate) struct Window<'a> {
     pub to: Nanos,
     pub victim: &'a TaskRef,
     pub timer: Option<TimerFire>,
+    /// What the victim's own time in the window is (`None`: [`Bucket::Victim`], its
+    /// switch-in not recorded): inside the application's own measurement
+    /// ([`Bucket::VictimRan`]), or asking for a lock ([`Bucket::LockRequest`]).
+    pub own: Option<Bucket>,
 }
 
 pub(crate) fn replay(
@@ -186,6 +190,7 @@ pub(crate) fn replay(
     let mut acc = Acc {
         out: Vec::new(),
         victim: w.victim,
+        own: w.own.clone(),
         tasks,
     };
     let mut t = w.from;
@@ -329,6 +334,7 @@ fn apply(e: &Event, curr: &mut i32, stack: &mut Vec<Ctx>, prio: &mut Option<i32>
 struct Acc<'a> {
     out: Vec<Segment>,
     victim: &'a TaskRef,
+    own: Option<Bucket>,
     tasks: &'a dyn TaskNames,
 }
 
@@ -492,11 +498,12 @@ impl Acc<'_> {
                         tid: curr,
                         comm,
                         prio: curr_prio.unwrap_or(known_prio),
+                        boost: None,
                     }),
                 }
             }
             None if curr == 0 => Bucket::Idle,
-            None if curr == self.victim.tid => Bucket::Victim,
+            None if curr == self.victim.tid => self.own.clone().unwrap_or(Bucket::Victim),
             None => {
                 let (comm, known_prio) = self
                     .tasks
@@ -516,6 +523,7 @@ impl Acc<'_> {
                             tid: curr,
                             comm,
                             prio,
+                            boost: None,
                         },
                         outranks_victim: prio <= self.victim.prio,
                     };

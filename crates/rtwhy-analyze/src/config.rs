@@ -13,10 +13,13 @@ pub struct TaskFilter {
     /// Real-time threads with these names (a name cut by the kernel's 15-byte limit
     /// matches its longer form).
     pub comms: Vec<String>,
+    /// Every thread is a victim, kernel threads and normal tasks included.
+    pub all: bool,
 }
 
 impl TaskFilter {
-    /// True when no thread was named: every real-time thread is then a victim.
+    /// True when no thread was named: every user-space real-time thread is then a
+    /// victim (kernel threads too with `all`).
     pub fn is_empty(&self) -> bool {
         self.pids.is_empty() && self.tids.is_empty() && self.comms.is_empty()
     }

@@ -203,13 +203,7 @@ pub(crate) fn is_local_timer(name: &str) -> bool {
 
 impl Ctx<'_> {
     pub(crate) fn task_ref(&self, tid: i32) -> TaskRef {
-        let (comm, prio) = self
-            .tr
-            .tasks
-            .get(&tid)
-            .map(|t| (t.comm, t.prio))
-            .unwrap_or_default();
-        TaskRef { tid, comm, prio }
+        self.tr.task_ref(tid)
     }
 
     pub(crate) fn line(&self, e: &Event) -> String {
@@ -269,20 +263,6 @@ impl Ctx<'_> {
             .take_while(|e| e.ts == ts)
             .find(|e| f(&e.kind))
             .cloned()
-    }
-}
-
-/// The CPUs an IRQ may be moved to: those not isolated (of the recorded CPUs, else of
-/// the CPUs the trace has), else a placeholder.
-pub(crate) fn housekeeping(ctx: &Ctx<'_>) -> String {
-    let facts = &ctx.tr.facts;
-    let isolated = ctx.tr.config.isolated.as_ref().unwrap_or(&facts.isolated);
-    let n = facts.cpus.unwrap_or(ctx.tr.history.cpu_count() as u32);
-    let hk: Vec<u32> = (0..n).filter(|c| !isolated.contains(*c)).collect();
-    if hk.is_empty() || isolated.is_empty() {
-        "<housekeeping CPUs>".to_string()
-    } else {
-        rtwhy_model::CpuList(hk).to_string()
     }
 }
 
@@ -357,6 +337,7 @@ mod tests {
                 tid: 149,
                 comm: Comm::new(&format!("irq/{irq}-ata_piix")),
                 prio: 49,
+                boost: None,
             },
             outranks_victim: true,
         }

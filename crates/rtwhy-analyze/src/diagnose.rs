@@ -36,8 +36,26 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         to: ep.end,
         victim: &ep.victim,
         timer,
+        own: ep.measured.then_some(Bucket::VictimRan),
     };
     let replay = breakdown::replay(&tr.history, &tr.late, tr, &window);
+    // A lock wait starts at the request (the futex call entered): until the victim
+    // blocked, its CPU is replayed, the victim's own time there the lock's slow path.
+    let blocked_at = lock_until.and_then(|until| {
+        let since = ep.blocked.as_ref()?.since;
+        Some(since.clamp(ep.start, until))
+    });
+    let request = blocked_at.filter(|&b| b > ep.start).map(|b| {
+        let w = Window {
+            cpu: ep.cpu,
+            from: ep.start,
+            to: b,
+            victim: &ep.victim,
+            timer: None,
+            own: Some(Bucket::LockRequest),
+        };
+        breakdown::replay(&tr.history, &tr.late, tr, &w)
+    });
 
     let mut items: Vec<BreakdownItem> = Vec::new();
     let mut add = |bucket: Bucket, ns: u64| {
@@ -56,10 +74,14 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             Bucket::LockWait {
                 holder: story.holder.clone(),
             },
-            until.0 - ep.start.0,
+            until.0 - blocked_at.unwrap_or(ep.start).0,
         );
     }
-    for s in &replay.segments {
+    for (s, replay) in request
+        .iter()
+        .chain(std::iter::once(&replay))
+        .flat_map(|r| r.segments.iter().map(move |s| (s, r)))
+    {
         // What the replay says of a stretch whose events were dropped is a guess (a
         // handler left open, a task that may have switched out): that part is lost.
         let lost = replay.dropped.map_or(0, |d| {
@@ -233,7 +255,13 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 }
                 _ => &[Cause::LockContention],
             },
-            Bucket::Victim | Bucket::Dropped { .. } | Bucket::NotRecorded => &[],
+            // The kernel's slow path of the lock the victim asked for.
+            Bucket::LockRequest => &[Cause::LockContention],
+            Bucket::Victim
+            | Bucket::VictimRan
+            | Bucket::Unplaced
+            | Bucket::Dropped { .. }
+            | Bucket::NotRecorded => &[],
         };
         let mut ns = item.ns;
         let mut candidates = candidates;
@@ -596,7 +624,13 @@ impl Ctx<'_> {
             }
         }
         if let Some(r) = &ep.ran {
-            let why = if ep.end_inferred {
+            let why = if ep.measured && matches!(r.kind, EventKind::Print { .. }) {
+                format!(
+                    "{} writes its marker: the end of its own measurement, {} from the timer's expiry",
+                    victim.comm,
+                    human_duration(ep.end.0 - ep.start.0)
+                )
+            } else if ep.end_inferred {
                 format!(
                     "{} is running (its switch-in was not recorded; latency measured to the last event of another task)",
                     victim.comm
@@ -833,12 +867,7 @@ fn lock_story(tr: &Tracker, ep: &Episode, until: Nanos) -> LockStory {
 }
 
 fn task_ref_of(tr: &Tracker, tid: i32) -> TaskRef {
-    let (comm, prio) = tr
-        .tasks
-        .get(&tid)
-        .map(|t| (t.comm, t.prio))
-        .unwrap_or_default();
-    TaskRef { tid, comm, prio }
+    tr.task_ref(tid)
 }
 
 /// One holder between `from` and `to`: its unboosted priority, its first event of its
@@ -954,6 +983,7 @@ fn holder_part(
             to: until.min(to),
             victim: &holder,
             timer: None,
+            own: None,
         };
         let r = breakdown::replay(&tr.history, &tr.late, tr, &w);
         let mut medium_here = false;
@@ -973,6 +1003,7 @@ fn holder_part(
                             tid: *tid,
                             comm: *comm,
                             prio: *prio,
+                            boost: None,
                         },
                         0,
                     ));
@@ -1085,6 +1116,59 @@ fn missing_events(tr: &Tracker, ep: &Episode) -> Vec<String> {
     m
 }
 
+/// The spike of a marker the trace cannot place (`Tracker::take_unplaced`): the
+/// application's number, the marker as the evidence, and why nothing is explained.
+pub(crate) fn unplaced(tr: &Tracker, u: &crate::tracker::Unplaced, id: u32) -> Spike {
+    let (comm, prio) = tr
+        .tasks
+        .get(&u.marker.pid)
+        .map(|t| (t.comm, t.prio))
+        .unwrap_or_default();
+    let victim = TaskRef {
+        tid: u.marker.pid,
+        comm,
+        prio,
+        boost: None,
+    };
+    let why = format!(
+        "{comm} writes its marker here, where the events show it asleep: the marker's buffer keeps another clock than the events' (record every buffer with one clock, `trace-cmd record -C mono`), and no later wake-up of {comm} was {} late",
+        human_duration(u.reported)
+    );
+    Spike {
+        id,
+        victim,
+        cpu: u.marker.cpu,
+        kind: SpikeKind::TimerWakeup,
+        source: u.source.clone(),
+        start: Nanos(u.marker.ts.0.saturating_sub(u.reported)),
+        end: u.marker.ts,
+        latency_ns: u.reported,
+        end_inferred: false,
+        waker: None,
+        primary: Finding {
+            cause: Cause::Unknown,
+            confidence: Confidence::Low,
+            share: 1.0,
+            summary: format!(
+                "no cause can be named: the trace cannot place this measurement; {why}"
+            ),
+        },
+        contributors: Vec::new(),
+        breakdown: vec![BreakdownItem {
+            bucket: Bucket::Unplaced,
+            ns: u.reported,
+        }],
+        evidence: vec![Evidence {
+            ts: u.marker.ts,
+            cpu: u.marker.cpu,
+            line: crate::line::trace_line(&u.marker, &comm.to_str_lossy()),
+            why,
+        }],
+        remediation: Vec::new(),
+        missing: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1113,6 +1197,7 @@ mod tests {
                 tid: 149,
                 comm: Comm::new("irq/14-ata_piix"),
                 prio: 49,
+                boost: None,
             },
             outranks_victim: true,
         });

@@ -62,10 +62,13 @@ use tracker::{Outcome, Tracker};
 pub struct Analyzer {
     tracker: Tracker,
     /// The spikes diagnosed and not yet handed out by [`Analyzer::take_settled`], in
-    /// diagnosis order: spike number `i` (0-based) is held at `i - settled`.
-    spikes: VecDeque<Spike>,
-    /// Spikes handed out by [`Analyzer::take_settled`].
+    /// diagnosis order: the spike of index `i` (0-based) is held at `i - settled`;
+    /// `None` once folded into a marker's measured window ([`Analyzer::folds`]).
+    spikes: VecDeque<Option<Spike>>,
+    /// Spikes (folded ones included) handed out by [`Analyzer::take_settled`].
     settled: usize,
+    /// Spikes handed out and numbered: the next one is number `numbered + 1`.
+    numbered: u32,
     spikes_dropped: u64,
     /// Indexes of spikes diagnosed again since [`Analyzer::take_rediagnosed`].
     rediagnosed: Vec<usize>,
@@ -79,6 +82,7 @@ impl Analyzer {
             tracker: Tracker::new(config, facts),
             spikes: VecDeque::new(),
             settled: 0,
+            numbered: 0,
             spikes_dropped: 0,
             rediagnosed: Vec::new(),
         }
@@ -107,7 +111,8 @@ impl Analyzer {
                     }
                     let spike = diagnose::diagnose(&self.tracker, &ep, index as u32 + 1);
                     self.tracker.spike_recorded(ep.victim.tid, ep.end, index);
-                    self.spikes.push_back(spike);
+                    let folded = self.folds(&spike);
+                    self.spikes.push_back((!folded).then_some(spike));
                 }
                 // A marker naming a spike already handed out came more than twice the
                 // horizon after it: too late to change it (its events are gone too).
@@ -117,13 +122,49 @@ impl Analyzer {
                     }
                 }
                 Outcome::Rediagnose { spike, episode } => {
-                    let held = spike.checked_sub(self.settled);
-                    if let Some(s) = held.and_then(|k| self.spikes.get_mut(k)) {
-                        *s = diagnose::diagnose(&self.tracker, &episode, s.id);
+                    if let Some(id) = self.spike(spike).map(|s| s.id) {
+                        let again = diagnose::diagnose(&self.tracker, &episode, id);
+                        if let Some(s) = self.held_mut(spike) {
+                            *s = again;
+                        }
                         self.rediagnosed.push(spike);
                     }
                 }
             }
+        }
+    }
+
+    /// Folds the spikes found from the events that lie inside a marker's measured window
+    /// of the same thread (cyclictest's `hit latency threshold`) into it: that window's
+    /// spike explains all of them, with the application's own number; listed beside it
+    /// they would count the same delay twice. For a new marker spike, the held spikes
+    /// inside its window are folded; a new spike found from the events is folded (the
+    /// answer is true) when a held marker's window holds it. Such a spike ends where
+    /// its thread runs, before it writes the marker, so it is still held when the
+    /// marker comes.
+    fn folds(&mut self, new: &Spike) -> bool {
+        let slack = rtwhy_model::MARKER_MATCH_NS;
+        let inside = |window: &Spike, s: &Spike| {
+            s.victim.tid == window.victim.tid
+                && s.start.0 >= window.start.0.saturating_sub(slack)
+                && s.end.0 <= window.end.0.saturating_add(slack)
+        };
+        let measured = |s: &Spike| matches!(s.source, rtwhy_model::SpikeSource::ToolMarker { .. });
+        let found = |s: &Spike| matches!(s.source, rtwhy_model::SpikeSource::Events);
+        if measured(new) {
+            for held in &mut self.spikes {
+                if held.as_ref().is_some_and(|s| found(s) && inside(new, s)) {
+                    *held = None;
+                }
+            }
+            false
+        } else {
+            found(new)
+                && self
+                    .spikes
+                    .iter()
+                    .flatten()
+                    .any(|w| measured(w) && inside(w, new))
         }
     }
 
@@ -146,37 +187,52 @@ impl Analyzer {
         all
     }
 
-    /// Spikes diagnosed so far, those handed out by [`Analyzer::take_settled`] included.
+    /// Spikes diagnosed so far (their indexes run from 0 to this), those handed out by
+    /// [`Analyzer::take_settled`] and those folded into a marker's window included.
     pub fn spike_count(&self) -> usize {
         self.settled + self.spikes.len()
     }
 
-    /// Spike number `index` (0-based, in diagnosis order), while it is held.
+    /// The spike of `index` (0-based, in diagnosis order), while it is held and not
+    /// folded into a marker's window.
     pub fn spike(&self, index: usize) -> Option<&Spike> {
-        self.spikes.get(index.checked_sub(self.settled)?)
+        self.spikes.get(index.checked_sub(self.settled)?)?.as_ref()
     }
 
     fn held_mut(&mut self, index: usize) -> Option<&mut Spike> {
-        self.spikes.get_mut(index.checked_sub(self.settled)?)
+        self.spikes
+            .get_mut(index.checked_sub(self.settled)?)?
+            .as_mut()
     }
 
-    /// Hands out the oldest spike held if it can no longer change: it ended more than
-    /// twice the history horizon before the newest event. A breach marker names its
-    /// spike up to a capture window late (rtwhy writes a capture's breach records when
-    /// it saves it: `fixtures/rt_throttling_preempt_rt/capture.dat` has one 2.01 s after
-    /// its spike), and a marker later than that, naming a spike already handed out, is
-    /// ignored. An analysis that writes its spikes out as they settle holds those of
-    /// that time only, whatever their number; [`Analyzer::finish`] returns the ones still
-    /// held. What [`Analyzer::finish`] still changes in a spike handed out is
+    /// Hands out the oldest spike held, with its index, if it can no longer change: it
+    /// ended more than twice the history horizon before the newest event. It is
+    /// numbered now ([`Spike::id`]: 1, 2, ... in the order handed out; spikes folded
+    /// into a marker's window take no number). A breach marker names its spike up to a
+    /// capture window late (rtwhy writes a capture's breach records when it saves it:
+    /// `fixtures/rt_throttling_preempt_rt/capture.dat` has one 2.01 s after its spike),
+    /// and a marker later than that, naming a spike already handed out, is ignored. An
+    /// analysis that writes its spikes out as they settle holds those of that time only,
+    /// whatever their number; [`Analyzer::finish`] returns the ones still held. What
+    /// [`Analyzer::finish`] still changes in a spike handed out is
     /// [`Analyzer::preempt_rt_learned_late`]'s.
-    pub fn take_settled(&mut self) -> Option<Spike> {
+    pub fn take_settled(&mut self) -> Option<(usize, Spike)> {
         let now = self.tracker.last_ts?;
         let held_for = self.tracker.config.horizon.0.saturating_mul(2);
-        if self.spikes.front()?.end.0.saturating_add(held_for) >= now.0 {
-            return None;
+        loop {
+            if let Some(s) = self.spikes.front()?.as_ref() {
+                if s.end.0.saturating_add(held_for) >= now.0 {
+                    return None;
+                }
+            }
+            let index = self.settled;
+            self.settled += 1;
+            if let Some(mut s) = self.spikes.pop_front().flatten() {
+                self.numbered += 1;
+                s.id = self.numbered;
+                return Some((index, s));
+            }
         }
-        self.settled += 1;
-        self.spikes.pop_front()
     }
 
     /// Whether the trace showed the kernel to be PREEMPT_RT only after spikes may have
@@ -199,15 +255,43 @@ impl Analyzer {
     }
 
     /// Ends the analysis.
-    pub fn finish(mut self) -> Analysis {
-        if self.preempt_rt_learned_late() {
-            self.spikes.iter_mut().for_each(not_nonpreemptible);
+    pub fn finish(self) -> Analysis {
+        self.finish_with_origin().0
+    }
+
+    /// Ends the analysis, and says for each spike returned its index while the events
+    /// were pushed (`None`: a marker the trace could not place, made at the end). The
+    /// spikes are numbered on from those handed out by [`Analyzer::take_settled`].
+    pub fn finish_with_origin(mut self) -> (Analysis, Vec<Option<usize>>) {
+        let late = self.preempt_rt_learned_late();
+        let mut spikes = Vec::new();
+        let mut origin = Vec::new();
+        for (i, held) in std::mem::take(&mut self.spikes).into_iter().enumerate() {
+            if let Some(mut s) = held {
+                if late {
+                    not_nonpreemptible(&mut s);
+                }
+                spikes.push(s);
+                origin.push(Some(self.settled + i));
+            }
+        }
+        for u in self.tracker.take_unplaced() {
+            if self.numbered as usize + spikes.len() >= MAX_SPIKES {
+                self.spikes_dropped += 1;
+                continue;
+            }
+            spikes.push(diagnose::unplaced(&self.tracker, &u, 0));
+            origin.push(None);
+        }
+        for s in &mut spikes {
+            self.numbered += 1;
+            s.id = self.numbered;
         }
         let t = self.tracker;
         let mut victims: Vec<VictimStats> = t.victims.into_values().collect();
         victims.sort_by(|a, b| b.max_ns.cmp(&a.max_ns).then(a.task.tid.cmp(&b.task.tid)));
-        Analysis {
-            spikes: self.spikes.into(),
+        let analysis = Analysis {
+            spikes,
             spikes_dropped: self.spikes_dropped,
             facts: t.facts,
             threshold: t.config.threshold,
@@ -215,7 +299,8 @@ impl Analyzer {
             span: t.first_ts.zip(t.last_ts),
             seen: t.seen,
             victims,
-        }
+        };
+        (analysis, origin)
     }
 }
 

@@ -30,11 +30,38 @@ pub(crate) struct Task {
     /// A victim's latest episodes (oldest first), for a marker written after them:
     /// cyclictest's names the newest, the recorder's one a few milliseconds old.
     recent: VecDeque<PastEpisode>,
-    /// A cyclictest marker the task wrote while the events still held it waiting, and the
-    /// start of that wait: from another buffer (the top level beside an instance) a marker
-    /// can carry its switch-in's very timestamp and sort before it. The switch-in that
-    /// ends the wait gets it.
-    marker: Option<(Nanos, SpikeSource)>,
+    /// A cyclictest marker written, as its own buffer's clock has it, while the events
+    /// show its writer asleep: that buffer ticks on another clock (the guest's top
+    /// level on `global`, an instance on `local`), so the stamp does not place the
+    /// window. The first later wake-up whose latency is the marker's number is it.
+    unplaced: Option<Unplaced>,
+    /// Its own priority while a PI boost (`sched_pi_setprio` raising it) lends it a
+    /// waiter's, and that waiter: a boosted normal task is a normal task.
+    boost: Option<(i32, i32)>,
+}
+
+impl Task {
+    /// The priority it runs at when nobody lends it one.
+    fn own_prio(&self) -> i32 {
+        self.boost.map_or(self.prio, |(own, _)| own)
+    }
+}
+
+/// A marker whose stamp the events contradict (see `Task::unplaced`).
+#[derive(Debug, Clone)]
+pub(crate) struct Unplaced {
+    pub marker: Event,
+    pub reported: u64,
+    pub source: SpikeSource,
+}
+
+/// How far after an unplaced marker its wake-up is looked for.
+const UNPLACED_SEARCH_NS: u64 = 1_000_000_000;
+
+/// Whether a latency measured from the events is the application's `reported` one:
+/// within 10 % or 100 us (the clock read and the marker write follow the switch-in).
+pub(crate) fn same_latency(measured: u64, reported: u64) -> bool {
+    measured.abs_diff(reported) <= (reported / 10).max(100_000)
 }
 
 /// How many of a victim's episodes are kept for markers.
@@ -112,6 +139,9 @@ pub(crate) struct Episode {
     pub preempted_by: Option<Event>,
     /// The event at which it ran (switch-in or its own first event).
     pub ran: Option<Event>,
+    /// The window is the application's own measurement (a marker with its number): the
+    /// victim's own time in it is part of the latency it reported.
+    pub measured: bool,
 }
 
 /// A past episode of a victim, kept so that a marker written after it can name it.
@@ -159,11 +189,22 @@ pub(crate) struct Tracker {
     pub max_freq: u32,
     pub victims: IntMap<i32, VictimStats>,
     pub spike_ends: Vec<(i32, Nanos)>,
+    /// The episodes of the spikes that may still change (ended within twice the horizon
+    /// of the newest one), by spike index: a breach marker written a capture window
+    /// after its spike (0.6 s in fixtures/recorded/arm64-rt-rtwhy-v6.dat), when its
+    /// victim's `recent` has let the episode go, still has it diagnosed again with the
+    /// detector's times.
+    spiked: VecDeque<(usize, Episode)>,
     /// A `ktimers/N` thread was switched in: only PREEMPT_RT kernels have them.
     rt_threads: bool,
     /// Handler names by IRQ number, from `irq_handler_entry` (names an `irq/N-...`
     /// thread, whose own name the kernel cuts to 15 bytes).
     irq_names: IntMap<i32, String>,
+    /// Markers whose stamp the events contradict and no wake-up matched in time.
+    unplaced_left: Vec<Unplaced>,
+    /// The last cyclictest marker: writer, number, stamp. The same line is in two
+    /// buffers when the instance copies the top level's markers (`copy_trace_marker`).
+    last_marker: Option<(i32, u64, Nanos)>,
 }
 
 impl crate::breakdown::TaskNames for Tracker {
@@ -180,6 +221,26 @@ impl crate::breakdown::TaskNames for Tracker {
 }
 
 impl Tracker {
+    /// `tid` as a diagnosis names it: its name, the priority it runs at, and the PI
+    /// boost that lent it that priority.
+    pub fn task_ref(&self, tid: i32) -> TaskRef {
+        let t = self.tasks.get(&tid);
+        let (comm, prio) = t.map(|t| (t.comm, t.prio)).unwrap_or_default();
+        let boost = t
+            .and_then(|t| t.boost)
+            .map(|(own_prio, by)| rtwhy_model::PiBoost {
+                own_prio,
+                by_tid: by,
+                by_comm: self.tasks.get(&by).map(|w| w.comm).unwrap_or_default(),
+            });
+        TaskRef {
+            tid,
+            comm,
+            prio,
+            boost,
+        }
+    }
+
     /// Whether the trace shows a thread only PREEMPT_RT kernels run (`ktimers/N`, which
     /// runs the timer softirqs there). `irq/N-*` threads prove nothing: every kernel
     /// has them for drivers that request threaded handlers.
@@ -207,8 +268,11 @@ impl Tracker {
             max_freq: 0,
             victims: IntMap::default(),
             spike_ends: Vec::new(),
+            spiked: VecDeque::new(),
             rt_threads: false,
             irq_names: IntMap::default(),
+            unplaced_left: Vec::new(),
+            last_marker: None,
         }
     }
 
@@ -223,7 +287,8 @@ impl Tracker {
             futex: None,
             preempted_by: None,
             recent: VecDeque::new(),
-            marker: None,
+            unplaced: None,
+            boost: None,
         });
         if let Some(c) = comm {
             t.comm = *c;
@@ -242,7 +307,8 @@ impl Tracker {
         &mut self.cpus[i]
     }
 
-    /// True when `tid` is a thread the user asked about (or, with no filter, real-time).
+    /// True when `tid` is a thread the user asked about (or, with no filter, a
+    /// user-space real-time thread; with `all`, any thread).
     pub fn is_victim(&self, tid: i32) -> bool {
         if tid <= 0 {
             return false;
@@ -251,16 +317,24 @@ impl Tracker {
         let Some(t) = self.tasks.get(&tid) else {
             return false;
         };
-        // SCHED_DEADLINE tasks are not default victims: one that used its runtime waits
-        // for its next period by design, which is not lateness.
+        if f.all {
+            return true;
+        }
         if f.is_empty() {
-            return rtwhy_model::is_fifo_rr(t.prio) && !is_housekeeping(&t.comm);
+            // SCHED_DEADLINE tasks are not default victims: one that used its runtime
+            // waits for its next period by design, which is not lateness. Kernel threads
+            // (ktimers, rcuc, irq/N, ksoftirqd, migration...) are the machine's plumbing:
+            // waiting their turn behind each other is not a user's latency. `--comm`,
+            // `--tid` or `--all` asks for them.
+            return rtwhy_model::is_fifo_rr(t.own_prio())
+                && !is_housekeeping(&t.comm)
+                && !crate::breakdown::is_kernel_thread(&t.comm);
         }
         // Processes and names select their real-time threads (a cyclictest process has
         // a SCHED_OTHER main thread whose lateness nobody cares about); thread ids are
         // taken as they are.
         f.tids.contains(&tid)
-            || (rtwhy_model::is_rt(t.prio)
+            || (rtwhy_model::is_rt(t.own_prio())
                 && (self.selected.contains(&tid) || f.matches_comm(&t.comm)))
     }
 
@@ -303,7 +377,9 @@ impl Tracker {
             if waiting && while_running {
                 self.ran(ev.pid, ev.cpu, ev.ts, false, ev, &mut out);
             } else if waiting && is_cyclictest_marker(&ev.kind) {
-                // Proves nothing yet: see `Task::marker`.
+                // Proves nothing: from another buffer (the top level beside an instance)
+                // a marker can carry its switch-in's very timestamp and sort before it;
+                // the marker's own window is its spike (`measured_window`).
             } else if waiting {
                 let end = self.inferred_switch_in(ev);
                 self.ran(ev.pid, ev.cpu, end, true, ev, &mut out);
@@ -386,17 +462,21 @@ impl Tracker {
             }
             EventKind::SchedMigrateTask {
                 comm, pid, prio, ..
+            } => {
+                self.task(*pid, Some(comm), Some(*prio));
             }
-            | EventKind::SchedPiSetprio {
+            EventKind::SchedPiSetprio {
                 comm,
                 pid,
-                newprio: prio,
-                ..
+                oldprio,
+                newprio,
             } => {
-                if matches!(ev.kind, EventKind::SchedPiSetprio { .. }) {
-                    self.seen.pi_setprio = true;
-                }
-                self.task(*pid, Some(comm), Some(*prio));
+                self.seen.pi_setprio = true;
+                let t = self.task(*pid, Some(comm), Some(*newprio));
+                // A boost keeps the priority it had before the first one; the setprio
+                // that gives that priority back (or a lower one) ends it.
+                let own = t.boost.map_or(*oldprio, |(own, _)| own);
+                t.boost = (*newprio < own).then_some((own, ev.pid));
             }
             EventKind::IrqHandlerEntry { irq, name } => {
                 self.seen.irq = true;
@@ -552,26 +632,26 @@ impl Tracker {
             return;
         };
         let run = t.run;
-        let marker = t
-            .marker
-            .take()
-            .filter(|(since, _)| Some(*since) == wait_start(t));
         t.run = Run::Running { cpu };
         let wake = t.wake.take();
         let blocked = t.blocked.take();
-        let victim_ref = TaskRef {
-            tid,
-            comm: t.comm,
-            prio: t.prio,
+        let victim_ref = self.task_ref(tid);
+        let Some(t) = self.tasks.get_mut(&tid) else {
+            return;
         };
         let (kind, start, preempted_by) = match (&wake, run) {
             (Some(w), _) => {
-                let lock_wait = blocked.as_ref().filter(|b| {
-                    b.futex.as_ref().is_some_and(Futex::is_lock)
-                        && rtwhy_model::breaches(w.ts.saturating_sub(b.since).0, threshold.0)
+                // A lock wait starts when the thread asked for the lock (it entered the
+                // futex call), not when it blocked: the kernel's slow path in between
+                // is part of its wait.
+                let lock_wait = blocked.as_ref().and_then(|b| {
+                    let f = b.futex.as_ref().filter(|f| f.is_lock())?;
+                    let asked = f.event.ts.min(b.since);
+                    rtwhy_model::breaches(w.ts.saturating_sub(asked).0, threshold.0)
+                        .then_some(asked)
                 });
-                if let Some(b) = lock_wait {
-                    (SpikeKind::LockWait, b.since, None)
+                if let Some(asked) = lock_wait {
+                    (SpikeKind::LockWait, asked, None)
                 } else if let Some(tf) = w.timer {
                     (SpikeKind::TimerWakeup, tf.expiry.min(w.ts), None)
                 } else {
@@ -599,6 +679,7 @@ impl Tracker {
             blocked,
             preempted_by,
             ran: Some(ev.clone()),
+            measured: false,
         };
         let latency = end.0 - start.0;
         let s = self.victims.entry(tid).or_insert(VictimStats {
@@ -620,10 +701,35 @@ impl Tracker {
                 spike: None,
             });
         }
-        match marker {
-            Some((_, source)) => out.push(Outcome::Spike(Box::new(Episode { source, ..episode }))),
-            None if spike => out.push(Outcome::Spike(Box::new(episode))),
+        // A marker stamped on another clock: the first wake-up after it with its
+        // number is its measurement, from the expiry (or wake-up) on for its length.
+        let unplaced = self.tasks.get_mut(&tid).and_then(|t| {
+            let u = t.unplaced.take()?;
+            if end.0.saturating_sub(u.marker.ts.0) > UNPLACED_SEARCH_NS {
+                return Some(Err(u));
+            }
+            if kind == SpikeKind::TimerWakeup && same_latency(latency, u.reported) {
+                return Some(Ok(u));
+            }
+            t.unplaced = Some(u);
+            None
+        });
+        match unplaced {
+            Some(Ok(u)) => {
+                out.push(Outcome::Spike(Box::new(Episode {
+                    source: u.source,
+                    end: Nanos(episode.start.0 + u.reported),
+                    end_inferred: false,
+                    measured: true,
+                    ..episode
+                })));
+                return;
+            }
+            Some(Err(u)) => self.unplaced_left.push(u),
             None => {}
+        }
+        if spike {
+            out.push(Outcome::Spike(Box::new(episode)));
         }
     }
 
@@ -641,58 +747,93 @@ impl Tracker {
             if !self.marker_victim(ev.pid, &comm) {
                 return;
             }
+            let copy = self.last_marker.is_some_and(|(tid, n, ts)| {
+                tid == ev.pid
+                    && n == reported
+                    && ev.ts.0.abs_diff(ts.0) < rtwhy_model::MARKER_MATCH_NS
+            });
+            self.last_marker = Some((ev.pid, reported, ev.ts));
+            if copy {
+                return;
+            }
             let source = SpikeSource::ToolMarker {
                 text: text.trim_end().to_string(),
                 reported_ns: reported,
             };
-            let victim = self.is_victim(ev.pid);
-            if let Some(t) = self.tasks.get_mut(&ev.pid).filter(|_| victim) {
-                if let Some(since) = wait_start(t) {
-                    t.marker = Some((since, source));
-                    return;
-                }
-            }
-            let last = self
+            // The events show the writer asleep at the stamp: the stamp is on another
+            // clock. Its window is placed by the wake-up that has its number.
+            let asleep = self
                 .tasks
                 .get(&ev.pid)
-                .and_then(|t| t.recent.back().cloned());
-            match last {
-                Some(PastEpisode { spike: Some(i), .. }) => {
-                    out.push(Outcome::Mark { spike: i, source })
+                .is_some_and(|t| t.run == Run::Blocked && t.wake.is_none());
+            if asleep {
+                if let Some(t) = self.tasks.get_mut(&ev.pid) {
+                    if let Some(old) = t.unplaced.replace(Unplaced {
+                        marker: ev.clone(),
+                        reported,
+                        source: source.clone(),
+                    }) {
+                        self.unplaced_left.push(old);
+                    }
                 }
-                Some(PastEpisode {
-                    episode,
-                    spike: None,
-                }) if ev.ts.0.saturating_sub(episode.end.0) < 1_000_000_000 => {
-                    let mut e = episode;
-                    e.source = source;
-                    out.push(Outcome::Spike(Box::new(e)));
-                }
-                _ => {
-                    let (comm, prio) = self
-                        .tasks
-                        .get(&ev.pid)
-                        .map(|t| (t.comm, t.prio))
-                        .unwrap_or_default();
-                    out.push(Outcome::Spike(Box::new(Episode {
-                        victim: TaskRef {
-                            tid: ev.pid,
-                            comm,
-                            prio,
-                        },
-                        cpu: ev.cpu,
-                        kind: SpikeKind::TimerWakeup,
-                        source,
-                        start: Nanos(ev.ts.0.saturating_sub(reported)),
-                        end: ev.ts,
-                        end_inferred: true,
-                        wake: None,
-                        blocked: None,
-                        preempted_by: None,
-                        ran: Some(ev.clone()),
-                    })));
-                }
+                return;
             }
+            out.push(Outcome::Spike(Box::new(
+                self.measured_window(ev, reported, source),
+            )));
+        }
+    }
+
+    /// The markers no wake-up of their writer matched (see `Task::unplaced`), taken.
+    pub fn take_unplaced(&mut self) -> Vec<Unplaced> {
+        let mut left = std::mem::take(&mut self.unplaced_left);
+        for t in self.tasks.values_mut() {
+            left.extend(t.unplaced.take());
+        }
+        left.sort_by_key(|u| u.marker.ts);
+        left
+    }
+
+    /// The spike of an application's own measurement: cyclictest computed `reported` as
+    /// its clock read minus the timer's expiry and wrote the marker `ev` right after, so
+    /// `[ev.ts - reported, ev.ts]` on the marker's CPU is the window its user asks about,
+    /// whatever the thread did inside it (woken late, ran, preempted again before its
+    /// clock read). The wake-up that began it, when the events saw one, brings the
+    /// victim's timer and waker.
+    fn measured_window(&self, ev: &Event, reported: u64, source: SpikeSource) -> Episode {
+        let start = Nanos(ev.ts.0.saturating_sub(reported));
+        let t = self.tasks.get(&ev.pid);
+        let (comm, prio) = t.map(|t| (t.comm, t.prio)).unwrap_or_default();
+        // The first of its episodes that reaches into the window, else the wake-up it
+        // still waits in.
+        let first = t.and_then(|t| {
+            t.recent
+                .iter()
+                .find(|p| p.episode.end > start && p.episode.start <= ev.ts)
+                .map(|p| &p.episode)
+        });
+        let wake = first
+            .and_then(|e| e.wake.clone())
+            .or_else(|| t.and_then(|t| t.wake.clone()))
+            .filter(|w| w.ts <= ev.ts);
+        Episode {
+            victim: TaskRef {
+                tid: ev.pid,
+                comm,
+                prio,
+                boost: None,
+            },
+            cpu: ev.cpu,
+            kind: SpikeKind::TimerWakeup,
+            source,
+            start,
+            end: ev.ts,
+            end_inferred: false,
+            wake,
+            blocked: None,
+            preempted_by: None,
+            ran: Some(ev.clone()),
+            measured: true,
         }
     }
 
@@ -719,20 +860,36 @@ impl Tracker {
             .min_by_key(|(_, (_, end))| end.0.abs_diff(r.switch_in.0))
             .map(|(i, _)| i)
         {
-            let past = matches!(
+            let late = matches!(
                 &source,
                 SpikeSource::BreachMarker {
                     late_timer: Some(_),
                     ..
                 }
-            )
-            .then(|| self.tasks.get(&r.tid))
-            .flatten()
-            .and_then(|t| t.recent.iter().rev().find(|p| p.spike == Some(i)));
-            match past {
+            );
+            let past = self
+                .tasks
+                .get(&r.tid)
+                .and_then(|t| t.recent.iter().rev().find(|p| p.spike == Some(i)))
+                .map(|p| &p.episode)
+                .or_else(|| self.spiked.iter().find(|(k, _)| *k == i).map(|(_, e)| e));
+            // The detector's number is the one the user sees: an episode the events
+            // measured otherwise (a wake-up they dated later) takes its times.
+            let start = r
+                .expiry
+                .or(r.waking)
+                .unwrap_or(Nanos(r.switch_in.0.saturating_sub(r.latency.0)));
+            let differs = past.is_some_and(|p| {
+                !same_latency(p.end.0 - p.start.0, r.latency.0) && start <= r.switch_in
+            });
+            match past.filter(|_| late || differs) {
                 Some(p) => {
-                    let mut episode = p.episode.clone();
+                    let mut episode = p.clone();
                     episode.source = source;
+                    if differs {
+                        episode.start = start;
+                        episode.end = r.switch_in;
+                    }
                     out.push(Outcome::Rediagnose {
                         spike: i,
                         episode: Box::new(episode),
@@ -792,6 +949,7 @@ impl Tracker {
                 tid: r.tid,
                 comm,
                 prio: r.prio.unwrap_or(prio),
+                boost: None,
             },
             cpu: r.cpu,
             kind,
@@ -803,6 +961,7 @@ impl Tracker {
             blocked: None,
             preempted_by: None,
             ran: None,
+            measured: false,
         })));
     }
 
@@ -813,8 +972,17 @@ impl Tracker {
             if let Some(l) = t.recent.back_mut() {
                 if l.episode.end == end {
                     l.spike = Some(index);
+                    self.spiked.push_back((index, l.episode.clone()));
                 }
             }
+        }
+        let held_for = self.config.horizon.0.saturating_mul(2);
+        while self
+            .spiked
+            .front()
+            .is_some_and(|(_, e)| e.end.0.saturating_add(held_for) < end.0)
+        {
+            self.spiked.pop_front();
         }
     }
 }
@@ -853,16 +1021,6 @@ fn is_housekeeping(comm: &Comm) -> bool {
     ["migration/", "watchdog/", "cpuhp/", "idle_inject/"]
         .iter()
         .any(|p| name.starts_with(p))
-}
-
-/// When the wait of `t` started, if it is waiting to run: woken (not while running), or
-/// preempted while runnable.
-fn wait_start(t: &Task) -> Option<Nanos> {
-    match (&t.wake, t.run) {
-        (Some(w), _) if !w.while_running => Some(w.ts),
-        (None, Run::Runnable { since, .. }) => Some(since),
-        _ => None,
-    }
 }
 
 /// Whether `kind` is one of cyclictest's `--tracemark` markers.

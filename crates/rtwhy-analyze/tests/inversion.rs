@@ -187,7 +187,8 @@ fn holder_preempted_before_the_wait_same_cpu_futex_wake_is_inversion() {
     let a = holder_preempted_before(FUTEX_WAIT, FUTEX_WAKE).analyze();
     let s = lock_wait_of_h(&a);
     assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
-    assert_eq!(s.start, Nanos(1_000_000_000 + 103 * US));
+    // The wait starts when H asked for the lock (issue 35), not when it blocked.
+    assert_eq!(s.start, Nanos(1_000_000_000 + 102 * US));
     assert!(s.primary.summary.contains("med:400"), "{}", why(s));
     // The evidence shows the switch that left L runnable, before H blocked.
     assert!(
@@ -713,4 +714,52 @@ fn a_cpu_first_seen_inside_the_window_ran_the_task_its_first_switch_puts_off() {
     assert_eq!(s.primary.cause, Cause::KernelNonpreemptible, "{}", why(s));
     assert!(s.primary.summary.contains("other:500"), "{}", why(s));
     assert!(!s.primary.summary.contains("<unknown>"), "{}", why(s));
+}
+
+/// Issue 35, item 3: a normal task that holds a PI lock runs at its waiter's priority
+/// while boosted, and the switches show that priority; it is still a normal task, not a
+/// default victim (`--all` asks for it), and it is named `OTHER nice 0, boosted to FIFO/RR
+/// 90 by high:100`. N (OTHER, prio 120) is boosted to FIFO 90 by H, then preempted by a
+/// FIFO 99 task for 500 us.
+#[test]
+fn a_pi_boosted_normal_task_is_not_a_default_victim() {
+    const N: (i32, i32) = (500, 120);
+    const X: (i32, i32) = (600, 0);
+    let mut seq = Seq::default();
+    seq.switch(0, 1, IDLE, R, N)
+        .futex(10, 0, H.0, FUTEX_LOCK_PI)
+        .pi(12, 0, H.0, N, H.1)
+        .switch(14, 0, H, S, IDLE)
+        .switch(100, 1, (N.0, H.1), R, X)
+        .switch(600, 1, X, S, (N.0, H.1));
+    let a = seq.analyze();
+    assert!(
+        a.spikes.iter().all(|s| s.victim.tid != N.0),
+        "{:#?}",
+        a.spikes
+    );
+    let config = Config {
+        filter: rtwhy_analyze::TaskFilter {
+            all: true,
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let mut all = Analyzer::new(config, SystemFacts::default());
+    for e in &seq.events {
+        all.push(e.clone());
+    }
+    let all = all.finish();
+    let s = all
+        .spikes
+        .iter()
+        .find(|s| s.victim.tid == N.0 && s.kind == SpikeKind::Preempted)
+        .unwrap_or_else(|| panic!("no spike of N with --all: {:#?}", all.spikes));
+    assert_eq!(s.latency_ns, 500 * US);
+    // Named as the normal task it is, with the priority it ran at and who lent it.
+    assert_eq!(
+        s.victim.to_string(),
+        "other:500 (OTHER nice 0, boosted to FIFO/RR 90 by high:100)"
+    );
+    assert_eq!(s.victim.own_prio(), 120);
 }

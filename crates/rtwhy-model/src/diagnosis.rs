@@ -121,27 +121,61 @@ pub struct TaskRef {
     pub comm: Comm,
     /// Kernel `prio` when last seen (0..=98 real-time, 100..=139 normal, -1 deadline).
     pub prio: i32,
+    /// The priority inheritance boost it ran under then, when a waiter had lent it `prio`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost: Option<PiBoost>,
+}
+
+/// A priority lent by priority inheritance: the task's own priority, and who lent it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PiBoost {
+    /// The task's own kernel `prio`, without the boost.
+    pub own_prio: i32,
+    /// The waiter whose priority it was lent (the task the `sched_pi_setprio` ran in).
+    pub by_tid: i32,
+    /// That waiter's name.
+    pub by_comm: Comm,
 }
 
 impl TaskRef {
+    /// The priority it has when nobody lends it one: a PI-boosted normal task is a
+    /// normal task.
+    pub fn own_prio(&self) -> i32 {
+        self.boost.as_ref().map_or(self.prio, |b| b.own_prio)
+    }
+
     /// `SCHED_FIFO 80`-style policy and priority, or `SCHED_OTHER nice 0`.
     ///
     /// FIFO and RR look the same in a trace; real-time tasks are shown as FIFO/RR.
     pub fn policy(&self) -> String {
-        if let Some(rt) = crate::rt_priority_from_kernel_prio(self.prio) {
-            format!("FIFO/RR {rt}")
-        } else if let Some(nice) = crate::nice_from_kernel_prio(self.prio) {
-            format!("OTHER nice {nice}")
-        } else if self.prio < 0 {
-            "DEADLINE".to_string()
-        } else {
-            format!("prio {}", self.prio)
+        match &self.boost {
+            Some(b) => format!(
+                "{}, boosted to {} by {}:{}",
+                policy_of(b.own_prio),
+                policy_of(self.prio),
+                b.by_comm,
+                b.by_tid
+            ),
+            None => policy_of(self.prio),
         }
     }
 
     /// True for SCHED_FIFO/RR/DEADLINE tasks.
     pub fn is_rt(&self) -> bool {
         crate::is_rt(self.prio)
+    }
+}
+
+/// `FIFO/RR 80`, `OTHER nice 0` or `DEADLINE` for a kernel `prio`.
+fn policy_of(prio: i32) -> String {
+    if let Some(rt) = crate::rt_priority_from_kernel_prio(prio) {
+        format!("FIFO/RR {rt}")
+    } else if let Some(nice) = crate::nice_from_kernel_prio(prio) {
+        format!("OTHER nice {nice}")
+    } else if prio < 0 {
+        "DEADLINE".to_string()
+    } else {
+        format!("prio {prio}")
     }
 }
 
@@ -301,6 +335,10 @@ pub enum Bucket {
     },
     /// The CPU was idle while the victim was runnable.
     Idle,
+    /// The victim in the kernel, from its request for a lock (entering the futex call)
+    /// until it blocked: the lock's slow path (the rt_mutex's spinning and its PI chain
+    /// walk for FUTEX_LOCK_PI), on its own CPU.
+    LockRequest,
     /// The victim waited for a lock.
     LockWait {
         /// The holder (the task that woke the victim), when known.
@@ -319,6 +357,13 @@ pub enum Bucket {
     NotRecorded,
     /// The victim's own CPU time inside the window (switch-in not recorded).
     Victim,
+    /// The victim itself ran inside the application's own measurement (a marker's
+    /// window): after a first late wake-up, before the clock read that ended it.
+    VictimRan,
+    /// A marker's measurement the trace cannot place: its stamp, on its buffer's clock,
+    /// falls where the events show its writer asleep, and no later wake-up of the writer
+    /// has its number.
+    Unplaced,
 }
 
 /// Name of a softirq vector.
@@ -383,6 +428,7 @@ impl fmt::Display for Bucket {
                     tid: *tid,
                     comm: *comm,
                     prio: *prio,
+                    boost: None,
                 };
                 write!(
                     f,
@@ -400,6 +446,9 @@ impl fmt::Display for Bucket {
                 )
             }
             Bucket::Idle => f.write_str("idle before the victim ran"),
+            Bucket::LockRequest => {
+                f.write_str("the victim in the kernel, asking for the lock before it blocked")
+            }
             Bucket::LockWait { holder: Some(h) } => write!(f, "lock wait, held by {h}"),
             Bucket::LockWait { holder: None } => f.write_str("lock wait, holder unknown"),
             Bucket::Unaccounted => f.write_str("unaccounted: no events, CPU stopped"),
@@ -409,6 +458,10 @@ impl fmt::Display for Bucket {
                 write!(f, "{count} events dropped by the ring buffer")
             }
             Bucket::Victim => f.write_str("the victim itself (switch-in not recorded)"),
+            Bucket::VictimRan => f.write_str("the victim itself ran, inside its own measurement"),
+            Bucket::Unplaced => {
+                f.write_str("not placed: the marker's stamp is on another clock than the events'")
+            }
         }
     }
 }
@@ -484,4 +537,12 @@ pub struct Spike {
     pub remediation: Vec<String>,
     /// What the trace lacked, when that limited the diagnosis.
     pub missing: Vec<String>,
+}
+
+impl Spike {
+    /// A marker (cyclictest's, the recorder's breach record) flagged it: the spike the
+    /// user's own tool saw.
+    pub fn flagged(&self) -> bool {
+        !matches!(self.source, SpikeSource::Events)
+    }
 }

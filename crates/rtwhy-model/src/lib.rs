@@ -37,7 +37,7 @@ mod timerlat;
 pub use analysis::{Analysis, Seen, VictimStats, MAX_SPIKES};
 pub use audit::{AuditFinding, Severity};
 pub use diagnosis::{
-    softirq_name, BreakdownItem, Bucket, Cause, Confidence, Evidence, Finding, LateTimer,
+    softirq_name, BreakdownItem, Bucket, Cause, Confidence, Evidence, Finding, LateTimer, PiBoost,
     SoftirqContext, Spike, SpikeKind, SpikeSource, TaskRef,
 };
 pub use event::{Comm, Event, EventKind, FieldValue, GenericEvent, SyscallKind, TaskState};
@@ -49,7 +49,7 @@ pub use prio::{
     breaches, is_deadline, is_fifo_rr, is_rt, kernel_prio_from_rt_priority, nice_from_kernel_prio,
     rt_priority_from_kernel_prio,
 };
-pub use rank::{rank, worst, SpikeSummary};
+pub use rank::{first, rank, rank_key, worst, SpikeSummary};
 pub use session::SessionDir;
 pub use time::{human_duration, human_duration_compact, report_time, Nanos};
 pub use timerlat::{

@@ -1,12 +1,12 @@
 //! Which spikes a user sees first: the ranking every front end uses (the headline of
-//! `rtwhy analyze`'s summary, the spikes a Markdown report shows, the spike an SVG
-//! draws). It reads each spike's small [`SpikeSummary`], never its evidence, so an
+//! `rtwhy analyze`'s summary, the spikes a Markdown report shows and their order, the
+//! spike an SVG draws, the spike the viewer opens on). It reads each spike's small [`SpikeSummary`], never its evidence, so an
 //! analysis that writes spikes out as they are diagnosed can still rank them all at the
 //! end, and the order can change in this one place.
 
 use std::cmp::Reverse;
 
-use crate::{Cause, Nanos, Spike, SpikeSource, TaskRef};
+use crate::{Cause, Nanos, Spike, TaskRef};
 
 /// What ranking (and a summary line) needs of one spike.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,31 +38,36 @@ impl SpikeSummary {
             end: s.end,
             latency_ns: s.latency_ns,
             cause: s.primary.cause,
-            flagged: !matches!(s.source, SpikeSource::Events),
+            flagged: s.flagged(),
         }
     }
 }
 
-/// The order in which spikes are shown, worst first, as indexes into `spikes`: the
-/// highest latency first; of equal latencies, the earlier spike (a report of the worst
-/// few shows the first of a run of equal ones).
+/// What [`rank`] orders by, first first: flagged by a marker (the spike the user's own
+/// tool saw), then the victim's own priority (kernel prio: lower is more important; a
+/// PI-boosted normal task is a normal task), then
+/// the latency, longest first, then the spike's number.
+pub fn rank_key(s: &SpikeSummary) -> (bool, i32, Reverse<u64>, u32) {
+    (!s.flagged, s.victim.own_prio(), Reverse(s.latency_ns), s.id)
+}
+
+/// The order in which spikes are put before the user, as indexes into `spikes`
+/// ([`rank_key`]).
 pub fn rank(spikes: &[SpikeSummary]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..spikes.len()).collect();
-    order.sort_by_key(|&i| (Reverse(spikes[i].latency_ns), spikes[i].id));
+    order.sort_by_key(|&i| rank_key(&spikes[i]));
     order
 }
 
-/// The spike a summary line names as the worst: of the spikes [`rank`] puts first with
-/// equal latency, the latest (the summary has always named the last of equal worst
-/// spikes).
+/// The spike [`rank`] puts first: the one a summary, a report and the viewer lead with.
+pub fn first(spikes: &[SpikeSummary]) -> Option<&SpikeSummary> {
+    spikes.iter().min_by_key(|s| rank_key(s))
+}
+
+/// The spike with the highest latency; of equal ones, the latest (the summary line has
+/// always named the last of equal worst spikes).
 pub fn worst(spikes: &[SpikeSummary]) -> Option<&SpikeSummary> {
-    let order = rank(spikes);
-    let top = spikes.get(*order.first()?)?.latency_ns;
-    order
-        .iter()
-        .filter_map(|&i| spikes.get(i))
-        .take_while(|s| s.latency_ns == top)
-        .last()
+    spikes.iter().max_by_key(|s| (s.latency_ns, s.id))
 }
 
 #[cfg(test)]
@@ -77,6 +82,7 @@ mod tests {
                 tid: 1,
                 comm: Comm::new("t"),
                 prio: 19,
+                boost: None,
             },
             cpu: 1,
             end: Nanos(u64::from(id) * 1000),
@@ -96,8 +102,23 @@ mod tests {
     }
 
     #[test]
-    fn the_highest_latency_ranks_first_and_of_equal_ones_the_earlier() {
+    fn of_one_priority_the_highest_latency_ranks_first_and_of_equal_ones_the_earlier() {
         assert_eq!(rank(&equal_pairs()), vec![1, 3, 0, 2]);
+        assert_eq!(first(&equal_pairs()).map(|f| f.id), Some(2));
+    }
+
+    /// Issue 35: the spike a marker flagged comes first, then the higher-priority
+    /// victim's, whatever the latencies.
+    #[test]
+    fn flagged_first_then_priority_then_latency() {
+        let mut s = equal_pairs();
+        // Spike 3 (300) is cyclictest's marker; spike 1 (300) a FIFO 90 thread's.
+        s[2].flagged = true;
+        s[0].victim.prio = 9;
+        assert_eq!(rank(&s), vec![2, 0, 1, 3]);
+        assert_eq!(first(&s).map(|f| f.id), Some(3));
+        // The worst is still the highest latency.
+        assert_eq!(worst(&s).map(|w| w.id), Some(4));
     }
 
     /// The summary line has always named the last of equal worst spikes, while a report

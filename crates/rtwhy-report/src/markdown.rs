@@ -42,7 +42,9 @@ pub fn render(report: &Report, links: &Links) -> String {
             .iter()
             .map(|s| rtwhy_model::SpikeSummary::of(&s.spike))
             .collect();
-        let worst = rtwhy_model::worst(&shown);
+        // The spike put first: flagged by a marker, then the highest-priority victim's,
+        // then the longest.
+        let first = rtwhy_model::first(&shown);
         let _ = write!(
             out,
             "{} spike{} above {threshold} in {} events",
@@ -53,11 +55,13 @@ pub fn render(report: &Report, links: &Links) -> String {
         if report.spikes.len() < report.spikes_found {
             let _ = write!(out, " ({} shown)", report.spikes.len());
         }
-        if let Some(w) = worst {
-            let which = if report.spikes.len() < report.spikes_found {
-                "the worst shown"
+        if let Some(w) = first {
+            let which = if w.flagged {
+                "flagged by a marker"
+            } else if report.spikes.len() < report.spikes_found {
+                "first of those shown (highest priority, then latency)"
             } else {
-                "the worst"
+                "first (highest priority, then latency)"
             };
             let _ = write!(
                 out,

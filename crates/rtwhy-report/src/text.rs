@@ -30,7 +30,10 @@ pub(crate) fn source_note(s: &Spike) -> String {
                 .map(|l| format!("; {}", l.describe()))
                 .unwrap_or_default()
         ),
-        SpikeSource::ToolMarker { text, .. } => format!("marker \"{text}\""),
+        SpikeSource::ToolMarker { text, reported_ns } => format!(
+            "marker \"{text}\": its own measurement, the {} before the marker",
+            human_duration(*reported_ns)
+        ),
         SpikeSource::Events => "found from the events".to_string(),
     }
 }
@@ -66,21 +69,48 @@ fn summary_line(a: &Analysis, spikes: &[SpikeSummary]) -> String {
         .map(|(c, n)| format!("{n} {c}"))
         .collect();
     let worst = rtwhy_model::worst(spikes);
-    format!(
-        "{} spike{} above {}: {}{}",
+    // The spike put first: flagged by a marker, then the highest-priority victim's.
+    let first = rtwhy_model::first(spikes);
+    let about = |w: &SpikeSummary| {
+        format!(
+            "{} for {} at {} ({})",
+            human_duration(w.latency_ns),
+            w.victim,
+            w.end,
+            w.cause
+        )
+    };
+    let mut line = format!(
+        "{} spike{} above {}: {}",
         spikes.len(),
         if spikes.len() == 1 { "" } else { "s" },
         human_duration(a.threshold.0),
         causes.join(", "),
-        worst
-            .map(|w| format!(
-                "; worst {} for {} at {} ({})",
-                human_duration(w.latency_ns),
-                w.victim,
-                w.end,
-                w.cause
-            ))
-            .unwrap_or_default()
+    );
+    if let Some(f) = first.filter(|f| worst.is_some_and(|w| w.id != f.id)) {
+        line.push_str(&format!(
+            "; first: spike {} {}{}",
+            f.id,
+            about(f),
+            if f.flagged {
+                ", flagged by a marker"
+            } else {
+                ""
+            }
+        ));
+    }
+    if let Some(w) = worst {
+        line.push_str(&format!("; worst {}", about(w)));
+    }
+    line
+}
+
+/// What the latencies of `spikes` measure when no marker gave the application's own
+/// number.
+pub(crate) fn definition_note(spikes: &[SpikeSummary]) -> Option<&'static str> {
+    let marked = spikes.iter().any(|s| s.flagged);
+    (!spikes.is_empty() && !marked).then_some(
+        "latencies are measured from the events (timer expiry or wake-up to running): no marker in this trace carries the application's own number",
     )
 }
 
@@ -193,6 +223,9 @@ pub fn tail(
     }
     writeln!(out)?;
     writeln!(out, "{}", summary_line(a, spikes))?;
+    if let Some(note) = definition_note(spikes) {
+        writeln!(out, "{note}")?;
+    }
     if a.spikes_dropped > 0 {
         writeln!(
             out,

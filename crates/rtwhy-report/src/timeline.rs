@@ -304,6 +304,7 @@ mod tests {
                 tid: 10,
                 comm: Comm::new("ctl"),
                 prio: 19,
+                boost: None,
             },
             cpu: 1,
             kind: SpikeKind::TimerWakeup,

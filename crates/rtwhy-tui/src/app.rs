@@ -209,13 +209,18 @@ impl App {
             .collect();
         app.sort_rows();
         app.zoom_all();
-        let worst = app
+        // The spike put first: flagged by a marker, then priority, then latency.
+        let first = app
             .rows
             .iter()
             .enumerate()
-            .max_by_key(|(_, r)| app.spike_of(**r).map_or(0, |s| s.latency_ns))
-            .map(|(i, _)| i);
-        if let Some(i) = worst {
+            .filter_map(|(i, r)| {
+                let s = app.spike_of(*r)?;
+                Some((rtwhy_model::rank_key(&rtwhy_model::SpikeSummary::of(s)), i))
+            })
+            .min()
+            .map(|(_, i)| i);
+        if let Some(i) = first {
             app.selected = i;
             app.jump();
         }

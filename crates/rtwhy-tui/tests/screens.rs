@@ -72,14 +72,13 @@ fn one_clear_spike_main_screen_80x24() {
     let s = screen(&a, 80, 24);
     // The hog that held the victim's CPU is named on the victim's lane.
     assert!(s.contains("cpu1* ") && s.contains("spin"), "{s}");
-    // Timer expiry, then the wake-up its handler made, later the switch-in and the
-    // breach marker cyclictest wrote.
+    // The spike is cyclictest's own measurement: from the timer's expiry to the breach
+    // marker cyclictest wrote, which ends it (the wake-up and the switch-in fall in
+    // the columns of these two at this width).
     let marks = s.lines().find(|l| l.starts_with("│mark")).unwrap();
     let at = |c: char| marks.find(c).unwrap_or_else(|| panic!("no {c}: {marks}"));
-    assert!(
-        at('T') < at('W') && at('W') < at('R') && at('R') < at('B'),
-        "{marks}"
-    );
+    let last = marks.rfind(|c: char| c.is_ascii_alphabetic()).unwrap();
+    assert!(at('T') < at('B') && at('B') == last, "{marks}");
     insta::assert_snapshot!(s);
 }
 
@@ -113,10 +112,13 @@ fn no_spike_says_what_was_measured() {
 fn huge_spike_fits_its_window() {
     let p = fixture("rt_throttling/rt_throttling.dat");
     let a = app(&p);
-    let worst = a.spike().expect("the worst spike is selected");
-    assert!(worst.latency_ns > 50_000_000, "{}", worst.latency_ns);
+    // The spike ranked first is selected: cyclictest's (FIFO 80) 48.91 ms, above spin's
+    // (FIFO 70) 50.38 ms.
+    let first = a.spike().expect("the first spike is selected");
+    assert!(first.latency_ns > 48_000_000, "{}", first.latency_ns);
+    assert_eq!(first.victim.comm.to_str_lossy(), "cyclictest");
     // The whole window, "should have run" to "ran", is on screen.
-    assert!(a.view.start < worst.start.0 && a.view.end() > worst.end.0);
+    assert!(a.view.start < first.start.0 && a.view.end() > first.end.0);
     insta::assert_snapshot!(screen(&a, 120, 40));
 }
 
@@ -188,9 +190,10 @@ fn zoom_pan_and_jump_move_the_window() {
 fn timeline_title_follows_zoom() {
     let p = fixture("preemption/preemption.dat");
     let mut a = app(&p);
-    assert!(screen(&a, 80, 24).contains("395.2us wide"));
+    // The spike's 265.0 us and a quarter of it on each side.
+    assert!(screen(&a, 80, 24).contains("397.5us wide"));
     a.apply(Action::ZoomIn);
-    assert!(screen(&a, 80, 24).contains("197.6us wide"));
+    assert!(screen(&a, 80, 24).contains("198.8us wide"));
 }
 
 #[test]

@@ -189,13 +189,13 @@ struct Kept {
 /// system facts, the event types present), so each spike is rendered in the output's
 /// format into the spool as it settles, and only its [`SpikeSummary`] stays in memory;
 /// at the end the output is written from its first line, the spool copied into place:
-/// the same bytes as an analysis that held every spike. Markdown shows the worst
-/// [`render::MAX_SHOWN`] spikes only: those are kept instead.
+/// the same bytes as an analysis that held every spike. Markdown shows the first
+/// [`render::MAX_SHOWN`] spikes ranked only: those are kept instead.
 struct Stream {
     format: AnalyzeFormat,
     spool: Option<Spool>,
     kept: Vec<Kept>,
-    /// Markdown: the worst spikes so far, at most [`render::MAX_SHOWN`].
+    /// Markdown: the first spikes ranked so far, at most [`render::MAX_SHOWN`].
     shown: Vec<Spike>,
     /// A spike rendered, reused.
     scratch: Vec<u8>,
@@ -232,7 +232,7 @@ impl Stream {
         if self.format == AnalyzeFormat::Markdown {
             self.shown.push(spike);
             if self.shown.len() > render::MAX_SHOWN {
-                let shown: Vec<&Spike> = render::worst_shown(self.shown.iter().collect());
+                let shown: Vec<&Spike> = render::first_shown(self.shown.iter().collect());
                 let keep: Vec<u32> = shown.iter().map(|s| s.id).collect();
                 self.shown.retain(|s| keep.contains(&s.id));
             }
@@ -310,8 +310,15 @@ impl Stream {
                 if late {
                     self.shown.iter_mut().for_each(not_nonpreemptible);
                 }
-                let shown: Vec<&Spike> = self.shown.iter().collect();
-                let md = render::markdown_of_shown(analysis, source, opts, &shown, self.kept.len());
+                let shown: Vec<&Spike> = render::first_shown(self.shown.iter().collect());
+                let md = render::markdown_of_shown(
+                    analysis,
+                    source,
+                    opts,
+                    &shown,
+                    self.kept.len(),
+                    false,
+                );
                 out.write_all(md.as_bytes())?;
             }
         }
@@ -619,8 +626,7 @@ impl Worker {
                 self.print_evidence();
             }
             if let Some(stream) = &mut self.stream {
-                while let Some(mut spike) = self.analyzer.take_settled() {
-                    let index = spike.id as usize - 1;
+                while let Some((index, mut spike)) = self.analyzer.take_settled() {
                     patch_evidence(&mut spike, self.lines.remove(&index).as_ref());
                     stream.push(spike);
                 }
@@ -712,9 +718,9 @@ fn analyze_streamed(
     let mut warnings = sink.warnings;
     warnings.extend(end.warnings);
     let late = analyzer.preempt_rt_learned_late();
-    let mut analysis = analyzer.finish();
-    for spike in &mut analysis.spikes {
-        patch_evidence(spike, lines.get(&(spike.id as usize - 1)));
+    let (mut analysis, origin) = analyzer.finish_with_origin();
+    for (spike, i) in analysis.spikes.iter_mut().zip(origin) {
+        patch_evidence(spike, i.and_then(|i| lines.get(&i)));
     }
     let stream = stream.map(|mut s| {
         for spike in analysis.spikes.drain(..) {

@@ -354,6 +354,11 @@ pub struct AnalysisOpts {
     /// with commas.
     #[arg(long, value_delimiter = ',')]
     pub comm: Vec<String>,
+    /// Every thread's spikes: kernel threads (ktimers, rcuc, irq/N, ksoftirqd,
+    /// migration...) and normal tasks too. By default the victims are the user-space
+    /// real-time threads, and the threads a marker names.
+    #[arg(long)]
+    pub all: bool,
     /// Treat these CPUs as isolated (`1-3,5`), whatever the recording says.
     #[arg(long, value_parser = parse_cpu_list)]
     pub isolated: Option<rtwhy_model::CpuList>,
@@ -368,6 +373,7 @@ impl AnalysisOpts {
                 pids: self.pid.clone(),
                 tids: self.tid.clone(),
                 comms: self.comm.clone(),
+                all: self.all,
             },
             isolated: self.isolated.clone(),
             ..rtwhy_analyze::Config::default()

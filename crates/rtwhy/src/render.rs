@@ -8,7 +8,7 @@ use rtwhy_report::{Report, Source, SpikeReport, Window};
 
 use crate::cli::AnalysisOpts;
 
-/// Most spikes a Markdown report, SVG, Perfetto trace or bundle shows: the worst ones.
+/// Most spikes a Markdown report, SVG, Perfetto trace or bundle shows: the first ranked.
 pub const MAX_SHOWN: usize = 10;
 
 /// A spike's report without the events around it (the Markdown does not show them).
@@ -51,19 +51,16 @@ pub fn build(
     }
 }
 
-/// The worst [`MAX_SHOWN`] spikes ([`rtwhy_model::rank`]), in trace order.
-pub fn worst_shown(selected: Vec<&Spike>) -> Vec<&Spike> {
-    if selected.len() <= MAX_SHOWN {
-        return selected;
-    }
+/// The first [`MAX_SHOWN`] spikes as they are ranked ([`rtwhy_model::rank`]: flagged
+/// by a marker, then the victim's priority, then latency), in that order: a report
+/// leads with the spike the user's own tool flagged.
+pub fn first_shown(selected: Vec<&Spike>) -> Vec<&Spike> {
     let summaries: Vec<SpikeSummary> = selected.iter().map(|s| SpikeSummary::of(s)).collect();
-    let mut shown: Vec<&Spike> = rtwhy_model::rank(&summaries)
+    rtwhy_model::rank(&summaries)
         .into_iter()
         .take(MAX_SHOWN)
         .filter_map(|i| selected.get(i).copied())
-        .collect();
-    shown.sort_by_key(|s| s.id);
-    shown
+        .collect()
 }
 
 /// The Markdown bug report of a whole analysis: what `rtwhy report --format markdown`
@@ -75,14 +72,18 @@ pub fn markdown_of(
     opts: &AnalysisOpts,
     redacted: bool,
 ) -> String {
-    let selected = worst_shown(analysis.spikes.iter().collect());
-    let spikes = selected.iter().map(|s| without_window(s)).collect();
-    let mut report = build(analysis, source, opts, &source.path, spikes);
-    report.redacted = redacted;
-    markdown::render(&report, &Links::default())
+    let selected = first_shown(analysis.spikes.iter().collect());
+    markdown_of_shown(
+        analysis,
+        source,
+        opts,
+        &selected,
+        analysis.spikes.len(),
+        redacted,
+    )
 }
 
-/// [`markdown_of`] of an analysis of `found` spikes whose [`worst_shown`] are `shown`
+/// [`markdown_of`] of an analysis of `found` spikes whose [`first_shown`] are `shown`
 /// (`analysis.spikes` is not read: an analysis written out as it went holds none).
 pub fn markdown_of_shown(
     analysis: &Analysis,
@@ -90,10 +91,12 @@ pub fn markdown_of_shown(
     opts: &AnalysisOpts,
     shown: &[&Spike],
     found: usize,
+    redacted: bool,
 ) -> String {
     let spikes = shown.iter().map(|s| without_window(s)).collect();
     let mut report = build(analysis, source, opts, &source.path, spikes);
     report.spikes_found = found;
+    report.redacted = redacted;
     markdown::render(&report, &Links::default())
 }
 
@@ -133,6 +136,9 @@ fn reproduce(a: &AnalysisOpts, file: &str) -> String {
     for c in &a.comm {
         cmd.push_str(&format!(" --comm {}", shell_word(c)));
     }
+    if a.all {
+        cmd.push_str(" --all");
+    }
     if let Some(iso) = &a.isolated {
         cmd.push_str(&format!(" --isolated {iso}"));
     }
@@ -151,6 +157,7 @@ mod tests {
             pid: Vec::new(),
             tid: vec![7, 8],
             comm: vec!["lto cgu.09".to_string(), "cyclictest".to_string()],
+            all: false,
             isolated: rtwhy_model::CpuList::parse("1-2"),
         };
         assert_eq!(

@@ -21,7 +21,7 @@ use crate::analyze::analyze_file;
 use crate::cli::{ReportArgs, ReportFormat};
 use rtwhy_report::{json, text, Source};
 
-use crate::render::{self, build, without_window, worst_shown};
+use crate::render::{self, build, first_shown, without_window};
 
 /// History kept before the first spike in a bundle's trace window: enough for the
 /// analyzer to see the victim's previous sleep and timer, as a capture has.
@@ -52,18 +52,18 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     let bundle = args.bundle;
     let everything = matches!(args.format, ReportFormat::Json | ReportFormat::Text) && !bundle;
     if !everything {
-        // A bug report with hundreds of spikes is read by nobody: the worst ones, in
-        // trace order.
-        selected = worst_shown(selected);
+        // A bug report with hundreds of spikes is read by nobody: the first ones ranked,
+        // in that order.
+        selected = first_shown(selected);
     }
     if args.format == ReportFormat::Svg && !bundle {
-        // One picture: the chosen spike, else the worst.
+        // One picture: the chosen spike, else the first ranked.
         let summaries: Vec<rtwhy_model::SpikeSummary> = selected
             .iter()
             .map(|s| rtwhy_model::SpikeSummary::of(s))
             .collect();
-        let worst = rtwhy_model::worst(&summaries).map(|w| w.id);
-        selected.retain(|s| Some(s.id) == worst);
+        let first = rtwhy_model::first(&summaries).map(|f| f.id);
+        selected.retain(|s| Some(s.id) == first);
         if selected.is_empty() {
             bail!(
                 "{}: no spike above {} to draw; lower --threshold or pick one with --spike",

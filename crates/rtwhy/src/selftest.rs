@@ -1264,6 +1264,7 @@ mod tests {
                 tid: 10,
                 comm: Comm::new("cyclictest"),
                 prio: 19,
+                boost: None,
             },
             cpu: 1,
             kind: SpikeKind::TimerWakeup,

@@ -93,6 +93,8 @@ pub(super) fn irq_summary(ctx: &Ctx<'_>, cause: Cause) -> String {
                     },
                     if t.prio < victim.prio {
                         ", which outranks the victim"
+                    } else if t.prio == victim.prio {
+                        ", at the victim's own priority"
                     } else {
                         ""
                     }
@@ -133,7 +135,17 @@ pub(super) fn irq_advice(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
     let victim = &ctx.ep.victim;
     let facts = &ctx.tr.facts;
     let mut v = Vec::new();
-    let hk = crate::ctx::housekeeping(ctx);
+    // Where the IRQ may go: the housekeeping CPUs when some are isolated, else every
+    // other CPU. A victim on a housekeeping CPU gets no move (there it would go "off"
+    // the CPU meant for it, or onto an isolated one).
+    let isolated = ctx.tr.config.isolated.as_ref().unwrap_or(&facts.isolated);
+    let n = facts.cpus.unwrap_or(ctx.tr.history.cpu_count() as u32);
+    let targets: Vec<u32> = (0..n)
+        .filter(|c| *c != cpu && !isolated.contains(*c))
+        .collect();
+    let on_housekeeping = !isolated.is_empty() && !isolated.contains(cpu);
+    let hk = (!targets.is_empty() && !on_housekeeping)
+        .then(|| rtwhy_model::CpuList(targets).to_string());
     for w in irq_work(ctx, cause) {
         let (irq, name) = (w.irq, &w.name);
         // A per-CPU interrupt (arm64's `arch_timer` PPI, IPIs) runs on every CPU: there is
@@ -158,17 +170,24 @@ pub(super) fn irq_advice(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
                 Some(false) => ", and make it permanent with irqaffinity= on the kernel command line".to_string(),
                 None => ", and stop irqbalance from moving it back (IRQBALANCE_BANNED_CPUS or irqaffinity= on the kernel command line)".to_string(),
             };
-            v.push(format!(
-                "Move IRQ {irq} ({name}) off CPU {cpu}{affinity}: echo {hk} > /proc/irq/{irq}/smp_affinity_list{keep}."
-            ));
+            if let Some(hk) = &hk {
+                v.push(format!(
+                    "Move IRQ {irq} ({name}) off CPU {cpu}{affinity}: echo {hk} > /proc/irq/{irq}/smp_affinity_list{keep}."
+                ));
+            }
         }
         if let Some(t) = &w.thread {
             if t.prio <= victim.prio {
                 let above = rtwhy_model::rt_priority_from_kernel_prio(t.prio)
                     .map(|p| format!(" (above {p})"))
                     .unwrap_or_default();
+                let rank = if t.prio < victim.prio {
+                    "outranks"
+                } else {
+                    "has the same priority as"
+                };
                 v.push(format!(
-                    "Its thread {t} outranks {}: if {} does not depend on this device, give it a higher real-time priority than the IRQ thread{above} (chrt -f -p <prio> {}); the hard handler then costs it only microseconds.",
+                    "Its thread {t} {rank} {}: if {} does not depend on this device, give it a higher real-time priority than the IRQ thread{above} (chrt -f -p <prio> {}); the hard handler then costs it only microseconds.",
                     victim.comm, victim.comm, victim.tid
                 ));
             }

@@ -75,10 +75,18 @@ impl Rule for Preemption {
                 tid: *tid,
                 comm: *comm,
                 prio: *prio,
+                boost: None,
             }),
             _ => None,
         });
         match who {
+            // SCHED_FIFO runs equal priorities in turn: the victim waited its turn.
+            Some(t) if t.prio == victim.prio => vec![format!(
+                "{t} has the same priority as {} ({}) and ran first: equal SCHED_FIFO priorities run in turn, so the victim waits until it yields; raise the victim's priority above it (chrt -f -p <prio> {}), or move one of them to another CPU.",
+                victim.comm,
+                victim.policy(),
+                victim.tid
+            )],
             Some(t) => vec![format!(
                 "{t} outranks {} ({}): lower its priority, raise the victim's (chrt -f -p <prio> {}), or move one of them to another CPU.",
                 victim.comm,

@@ -96,7 +96,16 @@ impl Rule for Softirq {
                 _ => None,
             })
             .collect();
-        if vecs.iter().any(|n| *n == "NET_RX" || *n == "NET_TX") {
+        // Network work cannot be moved "off" a housekeeping CPU: the other CPUs are
+        // isolated ones.
+        let isolated = ctx
+            .tr
+            .config
+            .isolated
+            .as_ref()
+            .unwrap_or(&ctx.tr.facts.isolated);
+        let on_housekeeping = !isolated.is_empty() && !isolated.contains(cpu);
+        if !on_housekeeping && vecs.iter().any(|n| *n == "NET_RX" || *n == "NET_TX") {
             v.push(format!(
                 "Keep network processing off CPU {cpu}: exclude it from /sys/class/net/<dev>/queues/rx-*/rps_cpus and xps_cpus, and move the NIC's IRQs with /proc/irq/<N>/smp_affinity_list."
             ));
@@ -106,10 +115,24 @@ impl Rule for Softirq {
                 "Block completions run on CPU {cpu}: set /sys/block/<dev>/queue/rq_affinity to 2 or move the device's IRQ."
             ));
         }
-        v.push(
-            "On a stock kernel softirqs run with preemption off; PREEMPT_RT runs them in preemptible threads. Raising the victim's priority does not help against softirqs on its CPU."
-                .to_string(),
-        );
+        // A softirq run in a thread (PREEMPT_RT: the thread that raised it, ksoftirqd,
+        // ktimers) runs at that thread's priority: a victim above it is not delayed.
+        let threaded = ctx.items.iter().find_map(|i| match &i.bucket {
+            Bucket::Softirq {
+                thread: Some(t), ..
+            } => Some(t.clone()),
+            _ => None,
+        });
+        match threaded {
+            Some(t) => v.push(format!(
+                "The softirq ran in {t}, at that thread's priority: a victim above it is not delayed by it (chrt -f -p <prio> {}), unless it waits for a lock the thread holds.",
+                ctx.ep.victim.tid
+            )),
+            None => v.push(
+                "The softirq ran on irq exit or bh enable, with preemption off: raising the victim's priority does not help against it."
+                    .to_string(),
+            ),
+        }
         v
     }
 
