@@ -210,10 +210,10 @@ pub struct RecordArgs {
     /// Trace only these CPUs (`1-3,5`); default all.
     #[arg(long, value_parser = parse_cpu_list)]
     pub cpus: Option<rtwhy_model::CpuList>,
-    /// What to record on the CPUs no measured thread may run on: `lean` keeps their
-    /// interrupts, timers, idle and real-time tasks' scheduling and the wake-ups towards
-    /// the measured CPUs, not the context switches of other tasks (most of what
-    /// recording costs a busy machine); `full` records everything there too.
+    /// What to record on the CPUs no measured thread may run on: `lean` leaves out the
+    /// wake-ups and migrations of ordinary tasks among those CPUs (nothing in the
+    /// analysis reads them; their flight buffers then hold about three times the
+    /// history under a task-switching load); `full` records everything there too.
     #[arg(long, value_enum, default_value_t = OtherCpusArg::Lean, value_name = "HOW")]
     pub other_cpus: OtherCpusArg,
     /// Output directory (default `./rtwhy-YYYYmmdd-HHMMSS`).
