@@ -48,9 +48,15 @@ fn cyclictest_numbers(dat: &Path) -> BTreeSet<u64> {
 }
 
 fn analysis(dat: &Path) -> Option<Value> {
+    analysis_with(dat, &[])
+}
+
+/// `rtwhy analyze DAT ARGS --format json`, when it ran (exit 0 or 1).
+fn analysis_with(dat: &Path, args: &[&str]) -> Option<Value> {
     let out = Command::new(rtwhy())
         .arg("analyze")
         .arg(dat)
+        .args(args)
         .args(["--format", "json"])
         .output()
         .expect("runs");
@@ -358,14 +364,7 @@ fn the_report_leads_with_the_flagged_spike_and_kernel_threads_wait_for_all() {
         "{first}"
     );
     let victims = |args: &[&str]| -> BTreeSet<String> {
-        let out = Command::new(rtwhy())
-            .arg("analyze")
-            .arg(&dat)
-            .args(args)
-            .args(["--format", "json"])
-            .output()
-            .expect("runs");
-        let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+        let doc = analysis_with(&dat, args).expect("analyzed");
         doc["spikes"]
             .as_array()
             .into_iter()
@@ -502,14 +501,7 @@ fn a_pi_boosted_normal_task_is_named_so_and_is_no_default_victim() {
     assert_eq!(boosters.len(), 1, "{boosters:?}");
     let by = boosters.first().copied().unwrap_or(0);
     let victims = |args: &[&str]| -> Vec<Value> {
-        let out = Command::new(rtwhy())
-            .arg("analyze")
-            .arg(&dat)
-            .args(args)
-            .args(["--format", "json"])
-            .output()
-            .expect("runs");
-        let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+        let doc = analysis_with(&dat, args).expect("analyzed");
         doc["spikes"]
             .as_array()
             .into_iter()

@@ -47,9 +47,8 @@ impl Lean {
         full: Option<Vec<u32>>,
         now: u64,
     ) -> Result<Lean> {
-        let events = filters(&[], cpu_count)
+        let events = FILTERED
             .into_iter()
-            .map(|(s, e, _)| (s, e))
             .filter(|(s, e)| enabled.iter().any(|x| *x == format!("{s}:{e}")))
             .collect();
         let mut lean = Lean {
@@ -110,6 +109,14 @@ impl Lean {
     }
 }
 
+/// The events the lean rule filters, `(system, event)`, in [`filters`]'s order.
+const FILTERED: [(&str, &str); 4] = [
+    ("sched", "sched_waking"),
+    ("sched", "sched_wakeup"),
+    ("sched", "sched_wakeup_new"),
+    ("sched", "sched_migrate_task"),
+];
+
 /// The kernel's priority of the highest normal (SCHED_OTHER) task: below it are the
 /// real-time and deadline classes, as `prev_prio`/`prio` fields carry them.
 const FIRST_NORMAL_PRIO: u32 = 100;
@@ -147,15 +154,13 @@ pub fn filters(full: &[u32], cpu_count: usize) -> Vec<(&'static str, &'static st
     };
     let rt = |field: &str| format!("{field} < {FIRST_NORMAL_PRIO}");
     let wake = rule(vec![rt("prio"), on_full("target_cpu"), on_full("CPU")]);
+    let migrate = rule(vec![rt("prio"), on_full("orig_cpu"), on_full("dest_cpu")]);
+    let [waking, wakeup, wakeup_new, migrate_task] = FILTERED;
     vec![
-        ("sched", "sched_waking", wake.clone()),
-        ("sched", "sched_wakeup", wake.clone()),
-        ("sched", "sched_wakeup_new", wake),
-        (
-            "sched",
-            "sched_migrate_task",
-            rule(vec![rt("prio"), on_full("orig_cpu"), on_full("dest_cpu")]),
-        ),
+        (waking.0, waking.1, wake.clone()),
+        (wakeup.0, wakeup.1, wake.clone()),
+        (wakeup_new.0, wakeup_new.1, wake),
+        (migrate_task.0, migrate_task.1, migrate),
     ]
 }
 
