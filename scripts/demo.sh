@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 scripts/setup.sh build
+. scripts/spaceless-target.sh
 cargo build --release --locked -q -p rtwhy
 rtwhy="$(scripts/target-dir.sh)/release/rtwhy"
 "$rtwhy" --version

@@ -34,6 +34,7 @@ case "${1:-}" in
 esac
 
 scripts/setup.sh package >&2
+. scripts/spaceless-target.sh
 target_dir=$(scripts/target-dir.sh)
 if [ -n "$triple" ]; then
     scripts/setup.sh cross-arm64 >&2

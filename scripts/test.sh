@@ -35,6 +35,7 @@ echo "trace-cmd: $(trace-cmd --version 2>&1 | grep -m1 version || true)"
 log "rust toolchain"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo --version
+. scripts/spaceless-target.sh
 
 if ! mountpoint -q /sys/kernel/tracing 2>/dev/null && [ "$(id -u)" -eq 0 ]; then
     mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
