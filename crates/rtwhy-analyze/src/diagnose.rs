@@ -12,7 +12,7 @@ use crate::ctx::{is_local_timer, ChainLink, Ctx, LockStory};
 use crate::history::Dropped;
 use crate::remedy;
 use crate::rules;
-use crate::tracker::{is_lock_op, Episode, Tracker};
+use crate::tracker::{is_lock_call, Episode, Tracker};
 
 /// A cause's share below which the spike is not explained.
 const MIN_PRIMARY_SHARE: f64 = 0.3;
@@ -707,7 +707,8 @@ fn futex_call_before(
                 args,
             } if e.pid == tid => {
                 let op = args.get(1).copied().unwrap_or(u64::MAX);
-                return (!lock_only || is_lock_op(op)).then(|| e.clone());
+                let val = args.get(2).copied().unwrap_or(u64::MAX);
+                return (!lock_only || is_lock_call(op, val)).then(|| e.clone());
             }
             EventKind::SyscallExit {
                 call: SyscallKind::Futex,

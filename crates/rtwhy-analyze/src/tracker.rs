@@ -102,15 +102,15 @@ pub(crate) struct Blocked {
 pub(crate) struct Futex {
     pub op: u64,
     pub uaddr: u64,
+    /// The value the caller expects the futex word to hold (FUTEX_WAIT*'s `val`).
+    pub val: u64,
     pub event: Event,
 }
 
 impl Futex {
-    /// FUTEX_WAIT (how glibc waits for a plain mutex) and FUTEX_LOCK_PI/LOCK_PI2 (PI
-    /// mutexes). Condition variables and semaphores wait with FUTEX_WAIT_BITSET and are
-    /// not locks.
+    /// Whether the call waits for a lock (see [`is_lock_call`]).
     pub fn is_lock(&self) -> bool {
-        is_lock_op(self.op)
+        is_lock_call(self.op, self.val)
     }
 
     pub fn is_pi(&self) -> bool {
@@ -118,9 +118,24 @@ impl Futex {
     }
 }
 
-/// Whether a futex operation waits for a lock (see [`Futex::is_lock`]).
-pub(crate) fn is_lock_op(op: u64) -> bool {
-    matches!(op & 0x7f, 0 | 6 | 13)
+/// The futex word's "locked, with waiters" state: glibc's `lll_lock` (also its timed
+/// locks, which wait with FUTEX_WAIT_BITSET) and Rust's `std::sync::Mutex` (always
+/// FUTEX_WAIT_BITSET) sleep expecting it.
+const CONTENDED: u64 = 2;
+
+/// Whether a futex call with operation `op` and value `val` waits for a lock:
+/// FUTEX_WAIT (how glibc waits for a plain mutex), FUTEX_WAIT_BITSET expecting the
+/// contended state (timed glibc mutexes, Rust's mutex), FUTEX_LOCK_PI and LOCK_PI2 (PI
+/// mutexes). Condition variables and semaphores also wait with FUTEX_WAIT_BITSET, for
+/// a sequence number or a count, and are not locks: their wait is for work, not for
+/// a holder. FUTEX_WAIT_REQUEUE_PI (a PI condition variable) waits for a signal first
+/// and for its mutex only after the requeue, so its request is not a lock request.
+pub(crate) fn is_lock_call(op: u64, val: u64) -> bool {
+    match op & 0x7f {
+        0 | 6 | 13 => true,
+        9 => val == CONTENDED,
+        _ => false,
+    }
 }
 
 /// One "should have run" to "ran" stretch of a thread.
@@ -553,6 +568,7 @@ impl Tracker {
                     let futex = Futex {
                         uaddr: args.first().copied().unwrap_or(0),
                         op: args.get(1).copied().unwrap_or(u64::MAX),
+                        val: args.get(2).copied().unwrap_or(u64::MAX),
                         event: ev.clone(),
                     };
                     self.task(ev.pid, None, None).futex = Some(futex);
@@ -1048,6 +1064,30 @@ impl TaskNames for IntMap<i32, Task> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lock_calls_are_mutex_waits_not_condition_waits() {
+        const PRIVATE: u64 = 128;
+        const CLOCK_REALTIME: u64 = 256;
+        // glibc's plain mutex and PI mutexes, whatever they expect.
+        for op in [0, 6, 13] {
+            assert!(is_lock_call(op | PRIVATE, 2), "op {op}");
+        }
+        // Rust's std::sync::Mutex and glibc's timed locks: FUTEX_WAIT_BITSET expecting
+        // the contended value 2, with or without the realtime clock flag.
+        assert!(is_lock_call(9 | PRIVATE, 2));
+        assert!(is_lock_call(9 | PRIVATE | CLOCK_REALTIME, 2));
+        // Condition variables and semaphores: FUTEX_WAIT_BITSET for a sequence number
+        // or a count; a PI condition variable waits for its signal first.
+        for val in [0, 1, 3, 4, 0x7fff_ffff] {
+            assert!(!is_lock_call(9 | PRIVATE, val), "val {val}");
+        }
+        assert!(!is_lock_call(11 | PRIVATE, 2));
+        // Wakes, unlocks and requeues release, they do not wait.
+        for op in [1, 3, 4, 5, 7, 8, 10, 12] {
+            assert!(!is_lock_call(op | PRIVATE, 2), "op {op}");
+        }
+    }
 
     #[test]
     fn cyclictest_markers_parse() {
