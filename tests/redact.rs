@@ -72,14 +72,7 @@ fn planted_capture(dir: &Path) -> PathBuf {
     b.writer_mut().set_uname(&format!(
         "Linux {HOST}.{DOMAIN} 6.18.44-fc-v669 #1 SMP PREEMPT_DYNAMIC x86_64"
     ));
-    let ncpus = file
-        .buffers()
-        .iter()
-        .flat_map(|b| &b.cpus)
-        .map(|c| c.cpu as usize + 1)
-        .max()
-        .unwrap_or(1);
-    b.writer_mut().set_cpu_count(ncpus);
+    b.writer_mut().set_cpu_count(file.cpu_span());
     let cmdline = format!(
         "rtwhy-fact: kernel.cmdline=BOOT_IMAGE=/home/{USER}/vmlinuz root=UUID={UUID} ro \
          ip={IPV4}:{NFS_SERVER}::255.255.255.0:{HOST}:eth0:off nfsroot={NFS_SERVER}:/srv/nfs/rootfs \

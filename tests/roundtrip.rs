@@ -23,14 +23,7 @@ fn records(file: &TraceFile) -> Vec<(u64, u32, Vec<u8>)> {
 fn rewrite(file: &TraceFile, out: &Path) {
     let buffer = file.default_buffer().expect("buffer");
     let mut b = TraceBuilder::like(file.meta(), buffer.page_size);
-    let ncpus = file
-        .buffers()
-        .iter()
-        .flat_map(|b| &b.cpus)
-        .map(|c| c.cpu as usize + 1)
-        .max()
-        .unwrap_or(1);
-    b.writer_mut().set_cpu_count(ncpus);
+    b.writer_mut().set_cpu_count(file.cpu_span());
     let mut s = file.records().expect("stream");
     while let Some(r) = s.next_record().expect("record") {
         b.push(r.cpu, r.ts, r.data).expect("fits in a page");

@@ -249,12 +249,6 @@ fn synthesize(seed: &Path, mib: u64, out: &Path) -> u64 {
     let file = TraceFile::open(seed).expect("seed opens");
     let meta = file.meta();
     let buffer = file.default_buffer().expect("buffer");
-    let ncpus = buffer
-        .cpus
-        .iter()
-        .map(|c| c.cpu as usize + 1)
-        .max()
-        .unwrap_or(1);
     let mut events: Vec<(u64, u32, Vec<u8>)> = Vec::new();
     let mut s = file.records().expect("stream");
     while let Some(r) = s.next_record().expect("record") {
@@ -263,7 +257,7 @@ fn synthesize(seed: &Path, mib: u64, out: &Path) -> u64 {
     let first = events.first().map(|e| e.0).unwrap_or(0);
     let span = events.last().map(|e| e.0).unwrap_or(0) - first + 1_000;
     let mut b = TraceBuilder::like(meta, buffer.page_size);
-    b.writer_mut().set_cpu_count(ncpus);
+    b.writer_mut().set_cpu_count(file.cpu_span());
     let target = mib << 20;
     // Every event takes at least its payload in the file, so this reaches the target size.
     let per_round: u64 = events.iter().map(|e| e.2.len() as u64).sum::<u64>().max(1);

@@ -173,6 +173,18 @@ impl TraceFile {
         &self.buffers
     }
 
+    /// How many CPUs the saved buffers cover: the highest CPU number any of them holds
+    /// data for, plus one (1 for a file without data). What a writer of the same events
+    /// must declare.
+    pub fn cpu_span(&self) -> usize {
+        self.buffers
+            .iter()
+            .flat_map(|b| &b.cpus)
+            .map(|c| c.cpu as usize + 1)
+            .max()
+            .unwrap_or(1)
+    }
+
     /// Problems found while opening that did not stop reading (data past the end of the
     /// file, unparsable formats...), one line each.
     pub fn warnings(&self) -> &[String] {
