@@ -143,6 +143,20 @@ fn check(expect: &Path) -> Vec<String> {
             ));
         }
     }
+    // Threads whose waits are not latency (a condition variable's wait for work).
+    for v in spec["quiet_victims"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+    {
+        let v = v.as_str().unwrap_or("");
+        if spikes
+            .iter()
+            .any(|s| s["victim"]["comm"].as_str() == Some(v))
+        {
+            fails.push(format!("{v} must have no spike: {causes:?}"));
+        }
+    }
     if let Some(w) = spec["worst"].as_str() {
         let worst = spikes.iter().max_by_key(|s| s["latency_ns"].as_u64());
         if worst.map(primary).as_deref() != Some(w) {
