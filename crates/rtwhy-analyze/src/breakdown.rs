@@ -536,6 +536,7 @@ impl Acc<'_> {
                     prio,
                     outranks_victim: prio <= self.victim.prio,
                     kernel_thread: is_kernel_thread(&comm),
+                    boost: None,
                 }
             }
         };

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use rtwhy_model::{
     human_duration, report_time, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind,
-    Evidence, Finding, Nanos, Spike, SpikeKind, SyscallKind, TaskRef,
+    Evidence, Finding, Nanos, PiBoost, Spike, SpikeKind, SyscallKind, TaskRef,
 };
 
 use crate::breakdown::{self, Replay, Window};
@@ -38,7 +38,8 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         timer,
         own: ep.measured.then_some(Bucket::VictimRan),
     };
-    let replay = breakdown::replay(&tr.history, &tr.late, tr, &window);
+    let mut replay = breakdown::replay(&tr.history, &tr.late, tr, &window);
+    label_boosts(tr, &mut replay.segments);
     // A lock wait starts at the request (the futex call entered): until the victim
     // blocked, its CPU is replayed, the victim's own time there the lock's slow path.
     let blocked_at = lock_until.and_then(|until| {
@@ -54,7 +55,9 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             timer: None,
             own: Some(Bucket::LockRequest),
         };
-        breakdown::replay(&tr.history, &tr.late, tr, &w)
+        let mut r = breakdown::replay(&tr.history, &tr.late, tr, &w);
+        label_boosts(tr, &mut r.segments);
+        r
     });
 
     let mut items: Vec<BreakdownItem> = Vec::new();
@@ -780,6 +783,72 @@ fn holder_state_at(tr: &Tracker, holder: i32, at: Nanos) -> Option<HolderState> 
         }
     }
     last.and_then(|(_, st)| st)
+}
+
+/// Names the priority inheritance boost under which each task of `segments` ran at a
+/// real-time priority that was lent to it (a normal task holding a real-time waiter's
+/// lock is still a normal task). Only where the trace has `sched_pi_setprio` events.
+fn label_boosts(tr: &Tracker, segments: &mut [breakdown::Segment]) {
+    if !tr.seen.pi_setprio {
+        return;
+    }
+    let mut known: BTreeMap<(i32, i32), Option<PiBoost>> = BTreeMap::new();
+    for s in segments {
+        if let Bucket::Task {
+            tid, prio, boost, ..
+        } = &mut s.bucket
+        {
+            if rtwhy_model::is_rt(*prio) {
+                *boost = known
+                    .entry((*tid, *prio))
+                    .or_insert_with(|| pi_boost_at(tr, *tid, *prio, s.from))
+                    .clone();
+            }
+        }
+    }
+}
+
+/// The boost that gave task `tid` the kernel priority `prio` it had at `at`: its latest
+/// `sched_pi_setprio` before `at`, on any CPU, raised it to `prio` (made in the waiter's
+/// context, so the event's task is who lent it). Its own priority is where that chain
+/// of raises began: a boost raised again by a higher waiter keeps the first one's.
+fn pi_boost_at(tr: &Tracker, tid: i32, prio: i32, at: Nanos) -> Option<PiBoost> {
+    // (when, old, new, by) of every setprio of `tid` within the look-back.
+    let mut changes: Vec<(Nanos, i32, i32, i32)> = Vec::new();
+    for cpu in 0..tr.history.cpu_count() as u32 {
+        let q = tr.history.cpu(cpu);
+        let end = tr.history.first_at(cpu, at);
+        for e in q.range(end.saturating_sub(HOLDER_LOOKBACK)..end) {
+            if let EventKind::SchedPiSetprio {
+                pid,
+                oldprio,
+                newprio,
+                ..
+            } = &e.kind
+            {
+                if *pid == tid {
+                    changes.push((e.ts, *oldprio, *newprio, e.pid));
+                }
+            }
+        }
+    }
+    changes.sort_by_key(|c| std::cmp::Reverse(c.0));
+    let &(_, old, new, by) = changes.first()?;
+    if new != prio || new >= old {
+        return None;
+    }
+    let mut own = old;
+    for &(_, old, new, _) in &changes[1..] {
+        if new != own || new >= old {
+            break;
+        }
+        own = old;
+    }
+    Some(PiBoost {
+        own_prio: own,
+        by_tid: by,
+        by_comm: breakdown::TaskNames::task(tr, by).map(|(comm, _)| comm).unwrap_or_default(),
+    })
 }
 
 /// The holder's priority-inheritance boost made inside the victim's own lock call: a PI

@@ -332,6 +332,9 @@ pub enum Bucket {
         outranks_victim: bool,
         /// It is a kernel thread (always in the kernel).
         kernel_thread: bool,
+        /// The priority inheritance boost it ran under, when `prio` was lent to it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        boost: Option<PiBoost>,
     },
     /// The CPU was idle while the victim was runnable.
     Idle,
@@ -423,12 +426,13 @@ impl fmt::Display for Bucket {
                 prio,
                 outranks_victim,
                 kernel_thread,
+                boost,
             } => {
                 let t = TaskRef {
                     tid: *tid,
                     comm: *comm,
                     prio: *prio,
-                    boost: None,
+                    boost: boost.clone(),
                 };
                 write!(
                     f,

@@ -1295,6 +1295,7 @@ mod tests {
             prio: 9,
             outranks_victim: true,
             kernel_thread: false,
+            boost: None,
         };
         let threshold = 150_000;
         // 2.5 ms late timer interrupt and 60 us of idle exit: the machine's.
