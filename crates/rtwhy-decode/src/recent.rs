@@ -144,9 +144,21 @@ impl RecentLines {
     /// The line of the last kept event at `ts` on `cpu` named `event`: the one just
     /// kept, when it is that.
     pub fn newest_line(&mut self, ts: u64, cpu: u32, event: &str) -> Option<String> {
-        self.kept_at(ts, cpu)
+        self.newest_at(ts, cpu)
             .rev()
             .find_map(|i| self.render(cpu, i, event))
+    }
+
+    /// [`RecentLines::kept_at`] for the newest events: found from the back of the queue,
+    /// where the event just kept is, instead of by a search over all of it.
+    fn newest_at(&self, ts: u64, cpu: u32) -> std::ops::Range<usize> {
+        let Some(q) = self.cpus.get((cpu as usize).min(MAX_CPUS - 1)) else {
+            return 0..0;
+        };
+        let newer = q.kept.iter().rev().take_while(|k| k.ts > ts).count();
+        let end = q.kept.len() - newer;
+        let at = q.kept.range(..end).rev().take_while(|k| k.ts == ts).count();
+        end - at..end
     }
 
     /// Where the kept events at `ts` on `cpu` lie in its queue.
