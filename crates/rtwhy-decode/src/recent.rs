@@ -116,6 +116,15 @@ impl RecentLines {
         }
         let len = bytes.len().min(u32::MAX as usize);
         let at = q.base + q.live().len() as u64;
+        // Both grow by a quarter, not twice over: their steady size is the event rate
+        // times the horizon, and doubling can leave up to as much again unused.
+        if q.bytes.capacity() - q.bytes.len() < len {
+            q.bytes
+                .reserve_exact((q.bytes.len() / 4).max(len).max(4096));
+        }
+        if q.kept.len() == q.kept.capacity() {
+            q.kept.reserve_exact((q.kept.len() / 4).max(64));
+        }
         q.bytes
             .extend_from_slice(bytes.get(..len).unwrap_or_default());
         q.kept.push_back(Kept {
