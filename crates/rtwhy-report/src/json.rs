@@ -287,8 +287,13 @@ pub fn to_value(doc: &Document<'_>) -> serde_json::Result<serde_json::Value> {
 /// what [`write_around_spikes`] puts in place. The spike is pretty-printed straight into
 /// `out`, each of its lines indented as it is written.
 pub fn write_spike_element(out: &mut Vec<u8>, s: &Spike) -> serde_json::Result<()> {
+    write_element(out, &serde_json::to_value(s)?)
+}
+
+/// Appends `value`, pretty-printed as an element of the document's `spikes` array.
+fn write_element(out: &mut Vec<u8>, value: &serde_json::Value) -> serde_json::Result<()> {
     out.extend_from_slice(ELEMENT_INDENT);
-    serde_json::to_writer_pretty(Indented(out), &serde_json::to_value(s)?)
+    serde_json::to_writer_pretty(Indented(out), value)
 }
 
 /// How far the `spikes` array's elements are indented in the pretty-printed document.
@@ -398,4 +403,25 @@ fn noise_list(l: &[rtwhy_model::Interference]) -> Vec<Noise<'_>> {
             duration_ns: i.duration_ns,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_element_is_written_as_the_whole_array_prints_it() {
+        let element = json!({"b": [1, {"c": "two\nlines", "e": []}], "a": {}, "d": null});
+        let whole = json!({"spikes": [element, element]});
+        let mut out = b"{\n  \"spikes\": [\n".to_vec();
+        write_element(&mut out, &element).unwrap();
+        out.extend_from_slice(b",\n");
+        write_element(&mut out, &element).unwrap();
+        out.extend_from_slice(b"\n  ]\n}");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            serde_json::to_string_pretty(&whole).unwrap()
+        );
+    }
 }
