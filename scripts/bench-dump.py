@@ -11,6 +11,7 @@ Offline: reads files only.
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,7 +58,15 @@ def main():
             [os.path.join(ROOT, "scripts", "target-dir.sh")], capture_output=True, text=True, check=True
         ).stdout.strip()
         rtwhy = os.path.join(target, "release", "rtwhy")
+    if args.rounds < 1:
+        sys.exit("bench-dump: --rounds needs at least 1")
     files = args.files or fixtures()
+    for tool in (rtwhy, shutil.which("trace-cmd")):
+        if not tool or not os.access(tool, os.X_OK):
+            sys.exit(f"bench-dump: {tool or 'trace-cmd'} is not an executable (build rtwhy, or give --rtwhy; install trace-cmd)")
+    for f in files:
+        if not os.path.isfile(f):
+            sys.exit(f"bench-dump: {f} is not a file")
     print("| file | size | `trace-cmd report -R` wall | rtwhy wall | wall ratio | trace-cmd CPU | rtwhy CPU | CPU ratio |")
     print("|---|---|---|---|---|---|---|---|")
     for f in files:
