@@ -71,6 +71,12 @@ impl History {
             q.pop_front();
             *trimmed = true;
         }
+        if q.len() == q.capacity() {
+            // A quarter more room, not twice as much: the queue's steady length is the
+            // event rate times the horizon, and doubling can leave up to
+            // as much again.
+            q.reserve_exact((q.len() / 4).max(64));
+        }
         q.push_back(ev);
         if let Some(d) = self.drops.get_mut(cpu) {
             while d.front().is_some_and(|g| g.before.0 < oldest_kept) {

@@ -116,6 +116,15 @@ impl RecentLines {
         }
         let len = bytes.len().min(u32::MAX as usize);
         let at = q.base + q.live().len() as u64;
+        // Both grow by a quarter, not twice over: their steady size is the event rate
+        // times the horizon, and doubling can leave up to as much again unused.
+        if q.bytes.capacity() - q.bytes.len() < len {
+            q.bytes
+                .reserve_exact((q.bytes.len() / 4).max(len).max(4096));
+        }
+        if q.kept.len() == q.kept.capacity() {
+            q.kept.reserve_exact((q.kept.len() / 4).max(64));
+        }
         q.bytes
             .extend_from_slice(bytes.get(..len).unwrap_or_default());
         q.kept.push_back(Kept {
@@ -144,9 +153,21 @@ impl RecentLines {
     /// The line of the last kept event at `ts` on `cpu` named `event`: the one just
     /// kept, when it is that.
     pub fn newest_line(&mut self, ts: u64, cpu: u32, event: &str) -> Option<String> {
-        self.kept_at(ts, cpu)
+        self.newest_at(ts, cpu)
             .rev()
             .find_map(|i| self.render(cpu, i, event))
+    }
+
+    /// [`RecentLines::kept_at`] for the newest events: found from the back of the queue,
+    /// where the event just kept is, instead of by a search over all of it.
+    fn newest_at(&self, ts: u64, cpu: u32) -> std::ops::Range<usize> {
+        let Some(q) = self.cpus.get((cpu as usize).min(MAX_CPUS - 1)) else {
+            return 0..0;
+        };
+        let newer = q.kept.iter().rev().take_while(|k| k.ts > ts).count();
+        let end = q.kept.len() - newer;
+        let at = q.kept.range(..end).rev().take_while(|k| k.ts == ts).count();
+        end - at..end
     }
 
     /// Where the kept events at `ts` on `cpu` lie in its queue.

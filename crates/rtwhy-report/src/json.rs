@@ -282,16 +282,48 @@ pub fn to_value(doc: &Document<'_>) -> serde_json::Result<serde_json::Value> {
     serde_json::to_value(doc)
 }
 
-/// One spike as an element of the document's pretty-printed `spikes` array (sorted
-/// keys, indented as the array's elements are), without a separator: what
-/// [`write_around_spikes`] puts in place.
-pub fn spike_element(s: &Spike) -> serde_json::Result<String> {
-    let text = serde_json::to_string_pretty(&serde_json::to_value(s)?)?;
-    Ok(format!("    {}", text.replace('\n', "\n    ")))
+/// Appends one spike as an element of the document's pretty-printed `spikes` array
+/// (sorted keys, indented as the array's elements are) to `out`, without a separator:
+/// what [`write_around_spikes`] puts in place. The spike is pretty-printed straight into
+/// `out`, each of its lines indented as it is written.
+pub fn write_spike_element(out: &mut Vec<u8>, s: &Spike) -> serde_json::Result<()> {
+    write_element(out, &serde_json::to_value(s)?)
+}
+
+/// Appends `value`, pretty-printed as an element of the document's `spikes` array.
+fn write_element(out: &mut Vec<u8>, value: &serde_json::Value) -> serde_json::Result<()> {
+    out.extend_from_slice(ELEMENT_INDENT);
+    serde_json::to_writer_pretty(Indented(out), value)
+}
+
+/// How far the `spikes` array's elements are indented in the pretty-printed document.
+const ELEMENT_INDENT: &[u8] = b"    ";
+
+/// A writer appending to a buffer that indents every line after the first by
+/// [`ELEMENT_INDENT`]. Strings escape their line breaks, so every line break it sees is
+/// the pretty printer's own.
+struct Indented<'a>(&'a mut Vec<u8>);
+
+impl Write for Indented<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut rest = buf;
+        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+            let (line, after) = rest.split_at(nl + 1);
+            self.0.extend_from_slice(line);
+            self.0.extend_from_slice(ELEMENT_INDENT);
+            rest = after;
+        }
+        self.0.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Writes the pretty-printed `doc` (made by [`without_spikes`]) with `count` spikes,
-/// written by `spikes` as [`spike_element`]s joined by `",\n"`, in its `spikes` array:
+/// written by `spikes` as [`write_spike_element`]s joined by `",\n"`, in its `spikes` array:
 /// the same bytes as the whole document pretty-printed at once.
 pub fn write_around_spikes(
     out: &mut dyn Write,
@@ -371,4 +403,25 @@ fn noise_list(l: &[rtwhy_model::Interference]) -> Vec<Noise<'_>> {
             duration_ns: i.duration_ns,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_element_is_written_as_the_whole_array_prints_it() {
+        let element = json!({"b": [1, {"c": "two\nlines", "e": []}], "a": {}, "d": null});
+        let whole = json!({"spikes": [element, element]});
+        let mut out = b"{\n  \"spikes\": [\n".to_vec();
+        write_element(&mut out, &element).unwrap();
+        out.extend_from_slice(b",\n");
+        write_element(&mut out, &element).unwrap();
+        out.extend_from_slice(b"\n  ]\n}");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            serde_json::to_string_pretty(&whole).unwrap()
+        );
+    }
 }

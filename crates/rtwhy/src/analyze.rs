@@ -249,9 +249,9 @@ impl Stream {
         self.scratch.clear();
         let rendered = match self.format {
             AnalyzeFormat::Text => text::spike(&mut self.scratch, spike),
-            AnalyzeFormat::Json => json::spike_element(spike)
-                .map(|t| self.scratch.extend_from_slice(t.as_bytes()))
-                .map_err(io::Error::from),
+            AnalyzeFormat::Json => {
+                json::write_spike_element(&mut self.scratch, spike).map_err(io::Error::from)
+            }
             AnalyzeFormat::Markdown => return 0,
         };
         let written = rendered.and_then(|()| {
@@ -415,8 +415,9 @@ enum Src {
     Line(String),
 }
 
-/// Events per [`Batch`].
-const BATCH_EVENTS: usize = 4096;
+/// Events per [`Batch`]: at this size the batches in flight at once (waiting, being
+/// filled, being analysed: see crate::handoff) hold about a MiB of events.
+const BATCH_EVENTS: usize = 1024;
 
 /// Reads the trace on the calling thread and analyses it on another (crate::handoff):
 /// decoding a record and analysing the one before it overlap (the reading costs about as
