@@ -30,6 +30,7 @@ mod event;
 mod facts;
 mod prio;
 mod rank;
+pub mod schema;
 mod session;
 mod time;
 mod timerlat;
