@@ -592,3 +592,54 @@ fn damaged_traces_give_one_line_and_no_output() {
     );
     assert_eq!(left_behind(dir.path()), ["bad.perfetto-trace"]);
 }
+
+#[test]
+fn timerlat_periods_are_annotated_on_a_track_per_cpu() {
+    // The period of fixtures/tracecmd-timerlat that tests/timerlat.rs reads off the trace:
+    //   timerlat/1-165 [001] 108.786503: timerlat: seq:1530 context:1 timer_latency:30416270
+    let dir = tempfile::tempdir().unwrap();
+    let dat = workspace().join("fixtures/tracecmd-timerlat/timerlat.dat");
+    let out = dir.path().join("timerlat.perfetto-trace");
+    let o = Command::new(rtwhy())
+        .args(["convert", "--threshold", "10ms", "--isolated", "1"])
+        .arg(&dat)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run rtwhy convert");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let d = decode(&out);
+    let periods: Vec<&String> = d
+        .slices
+        .iter()
+        .filter(|s| s.starts_with("timerlat period "))
+        .collect();
+    assert!(!periods.is_empty(), "{:?}", d.slices);
+    assert!(
+        stderr.contains(&format!("{} timerlat periods annotated", periods.len())),
+        "{stderr}"
+    );
+    assert!(
+        d.track_names.iter().any(|n| n == "rtwhy: timerlat CPU 1"),
+        "{:?}",
+        d.track_names
+    );
+    // The annotations of each slice follow its name in order: find period 1530's.
+    let seqnums: Vec<usize> = d
+        .annotations
+        .iter()
+        .enumerate()
+        .filter(|(_, (k, v))| k == "seqnum" && v == "1530")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(seqnums.len(), 1, "{:?}", d.annotations);
+    let before = &d.annotations[..seqnums[0]];
+    let latency = before.iter().rev().find(|(k, _)| k == "latency_ns");
+    assert_eq!(
+        latency.map(|(_, v)| v.as_str()),
+        Some("30416270"),
+        "{:?}",
+        d.annotations
+    );
+}

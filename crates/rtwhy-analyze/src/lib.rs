@@ -42,6 +42,7 @@ mod diagnose;
 mod history;
 mod intmap;
 mod line;
+pub mod pipeline;
 mod refusals;
 mod remedy;
 mod rules;
@@ -50,6 +51,7 @@ mod tracker;
 
 pub use audit::{audit, CHECKS};
 pub use config::{parse_duration, Config, TaskFilter};
+pub use pipeline::{Finished, Pipeline};
 pub use rtwhy_model::{Analysis, Seen, VictimStats, MAX_SPIKES};
 
 use std::collections::VecDeque;

@@ -30,6 +30,7 @@ mod event;
 mod facts;
 mod prio;
 mod rank;
+pub mod schema;
 mod session;
 mod time;
 mod timerlat;
@@ -53,6 +54,6 @@ pub use rank::{first, rank, rank_key, worst, SpikeSummary};
 pub use session::SessionDir;
 pub use time::{human_duration, human_duration_compact, report_time, Nanos};
 pub use timerlat::{
-    BlockingThread, Interference, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
-    TimerlatSpike, RTLA_EXIT_FROM_IDLE_NS,
+    BlockingThread, Interference, NoiseSource, OsnoiseKind, OsnoiseRecord, Timerlat,
+    TimerlatContext, TimerlatSpike, RTLA_EXIT_FROM_IDLE_NS,
 };

@@ -189,3 +189,14 @@ impl TimerlatSpike {
         list.iter().map(|i| i.duration_ns).sum()
     }
 }
+
+/// What the timerlat analysis of a trace found (docs/rtla.md).
+#[derive(Debug, Clone, Default)]
+pub struct Timerlat {
+    /// Timerlat samples read.
+    pub samples: u64,
+    /// `osnoise:*` events read.
+    pub noise_events: u64,
+    /// The periods over the threshold.
+    pub spikes: Vec<TimerlatSpike>,
+}

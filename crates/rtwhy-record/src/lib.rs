@@ -15,6 +15,7 @@ pub mod events;
 pub mod facts;
 pub mod fallback;
 pub mod lean;
+pub mod ledger;
 pub mod probe;
 pub mod session;
 pub mod symbols;

@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use crate::{Source, Timerlat};
 
-/// The JSON schema's name and version; bump the version on incompatible changes.
-pub const SCHEMA: &str = "rtwhy.analysis/2";
+/// The JSON schema's name and version ([`rtwhy_model::schema`]).
+pub const SCHEMA: &str = rtwhy_model::schema::ANALYSIS;
 
 /// The whole document.
 #[derive(Debug, Serialize)]

@@ -49,7 +49,9 @@ pub mod timeline;
 
 use std::path::PathBuf;
 
-use rtwhy_model::{AuditFinding, Event, Nanos, Spike, SystemFacts, TimerlatSpike};
+use rtwhy_model::{AuditFinding, Event, Nanos, Spike, SystemFacts};
+
+pub use rtwhy_model::Timerlat;
 
 pub use rtwhy_model::human_duration;
 
@@ -64,17 +66,6 @@ pub struct Source {
     pub warnings: Vec<String>,
     /// The timerlat periods over the threshold, when the trace holds timerlat samples.
     pub timerlat: Option<Timerlat>,
-}
-
-/// What the timerlat analysis found (docs/rtla.md).
-#[derive(Debug, Clone, Default)]
-pub struct Timerlat {
-    /// Timerlat samples read.
-    pub samples: u64,
-    /// `osnoise:*` events read.
-    pub noise_events: u64,
-    /// The periods over the threshold.
-    pub spikes: Vec<TimerlatSpike>,
 }
 
 /// Errors of this crate.

@@ -24,14 +24,14 @@
 //!     pid: 0,
 //!     kind: EventKind::SoftirqEntry { vec: 3 },
 //! }, false).unwrap();
-//! let (bytes, stats) = w.finish(&[]).unwrap();
+//! let (bytes, stats) = w.finish(&[], &[]).unwrap();
 //! assert_eq!(stats.typed, 1);
 //! assert!(!bytes.is_empty());
 //! ```
 
 use std::io::{self, Write};
 
-use rtwhy_model::{Event, EventKind, FieldValue, Spike};
+use rtwhy_model::{Event, EventKind, FieldValue, Spike, TimerlatSpike};
 
 use crate::protobuf::{bytes, int, len_prefix, uint};
 
@@ -136,6 +136,8 @@ pub struct PerfettoStats {
     pub lost_bundles: u64,
     /// Spikes written as annotations.
     pub spikes: u64,
+    /// Timerlat periods written as annotations.
+    pub timerlat_periods: u64,
 }
 
 #[derive(Debug, Default)]
@@ -260,17 +262,24 @@ impl<W: Write> PerfettoWriter<W> {
 
     /// Writes the pending bundles and `spikes` as annotations, and returns the output
     /// and what was written.
-    pub fn finish(mut self, spikes: &[Spike]) -> io::Result<(W, PerfettoStats)> {
+    pub fn finish(
+        mut self,
+        spikes: &[Spike],
+        periods: &[TimerlatSpike],
+    ) -> io::Result<(W, PerfettoStats)> {
         for cpu in 0..self.cpus.len() {
             self.flush_cpu(cpu)?;
         }
-        for packet in annotation_packets(spikes) {
+        let mut packets = annotation_packets(spikes);
+        packets.extend(timerlat_packets(periods, packets.is_empty()));
+        for packet in packets {
             let mut outer = Vec::with_capacity(8);
             len_prefix(&mut outer, field::TRACE_PACKET, packet.len());
             self.out.write_all(&outer)?;
             self.out.write_all(&packet)?;
         }
         self.stats.spikes = spikes.len() as u64;
+        self.stats.timerlat_periods = periods.len() as u64;
         self.out.flush()?;
         Ok((self.out, self.stats))
     }
@@ -525,6 +534,36 @@ fn track_descriptor_packet(uuid: u64, parent: Option<u64>, name: &str, desc: &st
     p
 }
 
+/// The descriptor packet of a top-level track of rtwhy's annotations; `first`: the
+/// first packet of their sequence, which clears its incremental state.
+fn root_track_packet(uuid: u64, name: &str, desc: &str, first: bool) -> Vec<u8> {
+    let mut p = track_descriptor_packet(uuid, None, name, desc);
+    if first {
+        uint(
+            &mut p,
+            field::PACKET_SEQUENCE_FLAGS,
+            SEQ_INCREMENTAL_STATE_CLEARED,
+        );
+    }
+    p
+}
+
+/// Opens a slice on `track` at `start` (its name and annotations already in `te`) and
+/// closes it at `end`: the two timed packets.
+fn slice_packets(track: u64, mut te: Vec<u8>, start: u64, end: u64) -> [(u64, Vec<u8>); 2] {
+    let mut begin = Vec::new();
+    uint(&mut begin, field::TE_TYPE, SLICE_BEGIN);
+    uint(&mut begin, field::TE_TRACK, track);
+    begin.append(&mut te);
+    let mut stop = Vec::new();
+    uint(&mut stop, field::TE_TYPE, SLICE_END);
+    uint(&mut stop, field::TE_TRACK, track);
+    [
+        (start, track_event_packet(start, &begin)),
+        (end, track_event_packet(end, &stop)),
+    ]
+}
+
 /// The descriptor packets of the `rtwhy` track and one track per victim thread, then
 /// every spike's slice and evidence instants in time order.
 fn annotation_packets(spikes: &[Spike]) -> Vec<Vec<u8>> {
@@ -532,18 +571,12 @@ fn annotation_packets(spikes: &[Spike]) -> Vec<Vec<u8>> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let mut first = track_descriptor_packet(
+    out.push(root_track_packet(
         RTWHY_TRACK,
-        None,
         "rtwhy",
         "Latency spikes rtwhy found, each with its verdict (rtwhy analyze)",
-    );
-    uint(
-        &mut first,
-        field::PACKET_SEQUENCE_FLAGS,
-        SEQ_INCREMENTAL_STATE_CLEARED,
-    );
-    out.push(first);
+        true,
+    ));
     let mut victims: Vec<i32> = spikes.iter().map(|s| s.victim.tid).collect();
     victims.sort_unstable();
     victims.dedup();
@@ -566,8 +599,6 @@ fn annotation_packets(spikes: &[Spike]) -> Vec<Vec<u8>> {
     for s in spikes {
         let track = track_of(s.victim.tid);
         let mut te = Vec::new();
-        uint(&mut te, field::TE_TYPE, SLICE_BEGIN);
-        uint(&mut te, field::TE_TRACK, track);
         bytes(&mut te, field::TE_CATEGORY, b"rtwhy");
         let name = format!(
             "spike {}: {} late {} ({})",
@@ -601,11 +632,7 @@ fn annotation_packets(spikes: &[Spike]) -> Vec<Vec<u8>> {
         for m in &s.missing {
             annotation_str(&mut te, "missing", m);
         }
-        timed.push((s.start.0, track_event_packet(s.start.0, &te)));
-        let mut end = Vec::new();
-        uint(&mut end, field::TE_TYPE, SLICE_END);
-        uint(&mut end, field::TE_TRACK, track);
-        timed.push((s.end.0, track_event_packet(s.end.0, &end)));
+        timed.extend(slice_packets(track, te, s.start.0, s.end.0));
         for e in &s.evidence {
             let mut te = Vec::new();
             uint(&mut te, field::TE_TYPE, INSTANT);
@@ -616,6 +643,64 @@ fn annotation_packets(spikes: &[Spike]) -> Vec<Vec<u8>> {
             annotation_uint(&mut te, "spike", u64::from(s.id));
             timed.push((e.ts.0, track_event_packet(e.ts.0, &te)));
         }
+    }
+    timed.sort_by_key(|(ts, _)| *ts);
+    out.extend(timed.into_iter().map(|(_, p)| p));
+    out
+}
+
+/// The track of the timerlat periods; each CPU's periods on a child track, numbered on
+/// from it.
+const TIMERLAT_TRACK: u64 = 0x7274_7768_7974_0000;
+
+/// The timerlat periods over the threshold (rtla/timerlat traces) as slices, one track per
+/// CPU, from the timer's expected expiry for the period's latency, each with its verdict.
+/// `first`: these are the first packets of the annotation sequence (no spike came
+/// before), so the first clears its incremental state.
+fn timerlat_packets(periods: &[TimerlatSpike], first: bool) -> Vec<Vec<u8>> {
+    if periods.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    out.push(root_track_packet(
+        TIMERLAT_TRACK,
+        "rtwhy timerlat",
+        "Timerlat periods over the threshold, each with its verdict (rtwhy analyze)",
+        first,
+    ));
+    let mut cpus: Vec<u32> = periods.iter().map(|p| p.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let track_of = |cpu: u32| TIMERLAT_TRACK + 1 + u64::from(cpu);
+    for &cpu in &cpus {
+        out.push(track_descriptor_packet(
+            track_of(cpu),
+            Some(TIMERLAT_TRACK),
+            &format!("rtwhy: timerlat CPU {cpu}"),
+            &format!("Timerlat periods of CPU {cpu}"),
+        ));
+    }
+    let mut timed: Vec<(u64, Vec<u8>)> = Vec::new();
+    for p in periods {
+        let mut te = Vec::new();
+        bytes(&mut te, field::TE_CATEGORY, b"rtwhy");
+        let name = format!(
+            "timerlat period {}: CPU {} late {} ({})",
+            p.id,
+            p.cpu,
+            crate::human_duration(p.latency_ns),
+            p.primary.cause
+        );
+        bytes(&mut te, field::TE_NAME, name.as_bytes());
+        annotation_str(&mut te, "cause", p.primary.cause.as_str());
+        annotation_str(&mut te, "confidence", p.primary.confidence.as_str());
+        annotation_str(&mut te, "summary", &p.primary.summary);
+        annotation_uint(&mut te, "latency_ns", p.latency_ns);
+        annotation_uint(&mut te, "seqnum", p.seqnum);
+        annotation_uint(&mut te, "cpu", u64::from(p.cpu));
+        let start = p.expected.0;
+        let end = start.saturating_add(p.latency_ns);
+        timed.extend(slice_packets(track_of(p.cpu), te, start, end));
     }
     timed.sort_by_key(|(ts, _)| *ts);
     out.extend(timed.into_iter().map(|(_, p)| p));
@@ -651,7 +736,7 @@ mod tests {
         for i in 0..n {
             w.push(&switch(i, (i % 2) as u32), false).unwrap();
         }
-        let (out, stats) = w.finish(&[]).unwrap();
+        let (out, stats) = w.finish(&[], &[]).unwrap();
         assert_eq!(stats.typed, n);
         // Each event is ~40 bytes: 5000 per CPU is ~200 KiB, more than one bundle each.
         assert!(stats.bundles >= 6, "{stats:?}");
@@ -668,7 +753,7 @@ mod tests {
                 assert!(w.pending < PENDING_BYTES, "{} pending", w.pending);
             }
         }
-        let (_, stats) = w.finish(&[]).unwrap();
+        let (_, stats) = w.finish(&[], &[]).unwrap();
         assert!(stats.bundles >= 2 * 4096, "{stats:?}");
     }
 
@@ -677,7 +762,7 @@ mod tests {
         let mut w = PerfettoWriter::new(Vec::new());
         w.push(&switch(1, 0), false).unwrap();
         w.push(&switch(2, 0), true).unwrap();
-        let (_, stats) = w.finish(&[]).unwrap();
+        let (_, stats) = w.finish(&[], &[]).unwrap();
         assert_eq!(stats.bundles, 2);
         assert_eq!(stats.lost_bundles, 1);
     }
@@ -694,7 +779,7 @@ mod tests {
             fields: Vec::new(),
         });
         w.push(&e, false).unwrap();
-        let (out, stats) = w.finish(&[]).unwrap();
+        let (out, stats) = w.finish(&[], &[]).unwrap();
         assert_eq!(stats.skipped, 2);
         assert!(out.is_empty());
     }

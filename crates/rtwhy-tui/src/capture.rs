@@ -1,6 +1,6 @@
 //! A capture in memory: decoded once, every event kept compact and sorted by time, each
 //! CPU's lanes (who ran, hard IRQs, softirqs, gaps without events) built once, and the
-//! analyzer's diagnosis of every spike.
+//! analysis pipeline's diagnosis of every spike and timerlat period.
 //!
 //! The viewer never decodes again while drawing: a window is found by binary search
 //! over the sorted events, and only the lane spans that intersect it are looked at.
@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rtwhy_analyze::{Analysis, Analyzer, Config};
+use rtwhy_analyze::{Analysis, Config, Pipeline};
 use rtwhy_decode::input::{self, BufferNames, Finish, Header, Item, Raw, Sink};
 use rtwhy_decode::print::Printer;
 use rtwhy_decode::{Record, TraceMeta};
-use rtwhy_model::{Comm, Event, EventKind};
+use rtwhy_model::{Comm, Event, EventKind, Timerlat};
 
 use crate::{Error, Result};
 use rtwhy_report::lanes::{Lane, LaneBuilder};
@@ -81,6 +81,9 @@ pub struct Capture {
     pub wakeups: HashMap<i32, Vec<u64>>,
     /// Every spike, diagnosed.
     pub analysis: Analysis,
+    /// The timerlat periods over the threshold, diagnosed, when the trace holds timerlat
+    /// samples (rtla/timerlat).
+    pub timerlat: Option<Timerlat>,
     /// Events the kernel dropped (as far as the pages say; a page that only flags a loss
     /// counts nothing) and how many times a loss was flagged.
     pub dropped: (u64, u64),
@@ -114,7 +117,7 @@ struct Loader {
     breaches: Vec<(u64, u32)>,
     wakings: Vec<(u64, i32)>,
     wakeups: Vec<(u64, i32)>,
-    analyzer: Option<Analyzer>,
+    pipeline: Option<Pipeline>,
     sorted: bool,
     ts_in_nanos: bool,
 }
@@ -132,7 +135,7 @@ impl Loader {
             breaches: Vec::new(),
             wakings: Vec::new(),
             wakeups: Vec::new(),
-            analyzer: None,
+            pipeline: None,
             sorted: true,
             ts_in_nanos: true,
         }
@@ -144,8 +147,8 @@ impl Loader {
         })
     }
 
-    /// Notes what the lanes and the search need from a typed event, then analyzes it.
-    fn observe(&mut self, ev: Event) {
+    /// Notes what the lanes and the search need from a typed event.
+    fn observe(&mut self, ev: &Event) {
         // The compact entry for `ev` is already pushed: compare it with the one before.
         if let [.., before, last] = self.events.as_slice() {
             if before.ts > last.ts {
@@ -182,13 +185,10 @@ impl Loader {
             }
             _ => {}
         }
-        self.lanes.observe(&ev);
-        if let Some(a) = self.analyzer.as_mut() {
-            a.push(ev);
-        }
+        self.lanes.observe(ev);
     }
 
-    fn finish(mut self, warnings: Vec<String>) -> Capture {
+    fn finish(mut self, mut warnings: Vec<String>) -> Capture {
         if !self.sorted {
             // Report text from several files pasted together; the viewer needs time order.
             self.events.sort_by_key(|e| e.ts);
@@ -203,9 +203,11 @@ impl Loader {
             Body::Dat(d) => (d.missed.iter().map(|m| m.1).sum(), d.missed.len() as u64),
             Body::Text { .. } => (0, 0),
         };
-        let analyzer = self
-            .analyzer
-            .unwrap_or_else(|| Analyzer::new(self.config, Default::default()));
+        let finished = self
+            .pipeline
+            .unwrap_or_else(|| Pipeline::new(self.config, Default::default()))
+            .finish();
+        warnings.extend(finished.warnings);
         let mut capture = Capture {
             path: self.path,
             events: self.events,
@@ -219,7 +221,8 @@ impl Loader {
             } else {
                 self.wakings
             }),
-            analysis: analyzer.finish(),
+            analysis: finished.analysis,
+            timerlat: finished.timerlat,
             dropped,
             warnings,
             ts_in_nanos: self.ts_in_nanos,
@@ -233,7 +236,7 @@ impl Sink for Loader {
     type Error = Error;
 
     fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
-        self.analyzer = Some(Analyzer::new(self.config.clone(), header.facts.clone()));
+        self.pipeline = Some(Pipeline::new(self.config.clone(), header.facts.clone()));
         self.ts_in_nanos = header.ts_in_nanos;
         if let Some(meta) = &header.meta {
             self.body = Body::Dat(Box::new(Dat {
@@ -308,10 +311,18 @@ impl Sink for Loader {
             last.ty = u16::try_from(ty).unwrap_or(u16::MAX);
             last.pid = ev.pid;
         }
-        if let (Some(n), Some(a)) = (dropped, self.analyzer.as_mut()) {
-            a.dropped(ev.cpu, ev.ts, n);
+        self.observe(&ev);
+        if let Some(p) = self.pipeline.as_mut() {
+            // A text line is the event's bytes in the arena; the timerlat analysis quotes it.
+            let line = match &self.body {
+                Body::Text { .. } => self
+                    .arena
+                    .get(off as usize..)
+                    .and_then(|b| std::str::from_utf8(b).ok()),
+                Body::Dat(_) => None,
+            };
+            p.push(ev, line, dropped);
         }
-        self.observe(ev);
         Ok(true)
     }
 }

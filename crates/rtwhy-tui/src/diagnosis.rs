@@ -45,6 +45,10 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
     block.render(area, buf);
     let text = match spike {
         Some(s) => lines(t, s, inner.width),
+        None if has_periods(app) => Text::from(vec![Line::styled(
+            "No scheduler-event spike: the timerlat periods over the threshold are listed at the left (`rtwhy analyze` explains each).",
+            t.dim(),
+        )]),
         None => Text::from(vec![Line::styled(
             "No spike selected: nothing was late above the threshold.",
             t.dim(),
@@ -175,4 +179,11 @@ pub fn lines(t: Theme, s: &Spike, width: u16) -> Text<'static> {
         }
     }
     Text::from(v)
+}
+
+/// The capture shown has timerlat periods over the threshold.
+fn has_periods(app: &App) -> bool {
+    app.capture()
+        .and_then(|c| c.timerlat.as_ref())
+        .is_some_and(|t| !t.spikes.is_empty())
 }

@@ -36,6 +36,7 @@ mod events;
 mod fmt;
 mod help;
 pub mod keys;
+mod periods;
 mod spikes;
 mod theme;
 mod timeline;

@@ -7,7 +7,8 @@
 //! │  1  4544.401200  cyclictest:9   1   263us  preemption   med  │
 //! └──────────────────────────────────────────┘
 //! ```
-//! With no spike it says so, with what was measured.
+//! With no spike it lists the timerlat periods over the threshold (crate::periods) when
+//! the trace has any, and otherwise says so, with what was measured.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
@@ -16,6 +17,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget, Wrap};
 
 use crate::app::{App, Pane, SortBy};
 use crate::fmt::{fmt_dur, fmt_ts};
+use crate::periods;
 
 /// Draws the spike list in `area`.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
@@ -25,12 +27,28 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         SortBy::Time => "by time",
         SortBy::Latency => "by latency",
     };
+    let periods = app
+        .capture()
+        .and_then(|c| c.timerlat.as_ref())
+        .filter(|t| app.rows().is_empty() && !t.spikes.is_empty());
+    let title = match (periods, app.capture()) {
+        (Some(p), Some(c)) => format!(
+            " Timerlat periods {} over {} ",
+            p.spikes.len(),
+            fmt_dur(c.analysis.threshold.0)
+        ),
+        _ => format!(" Spikes {}, {sort} ", app.rows().len()),
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.border(focused))
-        .title(format!(" Spikes {}, {sort} ", app.rows().len()));
+        .title(title);
     let inner = block.inner(area);
     block.render(area, buf);
+    if let Some(p) = periods {
+        periods::render(app, p, inner, buf);
+        return;
+    }
     if app.rows().is_empty() {
         empty(app, inner, buf);
         return;
@@ -67,7 +85,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             cells.push(fmt_dur(s.latency_ns));
             cells.push(s.primary.cause.as_str().to_string());
             if !narrow {
-                cells.push(confidence(s.primary.confidence).to_string());
+                cells.push(periods::confidence(s.primary.confidence).to_string());
             }
             let row = Row::new(cells);
             Some(if i == app.selected {
@@ -103,14 +121,6 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         .header(Row::new(header).style(t.header()))
         .column_spacing(1)
         .render(inner, buf);
-}
-
-fn confidence(c: rtwhy_model::Confidence) -> &'static str {
-    match c {
-        rtwhy_model::Confidence::Low => "low",
-        rtwhy_model::Confidence::Medium => "med",
-        rtwhy_model::Confidence::High => "high",
-    }
 }
 
 fn empty(app: &App, area: Rect, buf: &mut Buffer) {

@@ -432,3 +432,36 @@ fn the_wheel_zooms_at_the_pointer_and_a_click_moves_the_cursor() {
     rtwhy_tui::keys::on_mouse(&mut a, mouse(MouseEventKind::Down(MouseButton::Left)));
     assert_eq!(a.cursor, a.time_at_column(x).unwrap());
 }
+
+#[test]
+fn an_rtla_trace_lists_its_timerlat_periods() {
+    // rtla stopped on the only thread sample over 3 ms (-a 3000) of
+    // fixtures/rtla-idle-stall:
+    //   <idle>-0   [001] d..h1..  87.172993: #2443  context    irq timer_latency   4167650 ns
+    //   timerlat/1-164 [001] ....... 87.173629: #2443  context thread timer_latency   4813220 ns
+    let config = Config {
+        threshold: rtwhy_model::Nanos(3_000_000),
+        ..Config::default()
+    };
+    let cap = Capture::open(&fixture("rtla-idle-stall/timerlat_trace.txt"), &config).unwrap();
+    let periods = &cap.timerlat.as_ref().expect("timerlat periods").spikes;
+    assert_eq!(periods.len(), 1, "{periods:#?}");
+    let p = &periods[0];
+    assert_eq!((p.cpu, p.seqnum), (1, 2443));
+    assert_eq!(p.thread_latency_ns, Some(4_813_220));
+    // The expiry: the IRQ sample's time minus its latency.
+    assert_eq!(p.expected.0, 87_172_993_000 - 4_167_650);
+    let a = App::new(vec![cap], Theme { color: false });
+    assert!(
+        a.rows().is_empty(),
+        "no scheduler-event spike in an rtla trace"
+    );
+    let s = screen(&a, 120, 40);
+    assert!(s.contains("Timerlat periods 1 over 3.000ms"), "{s}");
+    let row = s
+        .lines()
+        .find(|l| l.contains(" 2443 "))
+        .unwrap_or_else(|| panic!("no row of period 2443:\n{s}"));
+    assert!(row.contains("4.813ms"), "{row}");
+    insta::assert_snapshot!(s);
+}

@@ -7,103 +7,18 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use rtwhy_analyze::timerlat::TimerlatAnalyzer;
-use rtwhy_analyze::{not_nonpreemptible, Analysis, Analyzer, Config};
+use rtwhy_analyze::pipeline;
+use rtwhy_analyze::{not_nonpreemptible, Analysis, Config, Finished, Pipeline};
 use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
-use rtwhy_decode::osnoise::{is_osnoise_name, osnoise_record};
 use rtwhy_decode::recent::{event_name, most_like, RecentLines};
 use rtwhy_decode::TraceMeta;
-use rtwhy_model::{Cause, Event, EventKind, FieldValue, Spike, SpikeSummary, SystemFacts};
+use rtwhy_model::{Cause, Event, EventKind, Spike, SpikeSummary, SystemFacts};
 
 use crate::cli::{AnalysisOpts, AnalyzeArgs, AnalyzeFormat};
-use rtwhy_report::{json, text, Source, Timerlat};
+use rtwhy_report::{json, text, Source};
 
 use crate::handoff::{Copied, Handoff, RecordCopier, RecordNames, Records};
 use crate::render;
-
-/// Feeds every event to the timerlat analysis as well, counting the records it could
-/// not read.
-struct TimerlatFeed {
-    analyzer: TimerlatAnalyzer,
-    bad: u64,
-    first_bad: Option<String>,
-}
-
-impl TimerlatFeed {
-    fn new(config: &Config) -> TimerlatFeed {
-        TimerlatFeed {
-            analyzer: TimerlatAnalyzer::new(config.threshold, config.isolated.clone()),
-            bad: 0,
-            first_bad: None,
-        }
-    }
-
-    fn push(&mut self, ev: &Event, line: Option<&str>) {
-        match osnoise_record(ev) {
-            Some(Ok(rec)) => self.analyzer.push_record_line(&rec, line),
-            Some(Err(e)) => {
-                self.bad += 1;
-                self.first_bad.get_or_insert_with(|| e.to_string());
-            }
-            None => {
-                if let EventKind::Generic(g) = &ev.kind {
-                    if g.name == "kernel_stack" {
-                        if let Some(FieldValue::Str(stack)) = g.field("stack") {
-                            let frames = stack
-                                .lines()
-                                .map(|f| f.split(" (").next().unwrap_or(f).trim().to_owned())
-                                .filter(|f| !f.is_empty() && f != "0")
-                                .collect();
-                            self.analyzer.push_stack(ev.cpu, frames);
-                        }
-                    }
-                }
-                self.analyzer.push_event(ev);
-            }
-        }
-    }
-
-    fn finish(self, warnings: &mut Vec<String>) -> Option<Timerlat> {
-        if self.bad > 0 {
-            warnings.push(format!(
-                "{} timerlat/osnoise events could not be read and were skipped (first: {})",
-                self.bad,
-                self.first_bad.unwrap_or_default()
-            ));
-        }
-        let samples = self.analyzer.samples();
-        let noise_events = self.analyzer.noise_events();
-        if samples == 0 {
-            if noise_events > 0 {
-                warnings.push(format!(
-                    "{noise_events} osnoise events but no timerlat sample: nothing to measure them against (record the timerlat tracer's samples too)"
-                ));
-            }
-            return None;
-        }
-        let (mismatched, checked) = self.analyzer.clock_mismatches();
-        if mismatched > 0 && mismatched * 2 <= checked {
-            warnings.push(format!(
-                "in {mismatched} of {checked} periods the timer's osnoise:irq_noise does not contain its IRQ sample; no IRQ handler delay is given for them"
-            ));
-        } else if mismatched > 0 {
-            warnings.push(format!(
-                "in {mismatched} periods the timer's osnoise:irq_noise does not contain its IRQ sample: the trace clock is not the osnoise tracer's (local), so IRQ handler delays are not given; record with `trace-cmd record -C local`"
-            ));
-        }
-        let orphans = self.analyzer.orphan_noise();
-        if orphans > 0 {
-            warnings.push(format!(
-                "{orphans} osnoise events came before their CPU's first timerlat sample and belong to no period"
-            ));
-        }
-        Some(Timerlat {
-            samples,
-            noise_events,
-            spikes: self.analyzer.finish(),
-        })
-    }
-}
 
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
     let config = args.opts.config();
@@ -381,22 +296,6 @@ impl Write for OrSink<'_> {
     }
 }
 
-/// The events without a typed form whose fields the analysis reads: timerlat samples and
-/// osnoise events (the timerlat analysis), and stacks. The fields of the others (the
-/// evidence shows them as `trace-cmd report` printed them, from their records) are not
-/// decoded.
-fn fields_read(name: &str) -> bool {
-    is_osnoise_name(name) || name == "kernel_stack" || name == "user_stack"
-}
-
-/// The timerlat analysis of [`AnalyzeSink`]: waiting for the trace's first timerlat or
-/// osnoise event, then fed every event (first the analyzer's recent past, so it knows the
-/// tasks and each CPU's last events as if it had run from the start of that past).
-enum Feed {
-    Waiting(Config),
-    On(TimerlatFeed),
-}
-
 /// Events the reading thread hands to the analysis thread, with the bytes of their
 /// records (or their lines) for the evidence printer.
 #[derive(Default)]
@@ -459,8 +358,7 @@ impl Sink for AnalyzeSink {
             ));
         }
         let worker = Worker {
-            analyzer: Analyzer::new(self.config.clone(), header.facts.clone()),
-            feed: Feed::Waiting(self.config.clone()),
+            pipeline: Pipeline::new(self.config.clone(), header.facts.clone()),
             recent: RecentLines::new(
                 header,
                 self.config.horizon.0,
@@ -496,7 +394,7 @@ impl Sink for AnalyzeSink {
             Raw::Line(line) => Src::Line(line.to_string()),
         };
         let dropped = item.dropped_before();
-        let ev = item.into_event_fields_of(fields_read);
+        let ev = item.into_event_fields_of(pipeline::fields_read);
         self.batch.events.push((ev, src, dropped));
         if self.batch.events.len() >= BATCH_EVENTS {
             if let Some(w) = &self.worker {
@@ -509,11 +407,10 @@ impl Sink for AnalyzeSink {
     }
 }
 
-/// The analysis of one trace: the analyzer, the timerlat analysis and the evidence
-/// printer, fed every event in order.
+/// The analysis of one trace: the pipeline and the evidence printer, fed every event in
+/// order.
 struct Worker {
-    analyzer: Analyzer,
-    feed: Feed,
+    pipeline: Pipeline,
     recent: RecentLines,
     /// Formats and byte order of a trace.dat's records.
     meta: Option<Arc<TraceMeta>>,
@@ -597,19 +494,6 @@ impl Worker {
                     Some(line.as_str())
                 }
             };
-            if let Feed::Waiting(config) = &self.feed {
-                let starts = matches!(&ev.kind, EventKind::Generic(g) if is_osnoise_name(&g.name));
-                if starts {
-                    let mut feed = TimerlatFeed::new(config);
-                    for past in self.analyzer.recent_events() {
-                        feed.push(past, None);
-                    }
-                    self.feed = Feed::On(feed);
-                }
-            }
-            if let Feed::On(feed) = &mut self.feed {
-                feed.push(&ev, line);
-            }
             if let Some(pid) = wait_starts(&ev.kind) {
                 if let Some(line) = self.recent.newest_line(ev.ts.0, ev.cpu, ev.kind.name()) {
                     let kept = self.pinned.entry(pid).or_default();
@@ -619,15 +503,13 @@ impl Worker {
                     kept.push_back((ev.ts.0, ev.cpu, line));
                 }
             }
-            if let Some(n) = dropped {
-                self.analyzer.dropped(ev.cpu, ev.ts, n);
-            }
-            self.analyzer.push(ev);
-            if self.analyzer.spike_count() > self.printed || self.analyzer.has_rediagnosed() {
+            self.pipeline.push(ev, line, dropped);
+            let analyzer = self.pipeline.analyzer();
+            if analyzer.spike_count() > self.printed || analyzer.has_rediagnosed() {
                 self.print_evidence();
             }
             if let Some(stream) = &mut self.stream {
-                while let Some((index, mut spike)) = self.analyzer.take_settled() {
+                while let Some((index, mut spike)) = self.pipeline.analyzer_mut().take_settled() {
                     patch_evidence(&mut spike, self.lines.remove(&index).as_ref());
                     stream.push(spike);
                 }
@@ -639,7 +521,7 @@ impl Worker {
     /// Prints the evidence of the spikes diagnosed since the last call, while their
     /// events are still kept.
     fn print_evidence(&mut self) {
-        let a = &mut self.analyzer;
+        let a = self.pipeline.analyzer_mut();
         let again = a.take_rediagnosed();
         let new = self.printed..a.spike_count();
         for i in again.into_iter().chain(new) {
@@ -680,7 +562,8 @@ impl Worker {
     }
 }
 
-/// Decodes `path` (any input rtwhy-decode recognises) and runs the analyzer over it.
+/// Decodes `path` (any input rtwhy-decode recognises) and runs the analysis pipeline
+/// ([`Pipeline`]) over it: its spikes, and its timerlat periods in the [`Source`].
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
     let (analysis, source, _) = analyze_streamed(path, config, None)?;
     Ok((analysis, source))
@@ -707,19 +590,29 @@ fn analyze_streamed(
     // The analysis thread ends whether or not the reading did.
     let worker = sink.finish_worker();
     let end = read?;
-    let (analyzer, feed, lines, stream) = match worker? {
-        Some(w) => (w.analyzer, w.feed, w.lines, w.stream),
+    let (pipeline, lines, stream) = match worker? {
+        Some(w) => (w.pipeline, w.lines, w.stream),
         None => (
-            Analyzer::new(config.clone(), SystemFacts::default()),
-            Feed::Waiting(config),
+            Pipeline::new(config, SystemFacts::default()),
             HashMap::new(),
             sink.stream.take(),
         ),
     };
     let mut warnings = sink.warnings;
     warnings.extend(end.warnings);
-    let late = analyzer.preempt_rt_learned_late();
-    let (mut analysis, origin) = analyzer.finish_with_origin();
+    let finished = pipeline.finish();
+    if let Some(why) = finished.refusal() {
+        bail!("{display}: {why}");
+    }
+    let Finished {
+        mut analysis,
+        origin,
+        late,
+        timerlat,
+        warnings: timerlat_warnings,
+        ..
+    } = finished;
+    warnings.extend(timerlat_warnings);
     for (spike, i) in analysis.spikes.iter_mut().zip(origin) {
         patch_evidence(spike, i.and_then(|i| lines.get(&i)));
     }
@@ -729,28 +622,6 @@ fn analyze_streamed(
         }
         (s, late)
     });
-    let (noise_only, timerlat) = match feed {
-        Feed::On(f) => (
-            f.analyzer.samples() == 0 && f.analyzer.noise_events() > 0,
-            f.finish(&mut warnings),
-        ),
-        Feed::Waiting(_) => (false, None),
-    };
-    if analysis.events == 0 {
-        bail!("{display}: no events at all: an empty trace (a `-t` trace saved before any sample, or a header only)");
-    }
-    if noise_only && !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup {
-        bail!(
-            "{display}: osnoise events but no timerlat sample (`#N context irq|thread timer_latency N ns`) and no scheduler events: nothing to measure the noise against; keep the timerlat tracer's samples (rtla timerlat -t, or trace-cmd record -p timerlat)"
-        );
-    }
-    if timerlat.is_none() && !analysis.seen.switch && !analysis.seen.waking && !analysis.seen.wakeup
-    {
-        bail!(
-            "{display}: no scheduler events (sched:sched_switch, sched_waking, sched_wakeup) in {} events; record with `rtwhy record` or `trace-cmd record -e sched -e irq -e timer`",
-            analysis.events
-        );
-    }
     Ok((
         analysis,
         Source {

@@ -1,6 +1,7 @@
 //! `rtwhy convert`: a trace.dat as a Perfetto protobuf trace. A sink of
-//! `input::read` feeds each event to the writer and the analyzer at once, so neither the
-//! trace nor the output is ever held whole.
+//! `input::read` feeds each event to the writer and the analysis pipeline at once, so
+//! neither the trace nor the output is ever held whole; the spikes and timerlat periods
+//! it finds are written as annotations.
 
 use std::fs;
 use std::io::BufWriter;
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use rtwhy_analyze::{Analyzer, Config};
+use rtwhy_analyze::{Config, Pipeline};
 use rtwhy_decode::input::{self, Finish, Header, Item, Sink};
 use rtwhy_report::perfetto_trace::{PerfettoStats, PerfettoWriter};
 
@@ -32,7 +33,7 @@ struct ConvertSink {
     tmp: PathBuf,
     /// Set once the temporary file exists.
     writer: Option<PerfettoWriter<BufWriter<fs::File>>>,
-    analyzer: Option<Analyzer>,
+    pipeline: Option<Pipeline>,
     warnings: Vec<String>,
     /// What was written and how many spikes the analysis did not keep.
     written: Option<(PerfettoStats, u64)>,
@@ -70,7 +71,7 @@ impl Sink for ConvertSink {
         )));
         if !self.no_spikes {
             let config = self.config.take().unwrap_or_default();
-            self.analyzer = Some(Analyzer::new(config, header.facts.clone()));
+            self.pipeline = Some(Pipeline::new(config, header.facts.clone()));
         }
         Ok(true)
     }
@@ -83,11 +84,8 @@ impl Sink for ConvertSink {
             w.push(&ev, lost)
                 .with_context(|| format!("cannot write {}", self.tmp.display()))?;
         }
-        if let Some(a) = self.analyzer.as_mut() {
-            if let Some(n) = dropped {
-                a.dropped(ev.cpu, ev.ts, n);
-            }
-            a.push(ev);
+        if let Some(p) = self.pipeline.as_mut() {
+            p.push(ev, None, dropped);
         }
         Ok(true)
     }
@@ -101,10 +99,19 @@ impl Sink for ConvertSink {
         let Some(writer) = self.writer.take() else {
             return Ok(());
         };
-        let analysis = self.analyzer.take().map(Analyzer::finish);
-        let spikes = analysis.as_ref().map_or(&[][..], |a| &a.spikes[..]);
+        let finished = self.pipeline.take().map(Pipeline::finish);
+        if let Some(f) = &finished {
+            self.warnings.extend(f.warnings.iter().cloned());
+        }
+        let spikes = finished
+            .as_ref()
+            .map_or(&[][..], |f| &f.analysis.spikes[..]);
+        let periods = finished
+            .as_ref()
+            .and_then(|f| f.timerlat.as_ref())
+            .map_or(&[][..], |t| &t.spikes[..]);
         let (buffered, stats) = writer
-            .finish(spikes)
+            .finish(spikes, periods)
             .with_context(|| format!("cannot write {}", self.tmp.display()))?;
         let file = buffered
             .into_inner()
@@ -112,7 +119,7 @@ impl Sink for ConvertSink {
             .with_context(|| format!("cannot write {}", self.tmp.display()))?;
         file.sync_all()
             .with_context(|| format!("cannot write {}", self.tmp.display()))?;
-        self.written = Some((stats, analysis.map_or(0, |a| a.spikes_dropped)));
+        self.written = Some((stats, finished.map_or(0, |f| f.analysis.spikes_dropped)));
         Ok(())
     }
 }
@@ -139,7 +146,7 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
         keep_going: args.keep_going,
         tmp: temp_name(&out),
         writer: None,
-        analyzer: None,
+        pipeline: None,
         warnings: Vec::new(),
         written: None,
     };
@@ -185,15 +192,20 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     } else {
         String::new()
     };
+    let periods = if stats.timerlat_periods > 0 {
+        format!(", {} timerlat periods annotated", stats.timerlat_periods)
+    } else {
+        String::new()
+    };
     let spikes = if args.no_spikes {
         "no analysis".to_string()
     } else if spikes_dropped > 0 {
         format!(
-            "{} spikes annotated ({spikes_dropped} more not kept)",
+            "{} spikes annotated ({spikes_dropped} more not kept){periods}",
             stats.spikes
         )
     } else {
-        format!("{} spikes annotated", stats.spikes)
+        format!("{} spikes annotated{periods}", stats.spikes)
     };
     eprintln!(
         "rtwhy: wrote {}: {} events ({} typed, {} generic){skipped}, {} bundles{lost}, {spikes}",

@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::cli::{DoctorArgs, DoctorFormat};
 
 /// The JSON document's schema name and version.
-pub const SCHEMA: &str = "rtwhy.doctor/1";
+pub const SCHEMA: &str = rtwhy_model::schema::DOCTOR;
 
 pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
     let pairs = match &args.root {

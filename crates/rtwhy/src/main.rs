@@ -10,7 +10,6 @@ mod handoff;
 mod info;
 mod irq_work;
 mod journal;
-mod ledger;
 mod record;
 mod render;
 mod report;

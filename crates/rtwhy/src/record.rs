@@ -25,10 +25,10 @@ use serde_json::{json, Value};
 use crate::analyze::analyze_file;
 use crate::cli::{DetectorArg, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs};
 use crate::journal::{self, Level};
-use crate::ledger::{self, Diagnosed, Entry, Ledger};
+use rtwhy_record::ledger::{self, Diagnosed, Entry, Ledger};
 
 /// The schema of `session.json`.
-pub const SESSION_SCHEMA: &str = "rtwhy.session/2";
+pub const SESSION_SCHEMA: &str = rtwhy_model::schema::SESSION;
 
 /// Diagnoses captures on a thread of its own, so the session keeps watching while a
 /// capture is analysed; keeps the session directory under its budget and `session.json`

@@ -16,14 +16,21 @@ pub struct Diagnosed {
     pub index: usize,
     /// The trace's file name in the session directory.
     pub file: String,
+    /// The victim thread's id.
     pub tid: i32,
+    /// The victim thread's name.
     #[serde(rename = "comm")]
     pub victim: String,
+    /// The CPU the victim was late on.
     pub cpu: u32,
+    /// How late it was.
     pub latency_ns: u64,
+    /// The primary cause; `None` when the capture could not be analysed.
     #[serde(serialize_with = "cause_name")]
     pub cause: Option<Cause>,
+    /// The primary cause's sentence.
     pub summary: String,
+    /// Why the capture could not be analysed, when it could not.
     pub error: Option<String>,
 }
 
@@ -44,9 +51,11 @@ impl Diagnosed {
 /// A capture on disk: its diagnosis, its files and their size.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// Its diagnosis.
     pub diag: Diagnosed,
     /// The trace; its `.txt` and `.json` sit beside it.
     pub trace: PathBuf,
+    /// The size of its files together.
     pub bytes: u64,
 }
 
@@ -78,14 +87,18 @@ pub fn files(trace: &Path) -> [PathBuf; 3] {
 /// Captures of one cause deleted to stay under the budget.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Dropped {
+    /// How many were deleted.
     pub captures: u64,
+    /// The worst latency among them.
     pub worst_ns: u64,
 }
 
 /// The captures kept, those dropped, and the budget.
 #[derive(Debug, Default)]
 pub struct Ledger {
+    /// The captures on disk, in the order they were added.
     pub kept: Vec<Entry>,
+    /// The captures deleted, by cause.
     pub dropped: BTreeMap<&'static str, Dropped>,
     /// Bound on the whole session directory.
     pub budget: Option<u64>,
@@ -97,6 +110,7 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// An empty ledger bounded by `budget` bytes (none: every capture is kept).
     pub fn new(budget: Option<u64>) -> Ledger {
         Ledger {
             budget,

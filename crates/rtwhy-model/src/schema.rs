@@ -1,0 +1,12 @@
+//! The names of rtwhy's JSON documents, each with its version: every document carries its
+//! own in a `schema` field, so that a reader knows what it holds before it reads on. A
+//! version goes up with an incompatible change to its document.
+
+/// `rtwhy analyze --format json` and a bundle's `analysis.json` (docs/analysis-json.md).
+pub const ANALYSIS: &str = "rtwhy.analysis/2";
+
+/// A recording session's `session.json` (docs/recording.md).
+pub const SESSION: &str = "rtwhy.session/2";
+
+/// `rtwhy doctor --format json`.
+pub const DOCTOR: &str = "rtwhy.doctor/1";
