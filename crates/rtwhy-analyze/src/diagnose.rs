@@ -847,7 +847,9 @@ fn pi_boost_at(tr: &Tracker, tid: i32, prio: i32, at: Nanos) -> Option<PiBoost> 
     Some(PiBoost {
         own_prio: own,
         by_tid: by,
-        by_comm: breakdown::TaskNames::task(tr, by).map(|(comm, _)| comm).unwrap_or_default(),
+        by_comm: breakdown::TaskNames::task(tr, by)
+            .map(|(comm, _)| comm)
+            .unwrap_or_default(),
     })
 }
 
