@@ -147,13 +147,58 @@ struct {
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
 
-/* Breaches dropped because the ring buffer was full. */
+/* Counts of what could not be kept: LOST_BREACHES, breaches dropped because the ring
+ * buffer was full; LOST_WAKEUPS, wake-ups not counted because `hists` was full. */
+#define LOST_BREACHES 0
+#define LOST_WAKEUPS 1
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, u32);
+	__type(value, u64);
+} lost SEC(".maps");
+
+/*
+ * Every measured wake-up of every tracked thread, counted per thread and CPU in a
+ * log-linear histogram (no event per wake-up): 8 buckets of 128 ns below 1024 ns, then 8
+ * buckets per power of two (bucket i >= 8 starts at (8 + (i - 8) % 8) << ((i - 8) / 8 + 7)
+ * ns), the last bucket open-ended (from about 16 s). crates/rtwhy-model/src/histogram.rs
+ * computes the same buckets. User space reads the table, and
+ * moves the histograms of exited threads out of it (crates/rtwhy-record/src/bpf.rs).
+ */
+#define HIST_BUCKETS 200
+#define MAX_HISTS 1024
+
+struct hist_key {
+	u32 tid;
+	u32 cpu;
+};
+
+struct wakeup_hist {
+	u64 count;
+	u64 sum;
+	u64 max;
+	char comm[COMM_LEN]; /* the thread's name at its first wake-up, renewed every 1024 */
+	u64 buckets[HIST_BUCKETS];
+};
+
+/* Never written or read: puts `struct wakeup_hist` into the skeleton's types. */
+struct wakeup_hist wakeup_hist_layout;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_HISTS);
+	__type(key, struct hist_key);
+	__type(value, struct wakeup_hist);
+} hists SEC(".maps");
+
+/* An all-zero histogram, the initial value of a new entry (too big for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, u32);
-	__type(value, u64);
-} lost SEC(".maps");
+	__type(value, struct wakeup_hist);
+} hist_zero SEC(".maps");
 
 /* ---- the logic, shared by the three flavours ---- */
 
@@ -350,7 +395,91 @@ static __always_inline void on_waking(struct thread_state *st, u32 rt_throttled)
 	forget_timer(st);
 }
 
-/* `next_tid` is being switched in; emit a breach when its pending wake-up was late. */
+static __always_inline void count_lost(u32 what)
+{
+	u64 *n = bpf_map_lookup_elem(&lost, &what);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* The index of the highest set bit of `v` (v > 0). */
+static __always_inline u32 high_bit(u64 v)
+{
+	u32 n = 0;
+
+	if (v >> 32) {
+		n += 32;
+		v >>= 32;
+	}
+	if (v >> 16) {
+		n += 16;
+		v >>= 16;
+	}
+	if (v >> 8) {
+		n += 8;
+		v >>= 8;
+	}
+	if (v >> 4) {
+		n += 4;
+		v >>= 4;
+	}
+	if (v >> 2) {
+		n += 2;
+		v >>= 2;
+	}
+	if (v >> 1)
+		n += 1;
+	return n;
+}
+
+/* The histogram bucket of a latency (see `hists`). */
+static __always_inline u32 hist_bucket(u64 ns)
+{
+	u32 bit, i;
+
+	if (ns < 1024)
+		return ns >> 7;
+	bit = high_bit(ns);
+	i = 8 + (bit - 10) * 8 + ((ns >> (bit - 3)) & 7);
+	return i < HIST_BUCKETS ? i : HIST_BUCKETS - 1;
+}
+
+/*
+ * One measured wake-up of `tid`, switched in on this CPU. Only this CPU writes the
+ * entry of (tid, this CPU), and a thread is switched in on one CPU at a time: plain
+ * increments.
+ */
+static __always_inline void count_wakeup(u32 tid, const void *comm, u64 latency)
+{
+	struct hist_key key = { .tid = tid, .cpu = bpf_get_smp_processor_id() };
+	struct wakeup_hist *h = bpf_map_lookup_elem(&hists, &key);
+	u32 zero = 0, i;
+
+	if (!h) {
+		h = bpf_map_lookup_elem(&hist_zero, &zero);
+		if (!h)
+			return;
+		bpf_map_update_elem(&hists, &key, h, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&hists, &key);
+		if (!h) {
+			count_lost(LOST_WAKEUPS);
+			return;
+		}
+	}
+	if ((h->count & 1023) == 0)
+		bpf_probe_read_kernel_str(h->comm, sizeof(h->comm), comm);
+	h->count++;
+	h->sum += latency;
+	if (latency > h->max)
+		h->max = latency;
+	i = hist_bucket(latency);
+	if (i < HIST_BUCKETS)
+		h->buckets[i]++;
+}
+
+/* `next_tid` is being switched in; count its pending wake-up, and emit a breach when it
+ * was late. */
 static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 					 const void *next_comm, u32 prev_tid,
 					 const void *prev_comm)
@@ -358,22 +487,23 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 	struct thread_state *st = bpf_map_lookup_elem(&threads, &next_tid);
 	struct breach *e;
 	u64 now, latency;
-	u32 zero = 0;
-	u64 *n;
 
 	if (!st || !st->waking)
 		return;
 	now = bpf_ktime_get_ns();
 	latency = now - st->origin;
-	if (latency < threshold_ns || (rt_only && next_prio >= 100) || now < st->origin) {
+	if ((rt_only && next_prio >= 100) || now < st->origin) {
+		st->waking = 0;
+		return;
+	}
+	count_wakeup(next_tid, next_comm, latency);
+	if (latency < threshold_ns) {
 		st->waking = 0;
 		return;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		n = bpf_map_lookup_elem(&lost, &zero);
-		if (n)
-			__sync_fetch_and_add(n, 1);
+		count_lost(LOST_BREACHES);
 		st->waking = 0;
 		return;
 	}

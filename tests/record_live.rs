@@ -1172,3 +1172,155 @@ fn a_full_disk_skips_captures_and_leaves_nothing_half_written() {
     }
     assert_eq!(tracefs_state(), before);
 }
+
+/// cyclictest's own histogram (`-h`, `-q`): samples per whole microsecond, the samples
+/// above its range, and its maximum (us).
+struct CyclictestHistogram {
+    buckets: Vec<(u64, u64)>,
+    overflows: u64,
+    total: u64,
+    max_us: u64,
+}
+
+impl CyclictestHistogram {
+    /// From cyclictest's stdout with one thread: `000005 001234` rows (latency in us,
+    /// count) and `# Total:`, `# Max Latencies:`, `# Histogram Overflows:` lines.
+    fn parse(stdout: &str) -> Option<CyclictestHistogram> {
+        let field = |name: &str| -> Option<u64> {
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(name))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        };
+        let buckets = stdout
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let us = f.next()?.parse().ok()?;
+                let n = f.next()?.parse().ok()?;
+                f.next().is_none().then_some((us, n))
+            })
+            .collect();
+        Some(CyclictestHistogram {
+            buckets,
+            overflows: field("# Histogram Overflows:")?,
+            total: field("# Total:")?,
+            max_us: field("# Max Latencies:")?,
+        })
+    }
+
+    /// The `q` quantile in us, ranked as rtwhy ranks it (the smallest latency with at
+    /// least `q` of the samples at or below it); above the range: the maximum.
+    fn quantile_us(&self, q: f64) -> u64 {
+        let rank = ((q * self.total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (us, n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                return *us;
+            }
+        }
+        self.max_us
+    }
+}
+
+/// How many of rtwhy's histogram buckets apart two latencies are.
+fn buckets_apart(a_ns: u64, b_ns: u64) -> usize {
+    rtwhy_model::bucket_of(a_ns).abs_diff(rtwhy_model::bucket_of(b_ns))
+}
+
+#[test]
+fn every_wakeup_of_cyclictest_is_in_rtwhys_histogram_as_in_its_own() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("rec");
+    // 5000 wake-ups at 1 kHz on CPU 1: enough for a 99th percentile of 50 samples.
+    // cyclictest's histogram runs to 10 ms in 1 us buckets; the threshold (20 ms) keeps
+    // captures out of the way.
+    let o = run(&[
+        "record",
+        "-t",
+        "20ms",
+        "--recorder-cpus",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "cyclictest",
+        "-m",
+        "-q",
+        "-p",
+        "80",
+        "-i",
+        "1000",
+        "-l",
+        "5000",
+        "-a",
+        "1",
+        "-t",
+        "1",
+        "-h",
+        "10000",
+    ]);
+    let all = text(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{all}");
+    let theirs = CyclictestHistogram::parse(&String::from_utf8_lossy(&o.stdout))
+        .unwrap_or_else(|| panic!("no cyclictest histogram\n{all}"));
+    assert_eq!(theirs.total, 5000, "{all}");
+
+    let s = run(&["summary", "--format", "json", out.to_str().unwrap()]);
+    assert_eq!(s.status.code(), Some(0), "{}", text(&s));
+    let overview: Value = serde_json::from_slice(&s.stdout).expect("summary JSON");
+    let thread = overview["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .filter(|t| t["comm"] == "cyclictest")
+        .max_by_key(|t| t["wakeups"].as_u64())
+        .unwrap_or_else(|| panic!("no cyclictest thread in {overview:#}"))
+        .clone();
+    let n = |k: &str| {
+        thread[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} in {thread:#}"))
+    };
+    let mine = (n("p50_ns"), n("p99_ns"), n("max_ns"));
+    let their = (
+        theirs.quantile_us(0.5) * 1000,
+        theirs.quantile_us(0.99) * 1000,
+        theirs.max_us * 1000,
+    );
+    let report = format!(
+        "rtwhy: {} wake-ups, p50/p99/max {mine:?} ns; cyclictest: {} samples ({} over its range), {their:?} ns\n{all}",
+        n("wakeups"),
+        theirs.total,
+        theirs.overflows
+    );
+    eprintln!("{report}");
+    assert_eq!(n("wakeups"), theirs.total, "{report}");
+    let bucket_sum: u64 = thread["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(bucket_sum, theirs.total, "{report}");
+    for (what, a, b) in [
+        ("p50", mine.0, their.0),
+        ("p99", mine.1, their.1),
+        ("max", mine.2, their.2),
+    ] {
+        assert!(
+            buckets_apart(a, b) <= 1,
+            "{what}: rtwhy {a} ns and cyclictest {b} ns are {} buckets apart\n{report}",
+            buckets_apart(a, b)
+        );
+    }
+}

@@ -46,6 +46,7 @@ pub struct FallbackDetector {
     expired: HashMap<i32, u64>,
     pending: HashMap<i32, Pending>,
     prio: HashMap<i32, i32>,
+    wakeups: crate::wakeups::Wakeups,
 }
 
 impl FallbackDetector {
@@ -60,7 +61,13 @@ impl FallbackDetector {
             expired: HashMap::new(),
             pending: HashMap::new(),
             prio: HashMap::new(),
+            wakeups: crate::wakeups::Wakeups::default(),
         }
+    }
+
+    /// Every wake-up measured so far, per thread and CPU.
+    pub fn wakeups(&self) -> &crate::wakeups::Wakeups {
+        &self.wakeups
     }
 
     /// Follows thread `tid` (and, through fork events, what it creates).
@@ -164,6 +171,7 @@ impl FallbackDetector {
         let p = self.pending.remove(&tid)?;
         let origin = p.expiry.unwrap_or(p.waking);
         let latency = switch_in.saturating_sub(origin);
+        self.wakeups.add(tid, cpu, &p.comm.to_str_lossy(), latency);
         if !rtwhy_model::breaches(latency, self.threshold) {
             return None;
         }
