@@ -52,6 +52,9 @@ pub enum Workload {
 /// `Runner::follow_measured_cpus`).
 const LEAN_CHECK: Duration = Duration::from_millis(250);
 
+/// How often the observer hears where a session stands ([`Observer::progress`]).
+pub const PROGRESS: Duration = Duration::from_secs(60);
+
 /// How often the detector's histograms are read: the BPF table then sheds the threads
 /// that exited, so it keeps room for new ones.
 const WAKEUPS_READ: Duration = Duration::from_secs(5);
@@ -179,6 +182,9 @@ pub trait Observer {
     /// SIGHUP: the session goes on; the observer may write out what it has (the rolling
     /// `session.json`) and log where the session stands.
     fn checkpoint(&mut self, _so_far: &SessionReport) {}
+    /// Every [`PROGRESS`] of a session: the observer may write out where it stands, so
+    /// a recorder that is killed leaves its wake-up histograms of the last minute or so.
+    fn progress(&mut self, _so_far: &SessionReport) {}
     /// Whether the observer can take another capture now; when not, breaches are
     /// counted with those within `--min-gap` (an observer that bounds the disk takes
     /// one capture at a time, so none is written before the last one is accounted).
@@ -437,6 +443,7 @@ struct Runner<'a> {
     lean: Option<Lean>,
     lean_checked: Instant,
     wakeups_read: Instant,
+    progressed: Instant,
     detector: Detector,
     watch: Option<Watch>,
     cpus: usize,
@@ -723,6 +730,7 @@ fn run_with(
         lean,
         lean_checked: Instant::now(),
         wakeups_read: Instant::now(),
+        progressed: Instant::now(),
         detector,
         watch,
         cpus,
@@ -880,7 +888,11 @@ impl Runner<'_> {
             if self.max_reached() {
                 break "--max-spikes reached".to_string();
             }
-            if self.wakeups_read.elapsed() >= WAKEUPS_READ {
+            if self.progressed.elapsed() >= PROGRESS {
+                self.progressed = Instant::now();
+                self.refresh_report();
+                self.obs.progress(&self.report);
+            } else if self.wakeups_read.elapsed() >= WAKEUPS_READ {
                 self.read_wakeups();
             }
             if matches!(self.cfg.workload, Workload::Command(_))

@@ -58,6 +58,8 @@ enum Note {
     Captured(Box<Capture>, Box<SessionReport>),
     /// SIGHUP: write out where the session stands.
     Checkpoint(Box<SessionReport>),
+    /// A while went by: write out where the session stands, silently.
+    Progress(Box<SessionReport>),
 }
 
 struct Live {
@@ -285,6 +287,7 @@ impl Diagnoser {
                 );
                 so_far
             }
+            Note::Progress(so_far) => so_far,
         };
         let doc = session_json(&self.argv, &so_far, &self.ledger, false);
         let written = write_session(&self.out_dir, &doc).and_then(|session| {
@@ -366,6 +369,10 @@ impl Observer for Live {
 
     fn checkpoint(&mut self, so_far: &SessionReport) {
         self.send(Note::Checkpoint(Box::new(so_far.clone())));
+    }
+
+    fn progress(&mut self, so_far: &SessionReport) {
+        self.send(Note::Progress(Box::new(so_far.clone())));
     }
 }
 
