@@ -1241,34 +1241,12 @@ fn every_wakeup_of_cyclictest_is_in_rtwhys_histogram_as_in_its_own() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("rec");
-    // 5000 wake-ups at 1 kHz on CPU 1: enough for a 99th percentile of 50 samples.
-    // cyclictest's histogram runs to 10 ms in 1 us buckets; the threshold (20 ms) keeps
-    // captures out of the way.
-    let o = run(&[
-        "record",
-        "-t",
-        "20ms",
-        "--recorder-cpus",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-        "cyclictest",
-        "-m",
-        "-q",
-        "-p",
-        "80",
-        "-i",
-        "1000",
-        "-l",
-        "5000",
-        "-a",
-        "1",
-        "-t",
-        "1",
-        "-h",
-        "10000",
-    ]);
+    // cyclictest's FIFO 80 thread on CPU 1, 5000 wake-ups at 1 kHz (enough for a 99th
+    // percentile of 50 samples; -D 30 bounds it), its histogram to 10 ms in 1 us buckets;
+    // the threshold (20 ms) keeps captures out of the way.
+    let mut args = record_cyclictest_args(&["-t", "20ms"], &out, "30");
+    args.extend_from_slice(&["-l", "5000", "-h", "10000"]);
+    let o = run(&args);
     let all = text(&o);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{all}");
     let theirs = CyclictestHistogram::parse(&String::from_utf8_lossy(&o.stdout))
