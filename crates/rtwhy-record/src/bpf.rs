@@ -296,6 +296,7 @@ impl BpfDetector {
             if std::path::Path::new(&format!("/proc/{}", at.tid)).exists() {
                 out.push((at, comm, h));
             } else if self.hists.delete(&key).is_ok() {
+                let at = crate::wakeups::bounded(&self.retired, at);
                 let slot = self.retired.entry(at).or_default();
                 if slot.0.is_empty() {
                     slot.0 = comm;

@@ -15,6 +15,23 @@ pub type DiagnosedTail = BTreeMap<i32, BTreeMap<String, Histogram>>;
 /// The tail part of breaches no capture diagnosed.
 pub const NOT_CAPTURED: &str = "not_captured";
 
+/// Thread-CPU pairs kept apart: a session whose threads come and go for days keeps the
+/// first this many, and counts the wake-ups of those after them on each CPU under tid 0.
+pub const MAX_THREAD_CPUS: usize = 4096;
+
+/// Where the histogram of `at` goes in `table`: its own entry while there is room (or
+/// it has one), else the CPU's entry for every other thread (tid 0).
+pub fn bounded<V>(table: &BTreeMap<ThreadCpu, V>, at: ThreadCpu) -> ThreadCpu {
+    if table.len() < MAX_THREAD_CPUS || table.contains_key(&at) {
+        at
+    } else {
+        ThreadCpu {
+            tid: 0,
+            cpu: at.cpu,
+        }
+    }
+}
+
 /// Wake-up histograms of one session so far.
 #[derive(Debug, Clone, Default)]
 pub struct Wakeups {
@@ -41,11 +58,11 @@ impl Wakeups {
 
     /// Counts one wake-up of `tid` switched in on `cpu`.
     pub fn add(&mut self, tid: i32, cpu: u32, comm: &str, latency_ns: u64) {
-        self.name(tid, comm);
-        self.hists
-            .entry(ThreadCpu { tid, cpu })
-            .or_default()
-            .add(latency_ns);
+        let at = bounded(&self.hists, ThreadCpu { tid, cpu });
+        if at.tid == tid {
+            self.name(tid, comm);
+        }
+        self.hists.entry(at).or_default().add(latency_ns);
     }
 
     /// Sets the whole histogram of `at` (a detector that counts on its own).
@@ -66,7 +83,13 @@ impl Wakeups {
 
     /// A breach that no capture diagnosed.
     pub fn not_captured(&mut self, tid: i32, comm: &str, latency_ns: u64) {
-        self.name(tid, comm);
+        let full = self.not_captured.len() >= MAX_THREAD_CPUS;
+        let tid = if full && !self.not_captured.contains_key(&tid) {
+            0
+        } else {
+            self.name(tid, comm);
+            tid
+        };
         self.not_captured.entry(tid).or_default().add(latency_ns);
     }
 
@@ -133,6 +156,21 @@ impl Wakeups {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_beyond_the_bound_share_tid_0() {
+        let mut w = Wakeups::default();
+        let tids = MAX_THREAD_CPUS as i32 + 10;
+        for tid in 1..=tids {
+            w.add(tid, 3, &format!("worker-{tid}"), 1_000);
+        }
+        w.add(1, 3, "worker-1", 2_000);
+        let o = w.overview("tracefs", 100_000, 0, &DiagnosedTail::new());
+        assert_eq!(o.threads.len(), MAX_THREAD_CPUS + 1);
+        let others = o.threads.iter().find(|t| t.tid == 0).unwrap();
+        assert_eq!((others.wakeups, others.comm.as_str()), (10, ""));
+        assert_eq!(o.threads.iter().find(|t| t.tid == 1).unwrap().wakeups, 2);
+    }
 
     #[test]
     fn overview_joins_histograms_and_tails() {
