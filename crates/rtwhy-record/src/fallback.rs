@@ -273,6 +273,16 @@ mod tests {
         assert_eq!(b.prev_tid, None);
         d.push(&ev(400_000, 1, 0, waking(7, 19)));
         assert!(d.push(&ev(450_000, 1, 0, switch(0, 7, 19))).is_none());
+        // Both wake-ups are counted, the fast one and the breach.
+        let o = d
+            .wakeups()
+            .overview("tracefs", 100_000, 0, &Default::default());
+        let counted: Vec<_> = o
+            .threads
+            .iter()
+            .map(|t| (t.tid, t.wakeups, t.max_ns))
+            .collect();
+        assert_eq!(counted, [(7, 2, 300_000)]);
     }
 
     #[test]
@@ -283,6 +293,8 @@ mod tests {
         assert!(d.push(&ev(500_000, 1, 0, switch(0, 8, 19))).is_none());
         d.push(&ev(0, 1, 0, waking(7, 120)));
         assert!(d.push(&ev(500_000, 1, 0, switch(0, 7, 120))).is_none());
+        // Neither the untracked thread nor the normal one is counted.
+        assert_eq!(d.wakeups().histograms().count(), 0);
         let fork = EventKind::Generic(rtwhy_model::GenericEvent {
             system: "sched".into(),
             name: "sched_process_fork".into(),

@@ -315,6 +315,16 @@ mod tests {
             (s[0].loops, s[0].min_ns, s[0].max_ns, s[0].over_threshold),
             (2, 20_000, 80_000, 1)
         );
+        // Every thread sample is a wake-up of the kthread's histogram, IRQ samples none.
+        let o = d
+            .wakeups()
+            .overview("timerlat", 50_000, 0, &Default::default());
+        let t = &o.threads[0];
+        assert_eq!(
+            (t.comm.as_str(), t.wakeups, t.max_ns),
+            ("timerlat/1", 2, 80_000)
+        );
+        assert_eq!(t.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), [1]);
     }
 
     #[test]
