@@ -88,7 +88,9 @@ struct thread_state {
 	u32 rt_throttled;
 	u8 fired;        /* the timer ran (hrtimer_expire_entry) */
 	u8 asleep;       /* switched out sleeping (classic tracepoints only) */
-	u8 pad[6];
+	u8 queued;       /* the pending wake-up found the thread still queued */
+	u8 pad[5];
+	u64 nvcsw;       /* its voluntary switches at that wake-up (when queued) */
 };
 
 struct {
@@ -479,10 +481,12 @@ static __always_inline void count_wakeup(u32 tid, const void *comm, u64 latency)
 }
 
 /* `next_tid` is being switched in; count its pending wake-up, and emit a breach when it
- * was late. */
+ * was late. `next` is its task where the program has it (NULL: classic tracepoints,
+ * which never leave a wake-up queued). */
 static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 					 const void *next_comm, u32 prev_tid,
-					 const void *prev_comm)
+					 const void *prev_comm, struct task_struct *next,
+					 const bool direct)
 {
 	struct thread_state *st = bpf_map_lookup_elem(&threads, &next_tid);
 	struct breach *e;
@@ -490,6 +494,15 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 
 	if (!st || !st->waking)
 		return;
+	if (st->queued) {
+		st->queued = 0;
+		/* No voluntary switch since the wake-up: it was woken while it ran, and
+		 * this switch-in ends a preemption, not a wait for its wake-up. */
+		if (!next || READ_FIELD(direct, next, nvcsw) == st->nvcsw) {
+			st->waking = 0;
+			return;
+		}
+	}
 	now = bpf_ktime_get_ns();
 	latency = now - st->origin;
 	if ((rt_only && next_prio >= 100) || now < st->origin) {
@@ -578,13 +591,27 @@ static __always_inline void task_waking(struct task_struct *p, const bool direct
 	tid = READ_FIELD(direct, p, pid);
 	if (!is_tracked(tid, READ_FIELD(direct, p, tgid)))
 		return;
-	/* Still queued (woken before it switched out, or current waking itself): it never
-	 * waited for a CPU, there is no latency to measure. */
-	if (READ_FIELD(direct, p, on_rq))
-		return;
 	st = thread_get_or_create(tid);
-	if (st)
-		on_waking(st, throttled_of(p, direct));
+	if (!st)
+		return;
+	on_waking(st, throttled_of(p, direct));
+	/* Woken by an interrupt of its own CPU while it runs: its timer expired before it
+	 * went to sleep (an overrun, after it ran late), so it goes on at once. A wake-up
+	 * all the same, as late as it is behind its expiry; never a breach (the lateness
+	 * that caused it was one). */
+	if ((u64)p == bpf_get_current_task()) {
+		count_wakeup(tid, &p->comm, st->waking - st->origin);
+		st->waking = 0;
+		return;
+	}
+	/* Still queued and on a CPU: woken while it runs on another CPU (it never waits
+	 * for a CPU), or while it is switching out to sleep there, when the wake-up goes on
+	 * once it is off and is a real one. on_switch_in tells them apart: only the second
+	 * has a voluntary switch between the wake-up and the switch-in. Queued and on no
+	 * CPU (preempted on its way to sleep), it waits for a CPU from now: measured. */
+	st->queued = READ_FIELD(direct, p, on_rq) && READ_FIELD(direct, p, on_cpu) ? 1 : 0;
+	if (st->queued)
+		st->nvcsw = READ_FIELD(direct, p, nvcsw);
 }
 
 static __always_inline void task_switch(void *ctx, struct task_struct *prev,
@@ -597,7 +624,7 @@ static __always_inline void task_switch(void *ctx, struct task_struct *prev,
 	if (rt_only && prio >= 100)
 		return;
 	on_switch_in(ctx, READ_FIELD(direct, next, pid), prio, &next->comm,
-		     READ_FIELD(direct, prev, pid), &prev->comm);
+		     READ_FIELD(direct, prev, pid), &prev->comm, next, direct);
 }
 
 static __always_inline void task_fork(struct task_struct *parent, struct task_struct *child)
@@ -743,7 +770,7 @@ int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
 		}
 	}
 	on_switch_in(ctx, ctx->next_pid, ctx->next_prio, ctx->next_comm, ctx->prev_pid,
-		     ctx->prev_comm);
+		     ctx->prev_comm, NULL, false);
 	return 0;
 }
 
