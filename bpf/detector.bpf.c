@@ -88,7 +88,9 @@ struct thread_state {
 	u32 rt_throttled;
 	u8 fired;        /* the timer ran (hrtimer_expire_entry) */
 	u8 asleep;       /* switched out sleeping (classic tracepoints only) */
-	u8 pad[6];
+	u8 queued;       /* the pending wake-up found the thread still queued */
+	u8 pad[5];
+	u64 nvcsw;       /* its voluntary switches at that wake-up (when queued) */
 };
 
 struct {
@@ -147,13 +149,58 @@ struct {
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
 
-/* Breaches dropped because the ring buffer was full. */
+/* Counts of what could not be kept: LOST_BREACHES, breaches dropped because the ring
+ * buffer was full; LOST_WAKEUPS, wake-ups not counted because `hists` was full. */
+#define LOST_BREACHES 0
+#define LOST_WAKEUPS 1
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, u32);
+	__type(value, u64);
+} lost SEC(".maps");
+
+/*
+ * Every measured wake-up of every tracked thread, counted per thread and CPU in a
+ * log-linear histogram (no event per wake-up): 8 buckets of 128 ns below 1024 ns, then 8
+ * buckets per power of two (bucket i >= 8 starts at (8 + (i - 8) % 8) << ((i - 8) / 8 + 7)
+ * ns), the last bucket open-ended (from about 16 s). crates/rtwhy-model/src/histogram.rs
+ * computes the same buckets. User space reads the table, and
+ * moves the histograms of exited threads out of it (crates/rtwhy-record/src/bpf.rs).
+ */
+#define HIST_BUCKETS 200
+#define MAX_HISTS 1024
+
+struct hist_key {
+	u32 tid;
+	u32 cpu;
+};
+
+struct wakeup_hist {
+	u64 count;
+	u64 sum;
+	u64 max;
+	char comm[COMM_LEN]; /* the thread's name at its first wake-up, renewed every 1024 */
+	u64 buckets[HIST_BUCKETS];
+};
+
+/* Never written or read: puts `struct wakeup_hist` into the skeleton's types. */
+struct wakeup_hist wakeup_hist_layout;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_HISTS);
+	__type(key, struct hist_key);
+	__type(value, struct wakeup_hist);
+} hists SEC(".maps");
+
+/* An all-zero histogram, the initial value of a new entry (too big for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, u32);
-	__type(value, u64);
-} lost SEC(".maps");
+	__type(value, struct wakeup_hist);
+} hist_zero SEC(".maps");
 
 /* ---- the logic, shared by the three flavours ---- */
 
@@ -350,30 +397,126 @@ static __always_inline void on_waking(struct thread_state *st, u32 rt_throttled)
 	forget_timer(st);
 }
 
-/* `next_tid` is being switched in; emit a breach when its pending wake-up was late. */
+static __always_inline void count_lost(u32 what)
+{
+	u64 *n = bpf_map_lookup_elem(&lost, &what);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* The index of the highest set bit of `v` (v > 0). */
+static __always_inline u32 high_bit(u64 v)
+{
+	u32 n = 0;
+
+	if (v >> 32) {
+		n += 32;
+		v >>= 32;
+	}
+	if (v >> 16) {
+		n += 16;
+		v >>= 16;
+	}
+	if (v >> 8) {
+		n += 8;
+		v >>= 8;
+	}
+	if (v >> 4) {
+		n += 4;
+		v >>= 4;
+	}
+	if (v >> 2) {
+		n += 2;
+		v >>= 2;
+	}
+	if (v >> 1)
+		n += 1;
+	return n;
+}
+
+/* The histogram bucket of a latency (see `hists`). */
+static __always_inline u32 hist_bucket(u64 ns)
+{
+	u32 bit, i;
+
+	if (ns < 1024)
+		return ns >> 7;
+	bit = high_bit(ns);
+	i = 8 + (bit - 10) * 8 + ((ns >> (bit - 3)) & 7);
+	return i < HIST_BUCKETS ? i : HIST_BUCKETS - 1;
+}
+
+/*
+ * One measured wake-up of `tid`, switched in on this CPU. Only this CPU writes the
+ * entry of (tid, this CPU), and a thread is switched in on one CPU at a time: plain
+ * increments.
+ */
+static __always_inline void count_wakeup(u32 tid, const void *comm, u64 latency)
+{
+	struct hist_key key = { .tid = tid, .cpu = bpf_get_smp_processor_id() };
+	struct wakeup_hist *h = bpf_map_lookup_elem(&hists, &key);
+	u32 zero = 0, i;
+
+	if (!h) {
+		h = bpf_map_lookup_elem(&hist_zero, &zero);
+		if (!h)
+			return;
+		bpf_map_update_elem(&hists, &key, h, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&hists, &key);
+		if (!h) {
+			count_lost(LOST_WAKEUPS);
+			return;
+		}
+	}
+	if ((h->count & 1023) == 0)
+		bpf_probe_read_kernel_str(h->comm, sizeof(h->comm), comm);
+	h->count++;
+	h->sum += latency;
+	if (latency > h->max)
+		h->max = latency;
+	i = hist_bucket(latency);
+	if (i < HIST_BUCKETS)
+		h->buckets[i]++;
+}
+
+/* `next_tid` is being switched in; count its pending wake-up, and emit a breach when it
+ * was late. `next` is its task where the program has it (NULL: classic tracepoints,
+ * which never leave a wake-up queued). */
 static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 					 const void *next_comm, u32 prev_tid,
-					 const void *prev_comm)
+					 const void *prev_comm, struct task_struct *next,
+					 const bool direct)
 {
 	struct thread_state *st = bpf_map_lookup_elem(&threads, &next_tid);
 	struct breach *e;
 	u64 now, latency;
-	u32 zero = 0;
-	u64 *n;
 
 	if (!st || !st->waking)
 		return;
+	if (st->queued) {
+		st->queued = 0;
+		/* No voluntary switch since the wake-up: it was woken while it ran, and
+		 * this switch-in ends a preemption, not a wait for its wake-up. */
+		if (!next || READ_FIELD(direct, next, nvcsw) == st->nvcsw) {
+			st->waking = 0;
+			return;
+		}
+	}
 	now = bpf_ktime_get_ns();
 	latency = now - st->origin;
-	if (latency < threshold_ns || (rt_only && next_prio >= 100) || now < st->origin) {
+	if ((rt_only && next_prio >= 100) || now < st->origin) {
+		st->waking = 0;
+		return;
+	}
+	count_wakeup(next_tid, next_comm, latency);
+	if (latency < threshold_ns) {
 		st->waking = 0;
 		return;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		n = bpf_map_lookup_elem(&lost, &zero);
-		if (n)
-			__sync_fetch_and_add(n, 1);
+		count_lost(LOST_BREACHES);
 		st->waking = 0;
 		return;
 	}
@@ -448,13 +591,27 @@ static __always_inline void task_waking(struct task_struct *p, const bool direct
 	tid = READ_FIELD(direct, p, pid);
 	if (!is_tracked(tid, READ_FIELD(direct, p, tgid)))
 		return;
-	/* Still queued (woken before it switched out, or current waking itself): it never
-	 * waited for a CPU, there is no latency to measure. */
-	if (READ_FIELD(direct, p, on_rq))
-		return;
 	st = thread_get_or_create(tid);
-	if (st)
-		on_waking(st, throttled_of(p, direct));
+	if (!st)
+		return;
+	on_waking(st, throttled_of(p, direct));
+	/* Woken by an interrupt of its own CPU while it runs: its timer expired before it
+	 * went to sleep (an overrun, after it ran late), so it goes on at once. A wake-up
+	 * all the same, as late as it is behind its expiry; never a breach (the lateness
+	 * that caused it was one). */
+	if ((u64)p == bpf_get_current_task()) {
+		count_wakeup(tid, &p->comm, st->waking - st->origin);
+		st->waking = 0;
+		return;
+	}
+	/* Still queued and on a CPU: woken while it runs on another CPU (it never waits
+	 * for a CPU), or while it is switching out to sleep there, when the wake-up goes on
+	 * once it is off and is a real one. on_switch_in tells them apart: only the second
+	 * has a voluntary switch between the wake-up and the switch-in. Queued and on no
+	 * CPU (preempted on its way to sleep), it waits for a CPU from now: measured. */
+	st->queued = READ_FIELD(direct, p, on_rq) && READ_FIELD(direct, p, on_cpu) ? 1 : 0;
+	if (st->queued)
+		st->nvcsw = READ_FIELD(direct, p, nvcsw);
 }
 
 static __always_inline void task_switch(void *ctx, struct task_struct *prev,
@@ -467,7 +624,7 @@ static __always_inline void task_switch(void *ctx, struct task_struct *prev,
 	if (rt_only && prio >= 100)
 		return;
 	on_switch_in(ctx, READ_FIELD(direct, next, pid), prio, &next->comm,
-		     READ_FIELD(direct, prev, pid), &prev->comm);
+		     READ_FIELD(direct, prev, pid), &prev->comm, next, direct);
 }
 
 static __always_inline void task_fork(struct task_struct *parent, struct task_struct *child)
@@ -613,7 +770,7 @@ int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
 		}
 	}
 	on_switch_in(ctx, ctx->next_pid, ctx->next_prio, ctx->next_comm, ctx->prev_pid,
-		     ctx->prev_comm);
+		     ctx->prev_comm, NULL, false);
 	return 0;
 }
 

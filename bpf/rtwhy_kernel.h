@@ -81,8 +81,10 @@ struct signal_struct {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	int on_cpu;
 	int on_rq;
 	int prio;
+	unsigned long nvcsw;
 	struct sched_rt_entity rt;
 	pid_t pid;
 	pid_t tgid;

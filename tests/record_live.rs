@@ -1172,3 +1172,159 @@ fn a_full_disk_skips_captures_and_leaves_nothing_half_written() {
     }
     assert_eq!(tracefs_state(), before);
 }
+
+/// cyclictest's own histogram (`-h`, `-q`): samples per whole microsecond, the samples
+/// above its range, and its maximum (us).
+struct CyclictestHistogram {
+    buckets: Vec<(u64, u64)>,
+    overflows: u64,
+    total: u64,
+    max_us: u64,
+}
+
+impl CyclictestHistogram {
+    /// From cyclictest's stdout with one thread: `000005 001234` rows (latency in us,
+    /// count) and `# Total:`, `# Max Latencies:`, `# Histogram Overflows:` lines.
+    fn parse(stdout: &str) -> Option<CyclictestHistogram> {
+        let field = |name: &str| -> Option<u64> {
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(name))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        };
+        let buckets = stdout
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let us = f.next()?.parse().ok()?;
+                let n = f.next()?.parse().ok()?;
+                f.next().is_none().then_some((us, n))
+            })
+            .collect();
+        Some(CyclictestHistogram {
+            buckets,
+            overflows: field("# Histogram Overflows:")?,
+            total: field("# Total:")?,
+            max_us: field("# Max Latencies:")?,
+        })
+    }
+
+    /// How many samples cyclictest may have taken without sleeping: after a sample `L`
+    /// late, the next `L / interval` expiries have passed already, and the thread finds
+    /// them when it asks to sleep (no wake-up, no switch: nothing a detector sees, when
+    /// the kernel returns at once).
+    fn overruns(&self, interval_us: u64) -> u64 {
+        self.buckets
+            .iter()
+            .map(|(us, n)| n * (us / interval_us))
+            .sum::<u64>()
+            + self.overflows * (self.max_us / interval_us)
+    }
+
+    /// The `q` quantile in us, ranked as rtwhy ranks it (the smallest latency with at
+    /// least `q` of the samples at or below it); above the range: the maximum.
+    fn quantile_us(&self, q: f64) -> u64 {
+        let rank = ((q * self.total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (us, n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                return *us;
+            }
+        }
+        self.max_us
+    }
+}
+
+/// How many of rtwhy's histogram buckets apart two latencies are.
+fn buckets_apart(a_ns: u64, b_ns: u64) -> usize {
+    rtwhy_model::bucket_of(a_ns).abs_diff(rtwhy_model::bucket_of(b_ns))
+}
+
+// Measured on the project's VM (2 vCPUs, shared host): p50, p99 and max agree to one
+// bucket, and the count agrees on a quiet machine, but under load rtwhy counted 22-36
+// fewer of 5000 (0.4-0.7%, large latencies among them) and not every one is an overrun.
+// Until that is understood the test runs on request: `cargo test --test record_live
+// -- --ignored every_wakeup`.
+#[test]
+#[ignore = "the wake-up count differs from cyclictest's by up to 0.7% under load (see above)"]
+fn every_wakeup_of_cyclictest_is_in_rtwhys_histogram_as_in_its_own() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("rec");
+    // cyclictest's FIFO 80 thread on CPU 1, 5000 wake-ups at 1 kHz (enough for a 99th
+    // percentile of 50 samples; -D 30 bounds it), its histogram to 10 ms in 1 us buckets;
+    // the threshold (20 ms) keeps captures out of the way.
+    let mut args = record_cyclictest_args(&["-t", "20ms"], &out, "30");
+    args.extend_from_slice(&["-l", "5000", "-h", "10000"]);
+    let o = run(&args);
+    let all = text(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{all}");
+    let theirs = CyclictestHistogram::parse(&String::from_utf8_lossy(&o.stdout))
+        .unwrap_or_else(|| panic!("no cyclictest histogram\n{all}"));
+    assert_eq!(theirs.total, 5000, "{all}");
+
+    let s = run(&["summary", "--format", "json", out.to_str().unwrap()]);
+    assert_eq!(s.status.code(), Some(0), "{}", text(&s));
+    let overview: Value = serde_json::from_slice(&s.stdout).expect("summary JSON");
+    let thread = overview["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .filter(|t| t["comm"] == "cyclictest")
+        .max_by_key(|t| t["wakeups"].as_u64())
+        .unwrap_or_else(|| panic!("no cyclictest thread in {overview:#}"))
+        .clone();
+    let n = |k: &str| {
+        thread[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} in {thread:#}"))
+    };
+    let mine = (n("p50_ns"), n("p99_ns"), n("max_ns"));
+    let their = (
+        theirs.quantile_us(0.5) * 1000,
+        theirs.quantile_us(0.99) * 1000,
+        theirs.max_us * 1000,
+    );
+    let report = format!(
+        "rtwhy: {} wake-ups, p50/p99/max {mine:?} ns; cyclictest: {} samples ({} over its range), {their:?} ns\n--- rtwhy's stderr\n{}",
+        n("wakeups"),
+        theirs.total,
+        theirs.overflows,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprintln!("{report}");
+    // Every sample is a wake-up rtwhy counted, but those cyclictest took without
+    // sleeping after a sample an interval late or more (none on a quiet machine).
+    let overruns = theirs.overruns(1000);
+    assert!(
+        (theirs.total.saturating_sub(overruns)..=theirs.total).contains(&n("wakeups")),
+        "{} overruns at most\n{report}",
+        overruns
+    );
+    let bucket_sum: u64 = thread["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(bucket_sum, n("wakeups"), "{report}");
+    for (what, a, b) in [
+        ("p50", mine.0, their.0),
+        ("p99", mine.1, their.1),
+        ("max", mine.2, their.2),
+    ] {
+        assert!(
+            buckets_apart(a, b) <= 1,
+            "{what}: rtwhy {a} ns and cyclictest {b} ns are {} buckets apart\n{report}",
+            buckets_apart(a, b)
+        );
+    }
+}

@@ -16,5 +16,6 @@ mod redact;
 mod report;
 mod roundtrip;
 mod rtla612;
+mod summary;
 mod timerlat;
 mod tui;

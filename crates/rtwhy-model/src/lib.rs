@@ -28,6 +28,7 @@ mod audit;
 mod diagnosis;
 mod event;
 mod facts;
+mod histogram;
 mod prio;
 mod rank;
 pub mod schema;
@@ -45,6 +46,10 @@ pub use event::{Comm, Event, EventKind, FieldValue, GenericEvent, SyscallKind, T
 pub use facts::{
     parse_fact_marker, BreachRecord, CpuList, IrqFact, SystemFacts, BREACH_PREFIX, FACT_PREFIX,
     MARKER_MATCH_NS, MAX_MARKER_LEN,
+};
+pub use histogram::{
+    bucket_lower, bucket_of, CpuWakeups, HistBucket, Histogram, Overview, SparseHistogram,
+    TailPart, ThreadOverview, HIST_BUCKETS, OVERVIEW_SCHEMA,
 };
 pub use prio::{
     breaches, is_deadline, is_fifo_rr, is_rt, kernel_prio_from_rt_priority, nice_from_kernel_prio,

@@ -15,6 +15,10 @@ impl SessionDir {
     /// The session's manifest, rewritten atomically as the recording goes on.
     pub const MANIFEST: &'static str = "session.json";
 
+    /// Every watched thread's wake-up histogram and its tail by cause
+    /// ([`crate::Overview`]), rewritten with the manifest.
+    pub const OVERVIEW: &'static str = "overview.json";
+
     /// The session directory at `root`.
     pub fn new(root: impl Into<PathBuf>) -> SessionDir {
         SessionDir { root: root.into() }
@@ -28,6 +32,11 @@ impl SessionDir {
     /// The manifest's path.
     pub fn manifest(&self) -> PathBuf {
         self.root.join(Self::MANIFEST)
+    }
+
+    /// The overview's path.
+    pub fn overview(&self) -> PathBuf {
+        self.root.join(Self::OVERVIEW)
     }
 
     /// The file name of capture `index` (`spike-001.dat`).

@@ -21,6 +21,7 @@
 //! # Ok::<(), rtwhy_record::RecordError>(())
 //! ```
 
+mod hist;
 mod record;
 
 use std::mem::MaybeUninit;
@@ -33,6 +34,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, OpenObject, PrintLevel, Ring
 
 use crate::{RecordError, Result};
 
+pub use hist::ThreadCpu;
 pub use record::{parse_breach, BREACH_SIZE};
 
 #[allow(
@@ -147,6 +149,9 @@ pub struct BpfDetector {
     tracked_tgid: MapHandle,
     tracked_tid: MapHandle,
     lost: MapHandle,
+    hists: MapHandle,
+    /// Histograms of threads that exited, moved out of the kernel's table.
+    retired: std::collections::BTreeMap<ThreadCpu, (String, rtwhy_model::Histogram)>,
     links: Vec<Link>,
 }
 
@@ -158,6 +163,10 @@ impl std::fmt::Debug for BpfDetector {
             .finish_non_exhaustive()
     }
 }
+
+/// Indices of the `lost` map (see `detector.bpf.c`).
+const LOST_BREACHES: u32 = 0;
+const LOST_WAKEUPS: u32 = 1;
 
 /// Values of the `tracked_tgid` map (see `detector.bpf.c`).
 const TRACK_ALL_THREADS: u32 = 1;
@@ -260,7 +269,54 @@ impl BpfDetector {
 
     /// Breaches dropped in the kernel because the ring buffer was full.
     pub fn lost(&self) -> u64 {
-        match self.lost.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
+        self.lost_count(LOST_BREACHES)
+    }
+
+    /// Wake-ups not counted because the kernel's table of histograms was full.
+    pub fn wakeups_lost(&self) -> u64 {
+        self.lost_count(LOST_WAKEUPS)
+    }
+
+    /// Every measured wake-up so far, per thread and CPU, with the thread's name: the
+    /// kernel's table, whose entries of threads that have exited are moved here (so the
+    /// table holds the living threads only).
+    pub fn wakeups(&mut self) -> Vec<(ThreadCpu, String, rtwhy_model::Histogram)> {
+        let mut out: Vec<(ThreadCpu, String, rtwhy_model::Histogram)> = Vec::new();
+        let keys: Vec<Vec<u8>> = self.hists.keys().collect();
+        for key in keys {
+            let Some(at) = hist::parse_key(&key) else {
+                continue;
+            };
+            let Ok(Some(value)) = self.hists.lookup(&key, MapFlags::ANY) else {
+                continue;
+            };
+            let Some((comm, h)) = hist::parse_value(&value) else {
+                continue;
+            };
+            if std::path::Path::new(&format!("/proc/{}", at.tid)).exists() {
+                out.push((at, comm, h));
+            } else if self.hists.delete(&key).is_ok() {
+                let at = crate::wakeups::bounded(&self.retired, at);
+                let slot = self.retired.entry(at).or_default();
+                if slot.0.is_empty() {
+                    slot.0 = comm;
+                }
+                slot.1.merge(&h);
+            }
+        }
+        for (at, (comm, h)) in &self.retired {
+            match out.iter_mut().find(|(a, _, _)| a == at) {
+                // A tid used again by a new thread: both counted under it.
+                Some((_, _, live)) => live.merge(h),
+                None => out.push((*at, comm.clone(), h.clone())),
+            }
+        }
+        out.sort_by_key(|(at, _, _)| *at);
+        out
+    }
+
+    fn lost_count(&self, index: u32) -> u64 {
+        match self.lost.lookup(&index.to_ne_bytes(), MapFlags::ANY) {
             Ok(Some(v)) => v
                 .get(..8)
                 .and_then(|b| b.try_into().ok())
@@ -371,6 +427,7 @@ fn load_and_attach(
     let tracked_tgid = handle(&maps.tracked_tgid).map_err(|e| ("opening maps", e))?;
     let tracked_tid = handle(&maps.tracked_tid).map_err(|e| ("opening maps", e))?;
     let lost = handle(&maps.lost).map_err(|e| ("opening maps", e))?;
+    let hists = handle(&maps.hists).map_err(|e| ("opening maps", e))?;
 
     let received = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&received);
@@ -397,6 +454,8 @@ fn load_and_attach(
         tracked_tgid,
         tracked_tid,
         lost,
+        hists,
+        retired: std::collections::BTreeMap::new(),
         links,
     })
 }

@@ -46,6 +46,7 @@ pub struct FallbackDetector {
     expired: HashMap<i32, u64>,
     pending: HashMap<i32, Pending>,
     prio: HashMap<i32, i32>,
+    wakeups: crate::wakeups::Wakeups,
 }
 
 impl FallbackDetector {
@@ -60,7 +61,13 @@ impl FallbackDetector {
             expired: HashMap::new(),
             pending: HashMap::new(),
             prio: HashMap::new(),
+            wakeups: crate::wakeups::Wakeups::default(),
         }
+    }
+
+    /// Every wake-up measured so far, per thread and CPU.
+    pub fn wakeups(&self) -> &crate::wakeups::Wakeups {
+        &self.wakeups
     }
 
     /// Follows thread `tid` (and, through fork events, what it creates).
@@ -164,6 +171,7 @@ impl FallbackDetector {
         let p = self.pending.remove(&tid)?;
         let origin = p.expiry.unwrap_or(p.waking);
         let latency = switch_in.saturating_sub(origin);
+        self.wakeups.add(tid, cpu, &p.comm.to_str_lossy(), latency);
         if !rtwhy_model::breaches(latency, self.threshold) {
             return None;
         }
@@ -265,6 +273,16 @@ mod tests {
         assert_eq!(b.prev_tid, None);
         d.push(&ev(400_000, 1, 0, waking(7, 19)));
         assert!(d.push(&ev(450_000, 1, 0, switch(0, 7, 19))).is_none());
+        // Both wake-ups are counted, the fast one and the breach.
+        let o = d
+            .wakeups()
+            .overview("tracefs", 100_000, 0, &Default::default());
+        let counted: Vec<_> = o
+            .threads
+            .iter()
+            .map(|t| (t.tid, t.wakeups, t.max_ns))
+            .collect();
+        assert_eq!(counted, [(7, 2, 300_000)]);
     }
 
     #[test]
@@ -275,6 +293,8 @@ mod tests {
         assert!(d.push(&ev(500_000, 1, 0, switch(0, 8, 19))).is_none());
         d.push(&ev(0, 1, 0, waking(7, 120)));
         assert!(d.push(&ev(500_000, 1, 0, switch(0, 7, 120))).is_none());
+        // Neither the untracked thread nor the normal one is counted.
+        assert_eq!(d.wakeups().histograms().count(), 0);
         let fork = EventKind::Generic(rtwhy_model::GenericEvent {
             system: "sched".into(),
             name: "sched_process_fork".into(),

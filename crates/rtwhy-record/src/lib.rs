@@ -21,6 +21,7 @@ pub mod session;
 pub mod symbols;
 pub mod timerlat;
 pub mod tracefs;
+pub mod wakeups;
 pub mod watch;
 
 pub use error::{RecordError, Result};

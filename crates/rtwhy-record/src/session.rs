@@ -24,6 +24,7 @@ use crate::probe::{Probe, ProbeConfig, ThreadStats};
 use crate::symbols::KernelSymbols;
 use crate::timerlat::{OsnoiseSettings, ProbeChoice, TimerlatConfig, TimerlatDetector};
 use crate::tracefs::{Instance, Tracefs};
+use crate::wakeups::Wakeups;
 use crate::watch::Watch;
 
 /// Which breach detector to use.
@@ -50,6 +51,13 @@ pub enum Workload {
 /// How often a command's measured threads' CPUs are looked at again (see
 /// `Runner::follow_measured_cpus`).
 const LEAN_CHECK: Duration = Duration::from_millis(250);
+
+/// How often the observer hears where a session stands ([`Observer::progress`]).
+pub const PROGRESS: Duration = Duration::from_secs(60);
+
+/// How often the detector's histograms are read: the BPF table then sheds the threads
+/// that exited, so it keeps room for new ones.
+const WAKEUPS_READ: Duration = Duration::from_secs(5);
 
 /// Everything a session needs to know.
 #[derive(Debug, Clone)]
@@ -174,6 +182,9 @@ pub trait Observer {
     /// SIGHUP: the session goes on; the observer may write out what it has (the rolling
     /// `session.json`) and log where the session stands.
     fn checkpoint(&mut self, _so_far: &SessionReport) {}
+    /// Every [`PROGRESS`] of a session: the observer may write out where it stands, so
+    /// a recorder that is killed leaves its wake-up histograms of the last minute or so.
+    fn progress(&mut self, _so_far: &SessionReport) {}
     /// Whether the observer can take another capture now; when not, breaches are
     /// counted with those within `--min-gap` (an observer that bounds the disk takes
     /// one capture at a time, so none is written before the last one is accounted).
@@ -260,6 +271,10 @@ pub struct SessionReport {
     pub child_signal: Option<i32>,
     /// Session length.
     pub duration_ns: u64,
+    /// Every measured wake-up per thread and CPU, and the breaches not captured (the
+    /// recorder's half of `overview.json`, written beside `session.json`).
+    #[serde(skip)]
+    pub wakeups: Wakeups,
 }
 
 /// CLOCK_MONOTONIC now, in ns: the clock of BPF, of the probe, and of the instances.
@@ -427,6 +442,8 @@ struct Runner<'a> {
     fact_lines: Vec<String>,
     lean: Option<Lean>,
     lean_checked: Instant,
+    wakeups_read: Instant,
+    progressed: Instant,
     detector: Detector,
     watch: Option<Watch>,
     cpus: usize,
@@ -712,6 +729,8 @@ fn run_with(
         fact_lines,
         lean,
         lean_checked: Instant::now(),
+        wakeups_read: Instant::now(),
+        progressed: Instant::now(),
         detector,
         watch,
         cpus,
@@ -732,6 +751,7 @@ fn run_with(
             child_exit: None,
             child_signal: None,
             duration_ns: 0,
+            wakeups: Wakeups::since(mono_ns()),
         },
         worst: BTreeMap::new(),
         last_freeze: 0,
@@ -793,6 +813,32 @@ impl Runner<'_> {
     fn refresh_report(&mut self) {
         self.report.threads = self.worst.values().cloned().collect();
         self.report.duration_ns = self.t0.elapsed().as_nanos() as u64;
+        self.read_wakeups();
+    }
+
+    /// Brings the report's wake-up histograms up to now from the detector.
+    fn read_wakeups(&mut self) {
+        self.wakeups_read = Instant::now();
+        let w = &mut self.report.wakeups;
+        match &mut self.detector {
+            Detector::Bpf(d) => {
+                for (at, comm, h) in d.wakeups() {
+                    w.set(at, &comm, h);
+                }
+                w.lost = d.wakeups_lost();
+            }
+            Detector::Tracefs(d) => w.adopt(d.wakeups()),
+            Detector::Timerlat(d) => w.adopt(d.wakeups()),
+        }
+        w.to_ns = mono_ns();
+    }
+
+    /// A breach no capture will diagnose: its latency goes into the tail as not
+    /// captured.
+    fn not_captured(&mut self, r: &BreachRecord) {
+        self.report
+            .wakeups
+            .not_captured(r.tid, &r.comm.to_str_lossy(), r.latency.0);
     }
 
     fn run_workload(&mut self, t0: Instant, saved: &Affinity, signals: &Signals) -> Result<()> {
@@ -842,6 +888,13 @@ impl Runner<'_> {
             if self.max_reached() {
                 break "--max-spikes reached".to_string();
             }
+            if self.progressed.elapsed() >= PROGRESS {
+                self.progressed = Instant::now();
+                self.refresh_report();
+                self.obs.progress(&self.report);
+            } else if self.wakeups_read.elapsed() >= WAKEUPS_READ {
+                self.read_wakeups();
+            }
             if matches!(self.cfg.workload, Workload::Command(_))
                 && self.lean_checked.elapsed() >= LEAN_CHECK
             {
@@ -873,6 +926,7 @@ impl Runner<'_> {
         if let Detector::Bpf(d) = &self.detector {
             self.report.detector_lost = d.lost();
         }
+        self.read_wakeups();
         Ok(())
     }
 
@@ -1011,10 +1065,13 @@ impl Runner<'_> {
             if let Trigger::Breach { record } = &t {
                 self.note_breach(record);
                 if record.switch_in.0 <= self.last_freeze {
-                    continue; // inside the previous capture already
+                    // Inside the previous capture already, whose verdict is its trigger's.
+                    self.not_captured(record);
+                    continue;
                 }
                 if record.switch_in.0 < self.last_rearm {
                     self.report.breaches_in_dead_time += 1;
+                    self.not_captured(record);
                     continue;
                 }
             }
@@ -1023,8 +1080,20 @@ impl Runner<'_> {
         let Some((first, rest)) = pending.split_first() else {
             return Ok(());
         };
+        let pending_breaches = |pending: &[Trigger]| -> Vec<BreachRecord> {
+            pending
+                .iter()
+                .filter_map(|t| match t {
+                    Trigger::Breach { record } => Some(record.as_ref().clone()),
+                    Trigger::Marker { .. } => None,
+                })
+                .collect()
+        };
         if self.max_reached() {
             self.report.breaches_after_max += pending.len() as u64;
+            for r in pending_breaches(&pending) {
+                self.not_captured(&r);
+            }
             return Ok(());
         }
         let gap = self.cfg.min_gap.as_nanos() as u64;
@@ -1032,15 +1101,15 @@ impl Runner<'_> {
             gap > 0 && self.report.captures_total > 0 && first.end() < self.last_rearm + gap;
         if too_soon || !self.obs.ready() {
             self.report.breaches_rate_limited += pending.len() as u64;
+            for r in pending_breaches(&pending) {
+                self.not_captured(&r);
+            }
             return Ok(());
         }
-        let also: Vec<BreachRecord> = rest
-            .iter()
-            .filter_map(|t| match t {
-                Trigger::Breach { record } => Some(record.as_ref().clone()),
-                Trigger::Marker { .. } => None,
-            })
-            .collect();
+        let also = pending_breaches(rest);
+        for r in &also {
+            self.not_captured(r);
+        }
         self.capture(first.clone(), also, now)
     }
 
@@ -1102,12 +1171,18 @@ impl Runner<'_> {
             std::thread::sleep(Duration::from_nanos((freeze_at - now).min(1_000_000)));
         }
         // Breaches that ended before the freeze are in this window too.
+        let also_before = also.len();
         if let Detector::Bpf(d) = &mut self.detector {
             for b in d.poll(Duration::ZERO)? {
                 let r = with_stack(self.layout.symbols(), b);
                 self.note_breach(&r);
                 write_breach(&r, &mut self.marker);
                 also.push(r);
+            }
+            for r in also.iter().skip(also_before) {
+                self.report
+                    .wakeups
+                    .not_captured(r.tid, &r.comm.to_str_lossy(), r.latency.0);
             }
         }
         self.flight.set_tracing_on(false)?;
@@ -1145,6 +1220,9 @@ impl Runner<'_> {
                 // saved stays, nothing half-written is left (the write is atomic), and
                 // the next breach tries again.
                 // One line, not one per breach: the count goes into the report.
+                if let Trigger::Breach { record } = &trigger {
+                    self.not_captured(record);
+                }
                 if self.report.captures_failed == 0 {
                     self.obs.warning(&format!(
                         "capture not saved, recording goes on (further failures are counted in session.json, not logged): {e}"

@@ -176,6 +176,7 @@ pub struct TimerlatDetector {
     threshold_ns: u64,
     cpus: Vec<(u32, CpuFigures)>,
     unreadable: u64,
+    wakeups: crate::wakeups::Wakeups,
 }
 
 impl TimerlatDetector {
@@ -185,7 +186,13 @@ impl TimerlatDetector {
             threshold_ns,
             cpus: cpus.iter().map(|&c| (c, CpuFigures::default())).collect(),
             unreadable: 0,
+            wakeups: crate::wakeups::Wakeups::default(),
         }
+    }
+
+    /// Every thread sample so far, per kthread and CPU.
+    pub fn wakeups(&self) -> &crate::wakeups::Wakeups {
+        &self.wakeups
     }
 
     /// Samples that could not be read (a malformed record).
@@ -211,6 +218,8 @@ impl TimerlatDetector {
             return None;
         };
         let over = rtwhy_model::breaches(latency_ns, self.threshold_ns);
+        self.wakeups
+            .add(ev.pid, ev.cpu, &format!("timerlat/{}", ev.cpu), latency_ns);
         if let Some((_, f)) = self.cpus.iter_mut().find(|(c, _)| *c == ev.cpu) {
             f.tid = ev.pid;
             f.min = if f.loops == 0 {
@@ -306,6 +315,16 @@ mod tests {
             (s[0].loops, s[0].min_ns, s[0].max_ns, s[0].over_threshold),
             (2, 20_000, 80_000, 1)
         );
+        // Every thread sample is a wake-up of the kthread's histogram, IRQ samples none.
+        let o = d
+            .wakeups()
+            .overview("timerlat", 50_000, 0, &Default::default());
+        let t = &o.threads[0];
+        assert_eq!(
+            (t.comm.as_str(), t.wakeups, t.max_ns),
+            ("timerlat/1", 2, 80_000)
+        );
+        assert_eq!(t.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), [1]);
     }
 
     #[test]

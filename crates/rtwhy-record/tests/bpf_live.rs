@@ -382,6 +382,47 @@ fn run_mode(mode: AttachMode) {
             .is_some_and(|c| c.to_str_lossy() == SPINNER)),
         "{mode}: no breach names the spinner as the task it preempted"
     );
+    // Every wake-up of the tracked threads is in their histograms, none of another
+    // thread, and the histograms' tail holds exactly the breaches reported: those in a
+    // bucket wholly above the threshold, and at most all of the bucket holding it.
+    let hists = detector.wakeups();
+    let edge = rtwhy_model::bucket_of(THRESHOLD_NS);
+    for tid in tracked_tids.iter().chain(&forked_tids) {
+        let mine: Vec<_> = hists.iter().filter(|(at, _, _)| at.tid == *tid).collect();
+        let wakeups: u64 = mine.iter().map(|(_, _, h)| h.wakeups()).sum();
+        let reported = breaches.iter().filter(|b| b.record.tid == *tid).count() as u64;
+        let count_from = |first: usize| -> u64 {
+            mine.iter()
+                .flat_map(|(_, _, h)| h.buckets())
+                .filter(|b| rtwhy_model::bucket_of(b.lower_ns) >= first)
+                .map(|b| b.count)
+                .sum()
+        };
+        eprintln!("  thread {tid}: {wakeups} wake-ups counted, {reported} breaches");
+        if reported > 0 {
+            assert!(
+                wakeups >= reported,
+                "{mode}: thread {tid}: {wakeups} wake-ups counted, {reported} breaches"
+            );
+            assert!(
+                (count_from(edge + 1)..=count_from(edge)).contains(&reported),
+                "{mode}: thread {tid}: {reported} breaches, histogram tail {}..={}",
+                count_from(edge + 1),
+                count_from(edge)
+            );
+        }
+        assert!(
+            mine.iter().all(|(_, comm, _)| comm == "cyclictest"),
+            "{mode}: {mine:?}"
+        );
+    }
+    assert!(
+        hists
+            .iter()
+            .all(|(at, _, _)| !untracked_tids.contains(&at.tid) && !own.contains(&at.tid)),
+        "{mode}: a histogram of an untracked thread"
+    );
+    assert_eq!(detector.wakeups_lost(), 0, "{mode}: wake-ups not counted");
     if let Some(max_us) = max_us {
         // Both measure the same wake-ups; cyclictest's clock read comes a little after
         // the switch-in, so its maximum is never much below the detector's.

@@ -38,6 +38,7 @@ pub mod bundle;
 pub mod json;
 pub mod lanes;
 pub mod markdown;
+pub mod overview;
 pub mod perfetto;
 pub mod perfetto_trace;
 mod protobuf;

@@ -65,6 +65,10 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
+    /// Text for people, or the session's overview (every watched thread's wake-up
+    /// histogram and its tail by cause) as one JSON document (docs/analysis-json.md).
+    #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
+    pub format: InfoFormat,
     /// The session directory (`rtwhy record --out DIR`).
     pub dir: PathBuf,
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rtwhy_analyze::{Config, TaskFilter};
-use rtwhy_model::{human_duration, Nanos, SessionDir, Spike, SpikeSource};
+use rtwhy_model::{human_duration, Nanos, Overview, SessionDir, Spike, SpikeSource};
 use rtwhy_record::capture::write_atomic;
 use rtwhy_record::events::Preset;
 use rtwhy_record::probe::ProbeConfig;
@@ -20,10 +20,13 @@ use rtwhy_record::session::{
     self, Armed, Capture, DetectorChoice, Observer, SessionConfig, SessionReport, Trigger, Workload,
 };
 use rtwhy_record::timerlat::ProbeChoice;
+use rtwhy_record::wakeups::DiagnosedTail;
 use serde_json::{json, Value};
 
 use crate::analyze::analyze_file;
-use crate::cli::{DetectorArg, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs};
+use crate::cli::{
+    DetectorArg, InfoFormat, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs,
+};
 use crate::journal::{self, Level};
 use rtwhy_record::ledger::{self, Diagnosed, Entry, Ledger};
 
@@ -39,6 +42,9 @@ struct Diagnoser {
     out_dir: PathBuf,
     argv: Vec<String>,
     ledger: Ledger,
+    /// Every captured breach's latency under its capture's verdict, kept when the
+    /// capture is deleted.
+    diagnosed: DiagnosedTail,
     pending: Arc<AtomicUsize>,
 }
 
@@ -52,12 +58,14 @@ enum Note {
     Captured(Box<Capture>, Box<SessionReport>),
     /// SIGHUP: write out where the session stands.
     Checkpoint(Box<SessionReport>),
+    /// A while went by: write out where the session stands, silently.
+    Progress(Box<SessionReport>),
 }
 
 struct Live {
     diagnoser: Option<Diagnoser>,
     tx: Option<mpsc::Sender<Note>>,
-    worker: Option<std::thread::JoinHandle<Ledger>>,
+    worker: Option<std::thread::JoinHandle<(Ledger, DiagnosedTail)>>,
     /// Captures sent and not yet accounted by the diagnosis thread.
     pending: Arc<AtomicUsize>,
     /// With a disk budget, one capture at a time: a capture written before the last one
@@ -90,7 +98,7 @@ impl Live {
                     for note in rx {
                         d.take(note);
                     }
-                    d.ledger
+                    (d.ledger, d.diagnosed)
                 }) {
                 Ok(w) => {
                     self.tx = Some(tx);
@@ -108,11 +116,15 @@ impl Live {
     }
 
     /// Waits for every capture's diagnosis.
-    fn finish(&mut self) -> Ledger {
+    fn finish(&mut self) -> (Ledger, DiagnosedTail) {
         self.tx.take();
         match self.worker.take().and_then(|w| w.join().ok()) {
-            Some(ledger) => ledger,
-            None => self.diagnoser.take().map(|d| d.ledger).unwrap_or_default(),
+            Some(done) => done,
+            None => self
+                .diagnoser
+                .take()
+                .map(|d| (d.ledger, d.diagnosed))
+                .unwrap_or_default(),
         }
     }
 }
@@ -247,6 +259,14 @@ impl Diagnoser {
         let so_far = match note {
             Note::Captured(c, so_far) => {
                 let d = self.report(&c);
+                if let Trigger::Breach { record } = &c.trigger {
+                    self.diagnosed
+                        .entry(record.tid)
+                        .or_default()
+                        .entry(d.cause_key().to_string())
+                        .or_default()
+                        .add(record.latency.0);
+                }
                 for gone in self.ledger.add(Entry::on_disk(&c.path, d)) {
                     self.drop_files(&gone);
                 }
@@ -267,12 +287,17 @@ impl Diagnoser {
                 );
                 so_far
             }
+            Note::Progress(so_far) => so_far,
         };
         let doc = session_json(&self.argv, &so_far, &self.ledger, false);
-        match write_session(&self.out_dir, &doc) {
-            // The next capture's room is judged with this file's size twice (it is
+        let written = write_session(&self.out_dir, &doc).and_then(|session| {
+            let overview = overview(&so_far, &self.diagnosed, self.threshold);
+            Ok(session + write_overview(&self.out_dir, &overview)?)
+        });
+        match written {
+            // The next capture's room is judged with these files' size twice (each is
             // rewritten under a temporary name while the old copy is still there), and
-            // room for it to grow by the records written before it is measured again.
+            // room for them to grow by what comes before they are measured again.
             Ok(bytes) => self.ledger.other_bytes = 2 * bytes + SESSION_GROWTH,
             // The error names the file and the OS's reason already.
             Err(e) => journal::line(Level::Warning, &format!("rtwhy: warning: {e}")),
@@ -345,6 +370,10 @@ impl Observer for Live {
     fn checkpoint(&mut self, so_far: &SessionReport) {
         self.send(Note::Checkpoint(Box::new(so_far.clone())));
     }
+
+    fn progress(&mut self, so_far: &SessionReport) {
+        self.send(Note::Progress(Box::new(so_far.clone())));
+    }
 }
 
 /// `1.5 MiB`.
@@ -394,6 +423,22 @@ fn session_json(args_line: &[String], r: &SessionReport, ledger: &Ledger, ended:
 fn write_session(dir: &Path, doc: &Value) -> Result<u64> {
     Ok(write_atomic(&SessionDir::new(dir).manifest(), |w| {
         serde_json::to_writer_pretty(&mut *w, doc)?;
+        w.write_all(b"\n")
+    })?)
+}
+
+/// The session's overview: its wake-up histograms with the captured breaches under
+/// their verdicts.
+fn overview(r: &SessionReport, diagnosed: &DiagnosedTail, threshold: Nanos) -> Overview {
+    let detector = r.armed.as_ref().map_or("", |a| a.detector.as_str());
+    r.wakeups
+        .overview(detector, threshold.0, r.detector_lost, diagnosed)
+}
+
+/// Writes `overview.json` (atomically); returns its size.
+fn write_overview(dir: &Path, o: &Overview) -> Result<u64> {
+    Ok(write_atomic(&SessionDir::new(dir).overview(), |w| {
+        serde_json::to_writer_pretty(&mut *w, o)?;
         w.write_all(b"\n")
     })?)
 }
@@ -536,8 +581,50 @@ pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
             path.display()
         );
     }
-    print_summary(&mut std::io::stdout().lock(), &args.dir, &doc)?;
+    let overview = read_overview(&args.dir)?;
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        InfoFormat::Json => {
+            let Some(o) = overview else {
+                anyhow::bail!(
+                    "{} has no {}: the session was recorded by an rtwhy without wake-up histograms",
+                    args.dir.display(),
+                    SessionDir::OVERVIEW
+                );
+            };
+            serde_json::to_writer_pretty(&mut out, &o)?;
+            writeln!(out)?;
+        }
+        InfoFormat::Text => {
+            print_summary(&mut out, &args.dir, &doc)?;
+            if let Some(o) = overview {
+                rtwhy_report::overview::render_text(&mut out, &o)?;
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The session's `overview.json`; `None` when there is none (a session recorded before
+/// rtwhy wrote one).
+fn read_overview(dir: &Path) -> Result<Option<Overview>> {
+    let path = SessionDir::new(dir).overview();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let o: Overview = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not an rtwhy overview", path.display()))?;
+    if o.schema != rtwhy_model::OVERVIEW_SCHEMA {
+        anyhow::bail!(
+            "{}: schema {:?}, this rtwhy reads {}",
+            path.display(),
+            o.schema,
+            rtwhy_model::OVERVIEW_SCHEMA
+        );
+    }
+    Ok(Some(o))
 }
 
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
@@ -641,15 +728,19 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         out_dir: out_dir.clone(),
         argv: argv.clone(),
         ledger: Ledger::new(args.disk_budget),
+        diagnosed: DiagnosedTail::new(),
         pending: Arc::new(AtomicUsize::new(0)),
     });
     let report = session::run(&cfg, &mut live);
-    let ledger = live.finish();
+    let (ledger, diagnosed) = live.finish();
     let report = report?;
     let doc = session_json(&argv, &report, &ledger, true);
     write_session(&out_dir, &doc)?;
+    let overview = overview(&report, &diagnosed, args.threshold);
+    write_overview(&out_dir, &overview)?;
     let stdout = std::io::stdout();
     print_summary(&mut stdout.lock(), &out_dir, &doc)?;
+    rtwhy_report::overview::render_text(&mut stdout.lock(), &overview)?;
     if let Some(code) = report.child_exit.filter(|c| *c != 0) {
         return Ok(ExitCode::from(code.clamp(1, 255) as u8));
     }

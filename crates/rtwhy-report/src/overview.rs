@@ -1,0 +1,137 @@
+//! A session's overview as text (`rtwhy summary DIR`): per watched thread its wake-up
+//! count, percentiles and worst, and the breaches' tail by cause. The JSON form is the
+//! [`Overview`] itself (docs/analysis-json.md, "Session overview").
+//!
+//! ```
+//! use rtwhy_model::{Histogram, Overview, ThreadOverview, OVERVIEW_SCHEMA};
+//!
+//! let mut h = Histogram::default();
+//! h.add(6_000);
+//! h.add(250_000);
+//! let mut tail = Histogram::default();
+//! tail.add(250_000);
+//! let o = Overview {
+//!     schema: OVERVIEW_SCHEMA.into(),
+//!     detector: "bpf".into(),
+//!     threshold_ns: 100_000,
+//!     from_ns: 0,
+//!     to_ns: 2_000_000_000,
+//!     wakeups_lost: 0,
+//!     breaches_lost: 0,
+//!     threads: vec![ThreadOverview::new(7, "app".into(), &[(1, h)], &[("irq".into(), tail)])],
+//! };
+//! let mut out = Vec::new();
+//! rtwhy_report::overview::render_text(&mut out, &o).unwrap();
+//! let text = String::from_utf8(out).unwrap();
+//! assert!(text.contains("tail: 1 irq (worst 250.0 us)"), "{text}");
+//! ```
+
+use std::io::{self, Write};
+
+use rtwhy_model::{human_duration, Overview};
+
+/// Writes the overview as aligned text, one block per thread, most wake-ups first.
+pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
+    writeln!(
+        out,
+        "  wake-up latency over {} (measured by {}, threshold {}):",
+        human_duration(o.to_ns.saturating_sub(o.from_ns)),
+        if o.detector.is_empty() {
+            "?"
+        } else {
+            &o.detector
+        },
+        human_duration(o.threshold_ns)
+    )?;
+    if o.threads.is_empty() {
+        writeln!(out, "  no wake-up of a watched thread was measured")?;
+    } else {
+        writeln!(
+            out,
+            "  {:<8} {:<20} {:>10} {:>11} {:>11} {:>11}",
+            "tid", "thread", "wakeups", "p50", "p99", "max"
+        )?;
+    }
+    for t in &o.threads {
+        writeln!(
+            out,
+            "  {:<8} {:<20} {:>10} {:>11} {:>11} {:>11}",
+            t.tid,
+            if t.comm.is_empty() { "?" } else { &t.comm },
+            t.wakeups,
+            human_duration(t.p50_ns),
+            human_duration(t.p99_ns),
+            human_duration(t.max_ns)
+        )?;
+        if !t.tail.is_empty() {
+            let parts: Vec<String> = t
+                .tail
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} {} (worst {})",
+                        p.count,
+                        p.cause,
+                        human_duration(p.max_ns)
+                    )
+                })
+                .collect();
+            writeln!(out, "  {:<8} tail: {}", "", parts.join(", "))?;
+        }
+    }
+    if o.wakeups_lost > 0 || o.breaches_lost > 0 {
+        writeln!(
+            out,
+            "  not counted: {} wake-ups (the detector's table of threads was full), {} breaches in no tail (its ring buffer was full)",
+            o.wakeups_lost, o.breaches_lost
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtwhy_model::{Histogram, ThreadOverview, OVERVIEW_SCHEMA};
+
+    fn overview(threads: Vec<ThreadOverview>) -> Overview {
+        Overview {
+            schema: OVERVIEW_SCHEMA.into(),
+            detector: "tracefs".into(),
+            threshold_ns: 50_000,
+            from_ns: 1_000,
+            to_ns: 3_000_001_000,
+            wakeups_lost: 0,
+            breaches_lost: 2,
+            threads,
+        }
+    }
+
+    #[test]
+    fn empty_session_says_so() {
+        let mut out = Vec::new();
+        render_text(&mut out, &overview(Vec::new())).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("over 3.000 s"), "{text}");
+        assert!(text.contains("no wake-up of a watched thread"), "{text}");
+        assert!(text.contains("2 breaches in no tail"), "{text}");
+    }
+
+    #[test]
+    fn percentiles_are_the_threads() {
+        let mut h = Histogram::default();
+        for _ in 0..200 {
+            h.add(20_000);
+        }
+        h.add(70_000);
+        let t = ThreadOverview::new(42, "loop".into(), &[(0, h.clone())], &[]);
+        let mut out = Vec::new();
+        render_text(&mut out, &overview(vec![t])).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let row = text.lines().find(|l| l.contains("loop")).unwrap();
+        assert!(row.contains(" 201 "), "{row}");
+        assert!(row.contains(&human_duration(h.quantile(0.5))), "{row}");
+        assert!(row.ends_with(&human_duration(70_000)), "{row}");
+        assert!(!text.contains("tail:"), "{text}");
+    }
+}

@@ -1,0 +1,157 @@
+//! `rtwhy summary DIR` on session directories written here: the overview's JSON carries
+//! every thread's histogram and tail as `overview.json` holds them, the text prints the
+//! percentiles and the tail by cause, and bad input is one line and exit 2.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use rtwhy_model::{Histogram, Overview, ThreadOverview, OVERVIEW_SCHEMA};
+use rtwhy_tests::rtwhy;
+use serde_json::{json, Value};
+
+fn summary(args: &[&str], dir: &Path) -> Output {
+    Command::new(rtwhy())
+        .arg("summary")
+        .args(args)
+        .arg(dir)
+        .output()
+        .expect("run rtwhy summary")
+}
+
+/// A session directory with a minimal `session.json` and, when given, `overview.json`.
+fn session_dir(overview: Option<&Value>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let session = json!({
+        "schema": "rtwhy.session/2",
+        "state": "ended",
+        "session": {"duration_ns": 3_000_000_000u64, "breaches": 4, "captures_total": 1,
+                    "ended_by": "the command exited"},
+        "spikes": [],
+        "dropped": {},
+        "disk": {},
+        "timing": {},
+    });
+    std::fs::write(dir.path().join("session.json"), session.to_string()).unwrap();
+    if let Some(o) = overview {
+        std::fs::write(dir.path().join("overview.json"), o.to_string()).unwrap();
+    }
+    dir
+}
+
+/// One thread: 1000 wake-ups around 8 us and four breaches, three diagnosed as IRQ and
+/// one not captured.
+fn overview() -> Overview {
+    let mut cpu1 = Histogram::default();
+    for i in 0..996u64 {
+        cpu1.add(7_000 + i);
+    }
+    let mut irq = Histogram::default();
+    for ns in [120_000, 130_000, 500_000] {
+        cpu1.add(ns);
+        irq.add(ns);
+    }
+    let mut missed = Histogram::default();
+    cpu1.add(110_000);
+    missed.add(110_000);
+    Overview {
+        schema: OVERVIEW_SCHEMA.into(),
+        detector: "bpf".into(),
+        threshold_ns: 100_000,
+        from_ns: 5_000_000_000,
+        to_ns: 8_000_000_000,
+        wakeups_lost: 0,
+        breaches_lost: 0,
+        threads: vec![ThreadOverview::new(
+            4242,
+            "control".into(),
+            &[(1, cpu1)],
+            &[
+                ("irq_on_isolated_cpu".into(), irq),
+                ("not_captured".into(), missed),
+            ],
+        )],
+    }
+}
+
+#[test]
+fn summary_json_gives_each_threads_histogram_and_tail() {
+    let o = serde_json::to_value(overview()).unwrap();
+    let dir = session_dir(Some(&o));
+    let out = summary(&["--format", "json"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &v["threads"][0];
+    assert_eq!(t["comm"], "control");
+    assert_eq!(t["tid"], 4242);
+    assert_eq!(t["wakeups"], 1000);
+    assert_eq!(t["max_ns"], 500_000);
+    // 996 of 1000 wake-ups lie in [7000, 7996] ns: the median is in their buckets, the
+    // 99th percentile too (990th wake-up).
+    assert!(
+        (6_000..8_000).contains(&t["p50_ns"].as_u64().unwrap()),
+        "{t}"
+    );
+    assert!(
+        (6_000..8_000).contains(&t["p99_ns"].as_u64().unwrap()),
+        "{t}"
+    );
+    let counted: u64 = t["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 1000);
+    let tail: Vec<(&str, u64)> = t["tail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["cause"].as_str().unwrap(), p["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(tail, [("irq_on_isolated_cpu", 3), ("not_captured", 1)]);
+    assert_eq!(v["from_ns"], 5_000_000_000u64);
+    assert_eq!(v["to_ns"], 8_000_000_000u64);
+}
+
+#[test]
+fn summary_text_prints_percentiles_and_the_tail_by_cause() {
+    let o = serde_json::to_value(overview()).unwrap();
+    let dir = session_dir(Some(&o));
+    let out = summary(&[], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.contains("control"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("1000"), "{row}");
+    assert!(row.trim_end().ends_with("500.0 us"), "{row}");
+    assert!(
+        text.contains(
+            "tail: 3 irq_on_isolated_cpu (worst 500.0 us), 1 not_captured (worst 110.0 us)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn summary_json_of_a_session_without_an_overview_is_one_line_and_exit_2() {
+    let dir = session_dir(None);
+    let out = summary(&["--format", "json"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("overview.json"), "{err}");
+    // The text summary still works: the overview is an addition.
+    assert_eq!(summary(&[], dir.path()).status.code(), Some(0));
+}
+
+#[test]
+fn a_corrupt_overview_is_one_line_and_exit_2() {
+    let dir = session_dir(Some(&json!({"schema": "rtwhy.overview/1", "threads": 7})));
+    let out = summary(&["--format", "json"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("overview.json"), "{err}");
+}
