@@ -84,7 +84,7 @@ impl Spool {
 }
 
 /// A [`Stream`] every spike was pushed to, and whether the end of the trace takes back
-/// kernel_nonpreemptible verdicts ([`Analyzer::preempt_rt_learned_late`]).
+/// kernel_nonpreemptible verdicts ([`rtwhy_analyze::Analyzer::preempt_rt_learned_late`]).
 type Written = (Stream, bool);
 
 /// One spike [`Stream`] wrote.
@@ -93,12 +93,12 @@ struct Kept {
     /// Its bytes in the spool.
     len: u64,
     /// A kernel_nonpreemptible verdict the end of the trace may take back
-    /// ([`Analyzer::preempt_rt_learned_late`]): the spike is written a second time as
+    /// ([`rtwhy_analyze::Analyzer::preempt_rt_learned_late`]): the spike is written a second time as
     /// [`not_nonpreemptible`] leaves it, right after; those bytes and that cause.
     revoked: Option<(u64, Cause)>,
 }
 
-/// `rtwhy analyze`'s output, written as spikes settle ([`Analyzer::take_settled`]), so
+/// `rtwhy analyze`'s output, written as spikes settle ([`rtwhy_analyze::Analyzer::take_settled`]), so
 /// that the analysis holds the spikes of the history window only, whatever their number.
 /// The output starts with what only the end of the trace tells (the event count, the
 /// system facts, the event types present), so each spike is rendered in the output's
@@ -181,7 +181,7 @@ impl Stream {
     }
 
     /// Writes the whole output of `analysis` (whose spikes were all pushed) to `out`;
-    /// the number of spikes. `late`: [`Analyzer::preempt_rt_learned_late`].
+    /// the number of spikes. `late`: [`rtwhy_analyze::Analyzer::preempt_rt_learned_late`].
     fn write(
         mut self,
         out: &mut dyn Write,
@@ -571,7 +571,7 @@ pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis,
 
 /// [`analyze_file`], every spike pushed to `stream` as it settles: the analysis then
 /// holds none of them, and the stream comes back with whether the end of the trace
-/// takes back kernel_nonpreemptible verdicts ([`Analyzer::preempt_rt_learned_late`]).
+/// takes back kernel_nonpreemptible verdicts ([`rtwhy_analyze::Analyzer::preempt_rt_learned_late`]).
 fn analyze_streamed(
     path: &std::path::Path,
     config: Config,
