@@ -12,7 +12,7 @@ use crate::ctx::{is_local_timer, ChainLink, Ctx, LockStory};
 use crate::history::Dropped;
 use crate::remedy;
 use crate::rules;
-use crate::tracker::{is_lock_call, Episode, Tracker};
+use crate::tracker::{next_boost, Episode, Futex, Tracker};
 
 /// A cause's share below which the spike is not explained.
 const MIN_PRIMARY_SHARE: f64 = 0.3;
@@ -709,9 +709,8 @@ fn futex_call_before(
                 call: SyscallKind::Futex,
                 args,
             } if e.pid == tid => {
-                let op = args.get(1).copied().unwrap_or(u64::MAX);
-                let val = args.get(2).copied().unwrap_or(u64::MAX);
-                return (!lock_only || is_lock_call(op, val)).then(|| e.clone());
+                let call = Futex::from_args(args, e.clone());
+                return (!lock_only || call.is_lock()).then_some(call.event);
             }
             EventKind::SyscallExit {
                 call: SyscallKind::Futex,
@@ -808,10 +807,10 @@ fn label_boosts(tr: &Tracker, segments: &mut [breakdown::Segment]) {
     }
 }
 
-/// The boost that gave task `tid` the kernel priority `prio` it had at `at`: its latest
-/// `sched_pi_setprio` before `at`, on any CPU, raised it to `prio` (made in the waiter's
-/// context, so the event's task is who lent it). Its own priority is where that chain
-/// of raises began: a boost raised again by a higher waiter keeps the first one's.
+/// The boost that gave task `tid` the kernel priority `prio` it had at `at`: its
+/// `sched_pi_setprio` events within the look-back before `at`, on any CPU, folded in
+/// time order by the tracker's rule ([`next_boost`]), leave it boosted to `prio`. Its
+/// own priority is where that chain of raises began; who lent it is the latest raiser.
 fn pi_boost_at(tr: &Tracker, tid: i32, prio: i32, at: Nanos) -> Option<PiBoost> {
     // (when, old, new, by) of every setprio of `tid` within the look-back.
     let mut changes: Vec<(Nanos, i32, i32, i32)> = Vec::new();
@@ -832,19 +831,12 @@ fn pi_boost_at(tr: &Tracker, tid: i32, prio: i32, at: Nanos) -> Option<PiBoost> 
             }
         }
     }
-    changes.sort_by_key(|c| std::cmp::Reverse(c.0));
-    let &(_, old, new, by) = changes.first()?;
-    if new != prio || new >= old {
-        return None;
-    }
-    let mut own = old;
-    for &(_, old, new, _) in &changes[1..] {
-        if new != own || new >= old {
-            break;
-        }
-        own = old;
-    }
-    Some(PiBoost {
+    changes.sort_by_key(|c| c.0);
+    let last = changes.last()?.2;
+    let (own, by) = changes
+        .iter()
+        .fold(None, |b, &(_, old, new, by)| next_boost(b, old, new, by))?;
+    (last == prio).then(|| PiBoost {
         own_prio: own,
         by_tid: by,
         by_comm: breakdown::TaskNames::task(tr, by)

@@ -108,6 +108,17 @@ pub(crate) struct Futex {
 }
 
 impl Futex {
+    /// The call from its `sys_enter_futex` arguments (uaddr, op, val, ...); a missing
+    /// argument reads as one no operation has, so a short record never looks like a lock.
+    pub fn from_args(args: &[u64], event: Event) -> Futex {
+        Futex {
+            uaddr: args.first().copied().unwrap_or(0),
+            op: args.get(1).copied().unwrap_or(u64::MAX),
+            val: args.get(2).copied().unwrap_or(u64::MAX),
+            event,
+        }
+    }
+
     /// Whether the call waits for a lock (see [`is_lock_call`]).
     pub fn is_lock(&self) -> bool {
         is_lock_call(self.op, self.val)
@@ -136,6 +147,21 @@ pub(crate) fn is_lock_call(op: u64, val: u64) -> bool {
         9 => val == CONTENDED,
         _ => false,
     }
+}
+
+/// A task's priority-inheritance boost, as (its own kernel priority, who lent the
+/// boost), after a `sched_pi_setprio` from `oldprio` to `newprio` made by task `by` (the
+/// waiter, in whose context the kernel raises the owner). A boost keeps the priority
+/// the task had before the first one; the setprio that gives that priority back (or a
+/// lower one) ends it.
+pub(crate) fn next_boost(
+    boost: Option<(i32, i32)>,
+    oldprio: i32,
+    newprio: i32,
+    by: i32,
+) -> Option<(i32, i32)> {
+    let own = boost.map_or(oldprio, |(own, _)| own);
+    (newprio < own).then_some((own, by))
 }
 
 /// One "should have run" to "ran" stretch of a thread.
@@ -488,10 +514,7 @@ impl Tracker {
             } => {
                 self.seen.pi_setprio = true;
                 let t = self.task(*pid, Some(comm), Some(*newprio));
-                // A boost keeps the priority it had before the first one; the setprio
-                // that gives that priority back (or a lower one) ends it.
-                let own = t.boost.map_or(*oldprio, |(own, _)| own);
-                t.boost = (*newprio < own).then_some((own, ev.pid));
+                t.boost = next_boost(t.boost, *oldprio, *newprio, ev.pid);
             }
             EventKind::IrqHandlerEntry { irq, name } => {
                 self.seen.irq = true;
@@ -565,13 +588,7 @@ impl Tracker {
             } => {
                 self.seen.futex = true;
                 if ev.pid > 0 {
-                    let futex = Futex {
-                        uaddr: args.first().copied().unwrap_or(0),
-                        op: args.get(1).copied().unwrap_or(u64::MAX),
-                        val: args.get(2).copied().unwrap_or(u64::MAX),
-                        event: ev.clone(),
-                    };
-                    self.task(ev.pid, None, None).futex = Some(futex);
+                    self.task(ev.pid, None, None).futex = Some(Futex::from_args(args, ev.clone()));
                 }
             }
             EventKind::SyscallExit {
@@ -1064,6 +1081,22 @@ impl TaskNames for IntMap<i32, Task> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_boost_keeps_its_first_priority_until_given_back() {
+        // Owner at 120 (nice 0) raised to 89 by waiter 7, then to 19 by waiter 8.
+        let b = next_boost(None, 120, 89, 7);
+        assert_eq!(b, Some((120, 7)));
+        let b = next_boost(b, 89, 19, 8);
+        assert_eq!(b, Some((120, 8)));
+        // Waiter 8 leaves: back to 89, still boosted (waiter 7 still waits).
+        let b = next_boost(b, 19, 89, 8);
+        assert_eq!(b, Some((120, 8)));
+        // Priority given back: the boost ends.
+        assert_eq!(next_boost(b, 89, 120, 8), None);
+        // A setprio that is not a raise (a normal priority change) is no boost.
+        assert_eq!(next_boost(None, 89, 120, 3), None);
+    }
 
     #[test]
     fn lock_calls_are_mutex_waits_not_condition_waits() {
