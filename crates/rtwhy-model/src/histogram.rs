@@ -141,8 +141,7 @@ impl Histogram {
         if total == 0 {
             return 0;
         }
-        // The rank of the quantile, 1-based: the smallest count covering q of them.
-        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let rank = quantile_rank(q, total);
         let mut seen = 0u64;
         for (i, c) in self.counts.iter().enumerate() {
             seen = seen.saturating_add(*c);
@@ -313,6 +312,21 @@ pub struct Overview {
     pub threads: Vec<ThreadOverview>,
 }
 
+/// The 1-based rank of the `q` quantile among `n` values, by nearest rank: the smallest
+/// rank whose values cover at least `q` of them (p99 of 100 values is the 99th, p50 of
+/// 3 the 2nd). The one quantile every figure of rtwhy uses, so a p99 printed by the
+/// histograms, the selftest and a recording's summary means the same thing.
+pub fn quantile_rank(q: f64, n: u64) -> u64 {
+    ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).clamp(1, n.max(1))
+}
+
+/// The `q` quantile (nearest rank, [`quantile_rank`]) of values sorted ascending; `None`
+/// for none.
+pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    let rank = quantile_rank(q, sorted.len() as u64) as usize;
+    sorted.get(rank.checked_sub(1)?).copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +351,17 @@ mod tests {
         }
         // From 1 us to seconds.
         assert!(bucket_lower(HIST_BUCKETS - 1) > 5_000_000_000);
+    }
+
+    #[test]
+    fn nearest_rank_quantiles() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(quantile(&v, 0.99), Some(99));
+        assert_eq!(quantile(&v, 0.5), Some(50));
+        assert_eq!(quantile(&v, 1.0), Some(100));
+        assert_eq!(quantile(&v, 0.0), Some(1));
+        assert_eq!(quantile(&[3u64, 5, 9], 0.5), Some(5));
+        assert_eq!(quantile::<u64>(&[], 0.5), None);
     }
 
     #[test]

@@ -53,8 +53,7 @@ fn synthesize(seed: &Path, out: &Path, events: u64) -> u64 {
 
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v.sort();
-    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
-    v.get(i).copied().unwrap_or_default()
+    rtwhy_model::quantile(v, p).unwrap_or_default()
 }
 
 fn ms(d: Duration) -> String {

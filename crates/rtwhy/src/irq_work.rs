@@ -45,12 +45,7 @@ pub struct IrqWork {
 impl IrqWork {
     /// The burst length at quantile `q` (nearest rank), 0 without bursts.
     pub fn quantile(&self, q: f64) -> u64 {
-        let n = self.bursts.len();
-        if n == 0 {
-            return 0;
-        }
-        let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
-        self.bursts.get(rank - 1).copied().unwrap_or(0)
+        rtwhy_model::quantile(&self.bursts, q).unwrap_or(0)
     }
 
     /// "412 bursts, p50 7.0 us, p99 15.0 us, max 140 us".

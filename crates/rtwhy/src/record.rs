@@ -386,13 +386,10 @@ fn human_size(bytes: u64) -> String {
     }
 }
 
+/// The `p` quantile of `v` (nearest rank, as every figure of rtwhy), 0 for none.
 fn percentile(v: &mut [u64], p: f64) -> u64 {
-    if v.is_empty() {
-        return 0;
-    }
     v.sort_unstable();
-    let i = ((v.len() - 1) as f64 * p).round() as usize;
-    v[i]
+    rtwhy_model::quantile(v, p).unwrap_or(0)
 }
 
 /// `session.json`: the session, the captures on disk with their diagnoses, and what the

@@ -227,12 +227,8 @@ fn measure_noise(cpu: u32, interrupted: &AtomicBool) -> Result<Noise> {
     let stats = probe.stop();
     lat.sort_unstable();
     let max = stats.iter().map(|t| t.max_ns).max().unwrap_or(0);
-    // The nearest rank; with few samples (a very slow guest) the largest.
-    let p99 = match lat.len() {
-        0 => max,
-        n if n < 100 => lat.last().copied().unwrap_or(max),
-        n => lat.get(n * 99 / 100).copied().unwrap_or(max),
-    };
+    // With fewer than 100 samples (a very slow guest) the nearest rank is the largest.
+    let p99 = rtwhy_model::quantile(&lat, 0.99).unwrap_or(max);
     Ok(Noise {
         p99: Duration::from_nanos(p99),
         max: Duration::from_nanos(max.max(p99)),
