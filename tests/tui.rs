@@ -111,7 +111,7 @@ fn opens_a_capture_jumps_zooms_shows_help_and_quits() {
     }
     let file = fixture("rt_throttling/rt_throttling.dat");
     let t = Tmux::start(100, 30, &["tui", &file]);
-    // It opens on the spike ranked first (issue 35: no marker flags one, so the
+    // It opens on the spike ranked first (no marker flags one, so the
     // highest-priority victim's longest): cyclictest's (FIFO 80, above spin's FIFO 70)
     // 48.91 ms RT-throttling one, not spin's 50.38 ms.
     let s = t.wait_for("Spikes 6, by time");

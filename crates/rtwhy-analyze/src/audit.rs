@@ -79,8 +79,8 @@ fn unreadable(check: &str, what: &str, sources: &str) -> AuditFinding {
     )
 }
 
-/// True when the kernel is PREEMPT_RT, as far as the facts tell.
-fn is_rt(facts: &SystemFacts) -> Option<bool> {
+/// Whether the kernel is PREEMPT_RT, as far as the facts tell (None: they do not).
+fn is_preempt_rt(facts: &SystemFacts) -> Option<bool> {
     if facts.realtime == Some(true) || facts.preempt_model() == Some("rt") {
         return Some(true);
     }
@@ -100,7 +100,7 @@ fn preempt_rt(facts: &SystemFacts) -> AuditFinding {
     if let Some(v) = &facts.kernel_version {
         evidence.push(format!("uname -v: {v}"));
     }
-    match is_rt(facts) {
+    match is_preempt_rt(facts) {
         Some(true) => finding(
             "preempt_rt",
             Severity::Ok,
@@ -608,7 +608,7 @@ fn irq_threads(facts: &SystemFacts) -> AuditFinding {
         .iter()
         .filter_map(|(irq, f)| Some((*irq, f.name.as_deref().unwrap_or("?"), f.thread_prio?)))
         .collect();
-    if is_rt(facts) != Some(true) {
+    if is_preempt_rt(facts) != Some(true) {
         return finding(
             "irq_threads",
             Severity::Ok,

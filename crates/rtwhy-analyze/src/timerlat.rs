@@ -40,9 +40,9 @@ use std::collections::VecDeque;
 use crate::intmap::IntMap;
 use crate::rules::kernel_nonpreemptible::{function_of, IDLE, IRQ_ENABLE};
 use rtwhy_model::{
-    softirq_name, BlockingThread, Cause, Comm, Confidence, CpuList, Event, EventKind, Evidence,
-    Finding, Interference, Nanos, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
-    TimerlatSpike,
+    policy_of, softirq_name, BlockingThread, Cause, Comm, Confidence, CpuList, Event, EventKind,
+    Evidence, Finding, Interference, Nanos, NoiseSource, OsnoiseKind, OsnoiseRecord,
+    TimerlatContext, TimerlatSpike,
 };
 
 /// Share of the latency a cause must explain to be named (docs/causes.md).
@@ -1263,11 +1263,11 @@ impl TimerlatAnalyzer {
                     share: sh,
                     summary: format!(
                         "{comm}:{pid} ({}) ran {} on CPU {} while timerlat/{} ({}) waited: it outranks or equals the measuring thread",
-                        prio_name(*o),
+                        policy_of(*o),
                         us(dur),
                         s.cpu,
                         s.cpu,
-                        prio_name(*v)
+                        policy_of(*v)
                     ),
                 },
                 evidence,
@@ -1275,11 +1275,11 @@ impl TimerlatAnalyzer {
             (Some(v), Some(o)) if self.saw_ktimers => (
                 unknown(format!(
                     "{comm}:{pid} ({}) kept CPU {} for {} although timerlat/{} ({}) outranks it, on a PREEMPT_RT kernel (ktimers threads) that preempts it at once: not kernel_nonpreemptible; the events do not say what held it",
-                    prio_name(*o),
+                    policy_of(*o),
                     s.cpu,
                     us(dur),
                     s.cpu,
-                    prio_name(*v)
+                    policy_of(*v)
                 )),
                 evidence,
             ),
@@ -1294,11 +1294,11 @@ impl TimerlatAnalyzer {
                     share: sh,
                     summary: format!(
                         "{comm}:{pid} ({}) kept CPU {} for {} after the timer woke timerlat/{} ({}), which outranks it; the preemption model was not recorded",
-                        prio_name(*o),
+                        policy_of(*o),
                         s.cpu,
                         us(dur),
                         s.cpu,
-                        prio_name(*v)
+                        policy_of(*v)
                     ),
                 },
                 evidence,
@@ -1341,13 +1341,6 @@ fn unknown(summary: String) -> Finding {
 
 fn is_device_irq(desc: &str) -> bool {
     desc != "nmi" && !SYSTEM_VECTORS.contains(&desc)
-}
-
-fn prio_name(prio: i32) -> String {
-    match rtwhy_model::rt_priority_from_kernel_prio(prio) {
-        Some(rt) => format!("FIFO/RR {rt}"),
-        None => format!("prio {prio}"),
-    }
 }
 
 fn us(ns: u64) -> String {

@@ -187,7 +187,7 @@ fn holder_preempted_before_the_wait_same_cpu_futex_wake_is_inversion() {
     let a = holder_preempted_before(FUTEX_WAIT, FUTEX_WAKE).analyze();
     let s = lock_wait_of_h(&a);
     assert_eq!(s.primary.cause, Cause::PriorityInversion, "{}", why(s));
-    // The wait starts when H asked for the lock (issue 35), not when it blocked.
+    // The wait starts when H asked for the lock, not when it blocked.
     assert_eq!(s.start, Nanos(1_000_000_000 + 102 * US));
     assert!(s.primary.summary.contains("med:400"), "{}", why(s));
     // The evidence shows the switch that left L runnable, before H blocked.
@@ -332,7 +332,7 @@ fn a_short_idle_stretch_after_a_normal_task_blocked_is_not_throttling() {
 
 #[test]
 fn idle_after_the_cpu_handled_the_wake_up_is_not_an_idle_exit() {
-    // Regression (issue 34): the idle CPU itself handled H's wake-up (an interrupt there),
+    // The idle CPU itself handled H's wake-up (an interrupt there),
     // so it had left idle; 3 ms more without a switch is not a C-state exit.
     let mut t = Seq::default();
     t.irq(0, 0);

@@ -738,9 +738,9 @@ fn user_space_spinner(hog_in: i32, tick_lateness_us: Option<u64>) -> T {
 
 #[test]
 fn a_higher_priority_thread_computing_in_user_space_is_preemption_not_a_stopped_cpu() {
-    // Regression (issue 34): silence inside one task's run, closed by a tick whose
-    // `now - expires` read 2.3 ms late, was called hwlat ("CPU 1 was stopped"); the
-    // spinner was running the whole time, as a task in user space does, without events.
+    // Silence inside one task's run, closed by a tick whose `now - expires` reads 2.3 ms
+    // late, is not hwlat ("CPU 1 was stopped"): the spinner ran the whole time, as a
+    // task in user space does, without events.
     let a = user_space_spinner(9, Some(2300)).analyze();
     let s = a.spikes.iter().find(|s| s.victim.tid == VICTIM).unwrap();
     assert_eq!(s.primary.cause, Cause::Preemption, "{}", s.primary.summary);
@@ -753,9 +753,9 @@ fn a_higher_priority_thread_computing_in_user_space_is_preemption_not_a_stopped_
 
 #[test]
 fn a_thread_that_raised_its_own_priority_is_judged_at_the_priority_it_ran_with() {
-    // Regression (issue 34): switched in as SCHED_OTHER, the spinner raised itself to
-    // FIFO 90 (sched_setscheduler, which no event shows) and was switched out at [9]:
-    // its run was preemption, not a lower-priority task in a non-preemptible section.
+    // Switched in as SCHED_OTHER, the spinner raised itself to FIFO 90
+    // (sched_setscheduler, which no event shows) and was switched out at [9]: its run
+    // is preemption, not a lower-priority task in a non-preemptible section.
     let a = user_space_spinner(120, None).analyze();
     let s = a.spikes.iter().find(|s| s.victim.tid == VICTIM).unwrap();
     assert_eq!(s.primary.cause, Cause::Preemption, "{}", s.primary.summary);
@@ -777,7 +777,7 @@ fn a_thread_that_raised_its_own_priority_is_judged_at_the_priority_it_ran_with()
 
 #[test]
 fn a_deadline_task_past_its_runtime_is_not_rt_throttled() {
-    // Regression (issue 34): a SCHED_DEADLINE task (prio -1) that used its runtime is
+    // A SCHED_DEADLINE task (prio -1) that used its runtime is
     // switched out runnable until its next period, by design: not a default victim, and
     // named by tid it is never an rt_throttling victim (sched_rt_runtime_us does not
     // limit it).
@@ -812,7 +812,7 @@ fn assert_no_spike_is(a: &Analysis, cause: Cause) {
 
 #[test]
 fn a_timer_armed_after_its_expiry_is_not_late_before_it_was_armed() {
-    // Regression (issue 34): a thread that comes back late sleeps until an absolute time
+    // A thread that comes back late sleeps until an absolute time
     // already behind it; its timer fires at once. `now - expires` (3.6 ms) is the thread's
     // own overrun, not a timer interrupt held off: no stopped CPU.
     let mut t = T::new();
@@ -828,9 +828,9 @@ fn a_timer_armed_after_its_expiry_is_not_late_before_it_was_armed() {
 
 #[test]
 fn a_real_time_task_switched_out_runnable_for_lower_work_is_not_kernel_nonpreemptible() {
-    // Regression (issue 34): a FIFO task switched out while runnable in favour of a normal
-    // task was refused by the scheduler (RT throttling's signature, here too short to be
-    // named), and was called kernel_nonpreemptible, which that very switch rules out.
+    // A FIFO task switched out while runnable in favour of a normal task was refused by
+    // the scheduler (RT throttling's signature, here too short to be named): not
+    // kernel_nonpreemptible, which that very switch rules out.
     let mut t = T::new();
     t.switch(0, 1, (0, 120), 0, (VICTIM, VPRIO));
     t.switch(1000, 1, (VICTIM, VPRIO), 0, (400, 120));

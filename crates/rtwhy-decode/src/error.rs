@@ -1,3 +1,8 @@
+//! The decoder's errors: a file that cannot be opened or read, bytes that break the
+//! format at a known offset, data that ends inside a structure, a format or feature the
+//! decoder does not read. Each names where it happened, so the binary can print one line
+//! a user can act on.
+
 use std::path::PathBuf;
 
 /// What went wrong while decoding, with where it went wrong.

@@ -166,8 +166,9 @@ impl TaskRef {
     }
 }
 
-/// `FIFO/RR 80`, `OTHER nice 0` or `DEADLINE` for a kernel `prio`.
-fn policy_of(prio: i32) -> String {
+/// `FIFO/RR 80`, `OTHER nice 0` or `DEADLINE` for a kernel `prio` (as the scheduler
+/// events carry it: 0-99 real-time, 100-139 normal, -1 SCHED_DEADLINE).
+pub fn policy_of(prio: i32) -> String {
     if let Some(rt) = crate::rt_priority_from_kernel_prio(prio) {
         format!("FIFO/RR {rt}")
     } else if let Some(nice) = crate::nice_from_kernel_prio(prio) {

@@ -1,3 +1,8 @@
+//! The events every source yields (trace.dat, trace-cmd's report text, the live BPF
+//! probe): one typed variant per event the analysis reads (scheduler, interrupts,
+//! timers, syscalls, idle and frequency, markers), the rest kept by name and fields.
+//! Names are inline [`Comm`]s so decoding millions of events does not allocate.
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};

@@ -39,8 +39,8 @@ mod timerlat;
 pub use analysis::{Analysis, Seen, VictimStats, MAX_SPIKES};
 pub use audit::{AuditFinding, Severity};
 pub use diagnosis::{
-    softirq_name, BreakdownItem, Bucket, Cause, Confidence, Evidence, Finding, LateTimer, PiBoost,
-    SoftirqContext, Spike, SpikeKind, SpikeSource, TaskRef,
+    policy_of, softirq_name, BreakdownItem, Bucket, Cause, Confidence, Evidence, Finding,
+    LateTimer, PiBoost, SoftirqContext, Spike, SpikeKind, SpikeSource, TaskRef,
 };
 pub use event::{Comm, Event, EventKind, FieldValue, GenericEvent, SyscallKind, TaskState};
 pub use facts::{

@@ -1,3 +1,7 @@
+//! Time in the trace clock ([`Nanos`]) and how it is printed: [`report_time`] as
+//! trace-cmd prints timestamps (seconds.microseconds), [`human_duration`] for latencies
+//! ("50.0 ms", "153.2 us").
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};

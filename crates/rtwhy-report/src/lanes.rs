@@ -17,9 +17,10 @@ pub struct Run {
     pub end: u64,
     /// Thread id; 0 is idle.
     pub tid: i32,
-    /// The kernel priority it was switched in with; -1 where no switch said (a run
-    /// inferred from `common_pid`, or one under way when the events begin).
-    pub prio: i32,
+    /// The kernel priority it was switched in with (-1 is SCHED_DEADLINE); `None` where
+    /// no switch said (a run inferred from `common_pid`, or one under way when the events
+    /// begin).
+    pub prio: Option<i32>,
 }
 
 /// What kind of interrupt work a span is.
@@ -260,13 +261,13 @@ impl Lane {
 #[derive(Debug, Default)]
 struct CpuState {
     lane: Lane,
-    /// Since when, thread id, priority (-1: unknown).
-    running: Option<(u64, i32, i32)>,
+    /// Since when, thread id, priority (if a switch said).
+    running: Option<(u64, i32, Option<i32>)>,
     irq: Option<(u64, i32)>,
     softirq: Option<(u64, u32)>,
     /// A switch the trace lost, seen in one event of another task: when, to whom, at
     /// what priority (see [`LaneBuilder::observe`]).
-    pending: Option<(u64, i32, i32)>,
+    pending: Option<(u64, i32, Option<i32>)>,
     /// Whether a handler of each kind began on this CPU yet.
     irq_seen: bool,
     softirq_seen: bool,
@@ -275,7 +276,7 @@ struct CpuState {
 
 impl CpuState {
     /// Ends the run under way at `at` and starts `tid`'s.
-    fn switch_to(&mut self, at: u64, tid: i32, prio: i32) {
+    fn switch_to(&mut self, at: u64, tid: i32, prio: Option<i32>) {
         if let Some((start, old, old_prio)) = self.running {
             if at > start {
                 self.lane.runs.push(Run {
@@ -352,8 +353,8 @@ impl LaneBuilder {
                 prev_pid,
                 prev_prio,
                 ..
-            } if *prev_pid == ev.pid => *prev_prio,
-            _ => -1,
+            } if *prev_pid == ev.pid => Some(*prev_prio),
+            _ => None,
         };
         // `common_pid` is the task current on the CPU: another task's events mean a
         // switch the trace lost. The new task is drawn from its first event, the first
@@ -392,8 +393,8 @@ impl LaneBuilder {
             } => {
                 if let Some((start, tid, prio)) = st.running.take() {
                     // A run that began unseen takes the priority it is switched out with.
-                    let prio = if prio < 0 && tid == ev.pid {
-                        prev_prio
+                    let prio = if tid == ev.pid {
+                        prio.or(prev_prio)
                     } else {
                         prio
                     };
@@ -406,7 +407,7 @@ impl LaneBuilder {
                         });
                     }
                 }
-                st.running = Some((ts, *next_pid, *next_prio));
+                st.running = Some((ts, *next_pid, Some(*next_prio)));
             }
             EventKind::IrqHandlerEntry { irq, .. } => {
                 st.irq = Some((ts, *irq));
@@ -570,13 +571,13 @@ mod tests {
                     start: 1000,
                     end: 1500,
                     tid: 42,
-                    prio: 120
+                    prio: Some(120)
                 },
                 Run {
                     start: 1500,
                     end: 2000,
                     tid: 0,
-                    prio: 120
+                    prio: Some(120)
                 }
             ]
         );
@@ -622,19 +623,19 @@ mod tests {
                     start: 1000,
                     end: 1100,
                     tid: 0,
-                    prio: -1
+                    prio: None
                 },
                 Run {
                     start: 1100,
                     end: 1300,
                     tid: 7,
-                    prio: 120
+                    prio: Some(120)
                 },
                 Run {
                     start: 1300,
                     end: 1400,
                     tid: 9,
-                    prio: 120
+                    prio: Some(120)
                 }
             ]
         );
@@ -780,12 +781,12 @@ mod tests {
         b.observe(&ev(60, 1, 7, EventKind::SoftirqExit { vec: 1 }));
         b.observe(&ev(90, 1, 7, switch(7, 0)));
         let l = &b.finish(100)[0];
-        let runs: Vec<(u64, u64, i32, i32)> = l
+        let runs: Vec<(u64, u64, i32, Option<i32>)> = l
             .runs
             .iter()
             .map(|r| (r.start, r.end, r.tid, r.prio))
             .collect();
-        assert_eq!(runs, [(0, 90, 7, 120), (90, 100, 0, 120)]);
+        assert_eq!(runs, [(0, 90, 7, Some(120)), (90, 100, 0, Some(120))]);
         assert_eq!(
             l.intrs,
             [IntrSpan {

@@ -156,9 +156,9 @@ pub fn build(spike: &Spike, window: &Window) -> Timeline {
     for lane in &lanes {
         for r in &lane.runs {
             let prio = match (r.prio, names.get(&r.tid)) {
-                (p, _) if p >= 0 => p,
-                (_, Some((_, p))) => *p,
-                _ => 120,
+                (Some(p), _) => p,
+                (None, Some((_, p))) => *p,
+                (None, None) => 120,
             };
             let kind = if r.tid == 0 {
                 SpanKind::Idle

@@ -491,7 +491,8 @@ fn time_ratio(row: &AnalysisRow) -> Option<f64> {
     }
 }
 
-/// The "Analysis" section: the table and the verdict against the two targets.
+/// The "Analysis" section: the table and the verdict against its two targets
+/// (analysis within twice the decoding's time, peak memory under 64 MiB).
 fn analysis_section(rows: &[AnalysisRow]) -> String {
     let config = Config::default();
     let event_bytes = std::mem::size_of::<rtwhy_model::Event>();
