@@ -155,3 +155,26 @@ fn a_corrupt_overview_is_one_line_and_exit_2() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("overview.json"), "{err}");
 }
+
+#[test]
+fn summary_svg_draws_a_panel_per_thread_with_the_tail_by_cause() {
+    let o = serde_json::to_value(overview()).unwrap();
+    let dir = session_dir(Some(&o));
+    let out = summary(&["--format", "svg"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let svg = String::from_utf8(out.stdout).unwrap();
+    assert!(svg.starts_with("<svg "), "{svg}");
+    assert!(svg.contains(r#"<g id="thread-4242">"#), "{svg}");
+    assert!(svg.contains("control:4242  1000 wake-ups"), "{svg}");
+    assert!(svg.contains(">irq on isolated cpu (3)<"), "{svg}");
+    assert!(svg.contains(">not captured (1)<"), "{svg}");
+    // A real renderer reads it.
+    resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default())
+        .expect("resvg parses the SVG");
+    // Without an overview: one line, exit 2, as for JSON.
+    let dir = session_dir(None);
+    let out = summary(&["--format", "svg"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

@@ -39,6 +39,7 @@ pub mod json;
 pub mod lanes;
 pub mod markdown;
 pub mod overview;
+pub mod overview_svg;
 pub mod perfetto;
 pub mod perfetto_trace;
 mod protobuf;

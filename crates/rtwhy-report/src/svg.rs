@@ -52,7 +52,8 @@ pub fn irq_track(index: usize) -> (f64, f64) {
     (top, top + IRQ_H)
 }
 
-fn esc(s: &str) -> String {
+/// `s` escaped for SVG text and attributes (control characters as spaces).
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

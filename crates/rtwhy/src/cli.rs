@@ -65,10 +65,12 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
-    /// Text for people, or the session's overview (every watched thread's wake-up
-    /// histogram and its tail by cause) as one JSON document (docs/analysis-json.md).
-    #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
-    pub format: InfoFormat,
+    /// Text for people; the session's overview (every watched thread's wake-up
+    /// histogram and its tail by cause) as one JSON document (docs/analysis-json.md);
+    /// or those histograms drawn as one SVG picture (a panel per thread, the tail
+    /// coloured by cause).
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Text)]
+    pub format: SummaryFormat,
     /// The session directory (`rtwhy record --out DIR`).
     pub dir: PathBuf,
 }
@@ -310,6 +312,16 @@ pub struct ConvertArgs {
     pub keep_going: bool,
     /// The trace.dat file (version 6 or 7).
     pub file: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SummaryFormat {
+    /// Aligned text for people.
+    Text,
+    /// The overview as one JSON document.
+    Json,
+    /// The wake-up histograms as one SVG picture.
+    Svg,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use crate::analyze::analyze_file;
 use crate::cli::{
-    DetectorArg, InfoFormat, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs,
+    DetectorArg, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs, SummaryFormat,
 };
 use crate::journal::{self, Level};
 use rtwhy_record::ledger::{self, Diagnosed, Entry, Ledger};
@@ -580,19 +580,24 @@ pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
     }
     let overview = read_overview(&args.dir)?;
     let mut out = std::io::stdout().lock();
+    let no_overview = || {
+        anyhow::anyhow!(
+            "{} has no {}: the session was recorded by an rtwhy without wake-up histograms",
+            args.dir.display(),
+            SessionDir::OVERVIEW
+        )
+    };
     match args.format {
-        InfoFormat::Json => {
-            let Some(o) = overview else {
-                anyhow::bail!(
-                    "{} has no {}: the session was recorded by an rtwhy without wake-up histograms",
-                    args.dir.display(),
-                    SessionDir::OVERVIEW
-                );
-            };
+        SummaryFormat::Json => {
+            let o = overview.ok_or_else(no_overview)?;
             serde_json::to_writer_pretty(&mut out, &o)?;
             writeln!(out)?;
         }
-        InfoFormat::Text => {
+        SummaryFormat::Svg => {
+            let o = overview.ok_or_else(no_overview)?;
+            out.write_all(rtwhy_report::overview_svg::render(&o).as_bytes())?;
+        }
+        SummaryFormat::Text => {
             print_summary(&mut out, &args.dir, &doc)?;
             if let Some(o) = overview {
                 rtwhy_report::overview::render_text(&mut out, &o)?;
