@@ -30,11 +30,11 @@ use std::io::{self, Write};
 
 use rtwhy_model::{human_duration, Overview};
 
-/// Writes the overview as aligned text, one block per thread, most wake-ups first.
-pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
-    writeln!(
-        out,
-        "  wake-up latency over {} (measured by {}, threshold {}):",
+/// "wake-up latency over 60.0 s (measured by bpf, threshold 100.0 us)": what the
+/// overview covers, for the text and the picture.
+pub fn headline(o: &Overview) -> String {
+    format!(
+        "wake-up latency over {} (measured by {}, threshold {})",
         human_duration(o.to_ns.saturating_sub(o.from_ns)),
         if o.detector.is_empty() {
             "?"
@@ -42,7 +42,12 @@ pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
             &o.detector
         },
         human_duration(o.threshold_ns)
-    )?;
+    )
+}
+
+/// Writes the overview as aligned text, one block per thread, most wake-ups first.
+pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
+    writeln!(out, "  {}:", headline(o))?;
     if o.threads.is_empty() {
         writeln!(out, "  no wake-up of a watched thread was measured")?;
     } else {

@@ -136,16 +136,7 @@ pub fn render(o: &Overview) -> String {
     let _ = writeln!(
         s,
         r#"<text x="{PLOT_LEFT}" y="20" font-size="14" font-weight="bold">{}</text>"#,
-        esc(&format!(
-            "Wake-up latency over {}, measured by {}, threshold {}",
-            human_duration(o.to_ns.saturating_sub(o.from_ns)),
-            if o.detector.is_empty() {
-                "?"
-            } else {
-                &o.detector
-            },
-            human_duration(o.threshold_ns)
-        ))
+        esc(&crate::overview::headline(o))
     );
     if drawn.is_empty() {
         let _ = writeln!(
