@@ -178,3 +178,61 @@ fn summary_svg_draws_a_panel_per_thread_with_the_tail_by_cause() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+#[test]
+fn report_of_a_session_directory_leads_to_the_worst_capture_of_each_cause() {
+    let o = serde_json::to_value(overview()).unwrap();
+    let dir = session_dir(Some(&o));
+    let spike = |n: u32, cause: Option<&str>, ns: u64| {
+        json!({"capture": n, "cause": cause, "comm": "control", "tid": 4242, "cpu": 1,
+               "error": null, "file": format!("spike-{n:03}.dat"), "latency_ns": ns,
+               "summary": format!("verdict {n}")})
+    };
+    let session = json!({
+        "schema": "rtwhy.session/2", "state": "ended",
+        "session": {"duration_ns": 3_000_000_000u64, "breaches": 4, "captures_total": 3},
+        "spikes": [spike(1, Some("irq_on_isolated_cpu"), 120_000),
+                   spike(2, Some("irq_on_isolated_cpu"), 500_000),
+                   spike(3, None, 130_000)],
+        "dropped": {}, "disk": {}, "timing": {},
+    });
+    std::fs::write(dir.path().join("session.json"), session.to_string()).unwrap();
+    let report = |args: &[&str]| {
+        Command::new(rtwhy())
+            .arg("report")
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .expect("run rtwhy report")
+    };
+    let out = report(&[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("| control:4242 | 1000 | "), "{md}");
+    // Two irq_on_isolated_cpu captures, the worst (spike 2) linked; one without a verdict.
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| irq_on_isolated_cpu |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(row.contains("| 2 | 500.0 us |"), "{row}");
+    assert!(row.contains("[spike-002.dat]("), "{row}");
+    assert!(row.contains("spike-002.dat) | verdict 2 |"), "{row}");
+    assert!(md.contains("| undiagnosed | 1 | 130.0 us |"), "{md}");
+    // Written inside the session: relative links, and the picture beside the Markdown.
+    let md_path = dir.path().join("report.md");
+    let out = report(&["--out", md_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    assert!(
+        md.contains("![wake-up latency histograms](report.svg)"),
+        "{md}"
+    );
+    assert!(md.contains("[spike-002.dat](spike-002.dat)"), "{md}");
+    let svg = std::fs::read_to_string(dir.path().join("report.svg")).unwrap();
+    assert!(svg.contains(r#"<g id="thread-4242">"#));
+    // What works on one capture only is one line and exit 2.
+    let out = report(&["--bundle"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

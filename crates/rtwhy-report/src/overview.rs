@@ -94,6 +94,135 @@ pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
     Ok(())
 }
 
+/// One capture of a session, as its `session.json` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capture {
+    /// Its file, relative to the session directory.
+    pub file: String,
+    /// The verdict's cause key; `None` where the capture has no verdict.
+    pub cause: Option<String>,
+    /// The late thread.
+    pub comm: String,
+    /// Its thread id.
+    pub tid: i32,
+    /// How late, ns.
+    pub latency_ns: u64,
+    /// The verdict's sentence.
+    pub summary: String,
+}
+
+/// A session's report in Markdown (`rtwhy report DIR`): the overview's headline, the
+/// histograms' picture when one was written (`picture`, a path relative to the
+/// Markdown), every thread's percentiles and tail by cause, and for each cause its
+/// captures with a link to the worst (`link` turns a capture's file into the link
+/// target).
+pub fn render_markdown(
+    out: &mut dyn Write,
+    dir: &str,
+    o: Option<&Overview>,
+    captures: &[Capture],
+    picture: Option<&str>,
+    link: &dyn Fn(&str) -> String,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "# rtwhy session report: `{dir}`
+"
+    )?;
+    match o {
+        None => writeln!(
+            out,
+            "The session has no `overview.json` (recorded by an rtwhy without wake-up histograms): its captures only.\n"
+        )?,
+        Some(o) => {
+            writeln!(out, "{}.\n", capitalised(&headline(o)))?;
+            match picture {
+                Some(p) => writeln!(out, "![wake-up latency histograms]({p})\n")?,
+                None => writeln!(
+                    out,
+                    "Draw the histograms with `rtwhy summary {dir} --format svg > overview.svg` (or give `--out FILE.md`: the picture is written beside it).\n"
+                )?,
+            }
+            writeln!(out, "| thread | wake-ups | p50 | p99 | max | breaches by cause |")?;
+            writeln!(out, "|---|---:|---:|---:|---:|---|")?;
+            for t in &o.threads {
+                let tail: Vec<String> = t
+                    .tail
+                    .iter()
+                    .map(|p| format!("{} {} (worst {})", p.count, p.cause, human_duration(p.max_ns)))
+                    .collect();
+                writeln!(
+                    out,
+                    "| {}:{} | {} | {} | {} | {} | {} |",
+                    md_cell(if t.comm.is_empty() { "?" } else { &t.comm }),
+                    t.tid,
+                    t.wakeups,
+                    human_duration(t.p50_ns),
+                    human_duration(t.p99_ns),
+                    human_duration(t.max_ns),
+                    if tail.is_empty() { "none".to_string() } else { tail.join(", ") }
+                )?;
+            }
+            writeln!(
+                out,
+                "\nPercentiles are the lower bounds of their histogram buckets (at most 12.5 % wide).\n"
+            )?;
+        }
+    }
+    if captures.is_empty() {
+        writeln!(out, "No capture was kept.")?;
+        return Ok(());
+    }
+    // Each cause's captures, the cause with the most first; its worst one linked.
+    let mut by_cause: Vec<(String, Vec<&Capture>)> = Vec::new();
+    for c in captures {
+        let key = c.cause.clone().unwrap_or_else(|| "undiagnosed".to_string());
+        match by_cause.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(c),
+            None => by_cause.push((key, vec![c])),
+        }
+    }
+    by_cause.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+    writeln!(out, "## Captures by cause\n")?;
+    writeln!(
+        out,
+        "| cause | captures | worst | late thread | capture | verdict |"
+    )?;
+    writeln!(out, "|---|---:|---:|---|---|---|")?;
+    for (cause, list) in &by_cause {
+        let Some(worst) = list.iter().max_by_key(|c| c.latency_ns) else {
+            continue;
+        };
+        writeln!(
+            out,
+            "| {} | {} | {} | {}:{} | [{}]({}) | {} |",
+            cause,
+            list.len(),
+            human_duration(worst.latency_ns),
+            md_cell(&worst.comm),
+            worst.tid,
+            md_cell(&worst.file),
+            link(&worst.file),
+            md_cell(&worst.summary)
+        )?;
+    }
+    Ok(())
+}
+
+/// `s` with its first letter in capitals.
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// `s` fit for a Markdown table cell: no line breaks, `|` escaped.
+fn md_cell(s: &str) -> String {
+    s.replace(['\n', '\r'], " ").replace('|', "\\|")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

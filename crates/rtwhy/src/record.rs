@@ -609,7 +609,7 @@ pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
 
 /// The session's `overview.json`; `None` when there is none (a session recorded before
 /// rtwhy wrote one).
-fn read_overview(dir: &Path) -> Result<Option<Overview>> {
+pub(crate) fn read_overview(dir: &Path) -> Result<Option<Overview>> {
     let path = SessionDir::new(dir).overview();
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,

@@ -32,6 +32,13 @@ const BUNDLE_AFTER: u64 = 10_000_000;
 const BUNDLE_TRACE: &str = "trace-window.dat";
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode> {
+    if args.file.is_dir()
+        && rtwhy_model::SessionDir::new(&args.file)
+            .manifest()
+            .is_file()
+    {
+        return session_report(args);
+    }
     let out = match (&args.out, args.bundle) {
         (Some(p), _) => Some(p.clone()),
         (None, true) => Some(default_bundle_name(&args.file)),
@@ -554,4 +561,111 @@ impl Sink for WindowSink<'_> {
         }
         Ok(true)
     }
+}
+
+/// `rtwhy report DIR` for a recording session: its overview (percentiles, tail by cause)
+/// and its captures by cause, the worst of each linked, in Markdown; with `--out
+/// FILE.md` the histograms' picture is written beside it as FILE.svg and shown. `--format
+/// svg` is the picture alone.
+fn session_report(args: &ReportArgs) -> Result<ExitCode> {
+    let dir = &args.file;
+    if args.bundle || args.redact || args.spike.is_some() {
+        bail!(
+            "{} is a recording session: --bundle, --redact and --spike work on one capture (give {}/spike-NNN.dat)",
+            dir.display(),
+            dir.display()
+        );
+    }
+    let manifest = rtwhy_model::SessionDir::new(dir).manifest();
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("cannot read {}", manifest.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a session.json", manifest.display()))?;
+    let overview = crate::record::read_overview(dir)?;
+    let captures: Vec<rtwhy_report::overview::Capture> = doc["spikes"]
+        .as_array()
+        .map(|a| a.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| {
+            Some(rtwhy_report::overview::Capture {
+                file: c["file"].as_str()?.to_string(),
+                cause: c["cause"].as_str().map(str::to_string),
+                comm: c["comm"].as_str().unwrap_or("?").to_string(),
+                tid: c["tid"].as_i64().unwrap_or(0) as i32,
+                latency_ns: c["latency_ns"].as_u64().unwrap_or(0),
+                summary: c["summary"].as_str().unwrap_or("").to_string(),
+            })
+        })
+        .collect();
+    match args.format {
+        ReportFormat::Markdown => {}
+        ReportFormat::Svg => {
+            let Some(o) = &overview else {
+                bail!(
+                    "{} has no {}: the session was recorded by an rtwhy without wake-up histograms",
+                    dir.display(),
+                    rtwhy_model::SessionDir::OVERVIEW
+                );
+            };
+            let svg = rtwhy_report::overview_svg::render(o);
+            return emit(args.out.as_deref(), svg.as_bytes());
+        }
+        other => bail!(
+            "{} is a recording session: its report is Markdown (or --format svg for the histograms), not {other:?}",
+            dir.display()
+        ),
+    }
+    // Links to the captures: relative to where the Markdown is.
+    let md_dir = args.out.as_deref().and_then(Path::parent).map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        }
+    });
+    let inside = md_dir.is_some_and(|m| same_dir(m, dir));
+    let link = |file: &str| -> String {
+        if inside {
+            file.to_string()
+        } else {
+            dir.join(file).display().to_string()
+        }
+    };
+    let mut picture = None;
+    if let (Some(out), Some(o)) = (&args.out, &overview) {
+        check_out(out)?;
+        let svg_path = out.with_extension("svg");
+        write_out(&svg_path, rtwhy_report::overview_svg::render(o).as_bytes())?;
+        picture = svg_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+    }
+    let mut md = Vec::new();
+    rtwhy_report::overview::render_markdown(
+        &mut md,
+        &dir.display().to_string(),
+        overview.as_ref(),
+        &captures,
+        picture.as_deref(),
+        &link,
+    )?;
+    emit(args.out.as_deref(), &md)
+}
+
+/// Whether two paths name the same directory.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// `bytes` to `out` (written whole under a temporary name, then renamed) or stdout.
+fn emit(out: Option<&Path>, bytes: &[u8]) -> Result<ExitCode> {
+    match out {
+        Some(p) => write_out(p, bytes)?,
+        None => std::io::stdout().lock().write_all(bytes)?,
+    }
+    Ok(ExitCode::SUCCESS)
 }
