@@ -557,14 +557,15 @@ fn print_summary(out: &mut dyn Write, dir: &Path, doc: &Value) -> std::io::Resul
     Ok(())
 }
 
-/// `rtwhy summary DIR`: where a recording session stands, from its `session.json`.
-pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
-    let path = SessionDir::new(&args.dir).manifest();
+/// A recording session's `session.json` (checked to be one) and its overview, if it has
+/// one: what `rtwhy summary DIR` and `rtwhy report DIR` read.
+pub(crate) fn read_session(dir: &Path) -> Result<(Value, Option<Overview>)> {
+    let path = SessionDir::new(dir).manifest();
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
             "cannot read {} (is {} a directory written by `rtwhy record --out`?)",
             path.display(),
-            args.dir.display()
+            dir.display()
         )
     })?;
     let doc: Value = serde_json::from_str(&text)
@@ -578,23 +579,32 @@ pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
             path.display()
         );
     }
-    let overview = read_overview(&args.dir)?;
-    let mut out = std::io::stdout().lock();
-    let no_overview = || {
+    Ok((doc, read_overview(dir)?))
+}
+
+/// The session's overview, or the one-line error of a session recorded without one.
+pub(crate) fn require_overview(dir: &Path, overview: Option<Overview>) -> Result<Overview> {
+    overview.ok_or_else(|| {
         anyhow::anyhow!(
             "{} has no {}: the session was recorded by an rtwhy without wake-up histograms",
-            args.dir.display(),
+            dir.display(),
             SessionDir::OVERVIEW
         )
-    };
+    })
+}
+
+/// `rtwhy summary DIR`: where a recording session stands, from its `session.json`.
+pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
+    let (doc, overview) = read_session(&args.dir)?;
+    let mut out = std::io::stdout().lock();
     match args.format {
         SummaryFormat::Json => {
-            let o = overview.ok_or_else(no_overview)?;
+            let o = require_overview(&args.dir, overview)?;
             serde_json::to_writer_pretty(&mut out, &o)?;
             writeln!(out)?;
         }
         SummaryFormat::Svg => {
-            let o = overview.ok_or_else(no_overview)?;
+            let o = require_overview(&args.dir, overview)?;
             out.write_all(rtwhy_report::overview_svg::render(&o).as_bytes())?;
         }
         SummaryFormat::Text => {
@@ -609,7 +619,7 @@ pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
 
 /// The session's `overview.json`; `None` when there is none (a session recorded before
 /// rtwhy wrote one).
-pub(crate) fn read_overview(dir: &Path) -> Result<Option<Overview>> {
+fn read_overview(dir: &Path) -> Result<Option<Overview>> {
     let path = SessionDir::new(dir).overview();
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,

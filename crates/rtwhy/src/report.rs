@@ -576,12 +576,7 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
             dir.display()
         );
     }
-    let manifest = rtwhy_model::SessionDir::new(dir).manifest();
-    let text = std::fs::read_to_string(&manifest)
-        .with_context(|| format!("cannot read {}", manifest.display()))?;
-    let doc: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a session.json", manifest.display()))?;
-    let overview = crate::record::read_overview(dir)?;
+    let (doc, overview) = crate::record::read_session(dir)?;
     let captures: Vec<rtwhy_report::overview::Capture> = doc["spikes"]
         .as_array()
         .map(|a| a.as_slice())
@@ -601,14 +596,8 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
     match args.format {
         ReportFormat::Markdown => {}
         ReportFormat::Svg => {
-            let Some(o) = &overview else {
-                bail!(
-                    "{} has no {}: the session was recorded by an rtwhy without wake-up histograms",
-                    dir.display(),
-                    rtwhy_model::SessionDir::OVERVIEW
-                );
-            };
-            let svg = rtwhy_report::overview_svg::render(o);
+            let o = crate::record::require_overview(dir, overview)?;
+            let svg = rtwhy_report::overview_svg::render(&o);
             return emit(args.out.as_deref(), svg.as_bytes());
         }
         other => bail!(
