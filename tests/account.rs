@@ -137,6 +137,134 @@ fn every_marker_spike_has_the_applications_number() {
     assert!(fails.is_empty(), "{}", fails.join("\n"));
 }
 
+/// The arguments a fixture's `<name>.expect.json` gives `rtwhy analyze`, if it has one.
+fn expect_args(dat: &Path) -> Vec<String> {
+    let name = dat.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let spec = dat.with_file_name(format!("{name}.expect.json"));
+    let Ok(text) = std::fs::read_to_string(spec) else {
+        return Vec::new();
+    };
+    let spec: Value = serde_json::from_str(&text).expect("expect.json");
+    spec["args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str().map(String::from))
+        .collect()
+}
+
+/// An application's own markers (`--marker` with its number): a control loop timing
+/// its cycle, a thread timing its lock wait. For every fixture analysed with one, each
+/// of its marker lines (as `rtwhy dump` prints them) is one spike whose latency is the
+/// marker's number and whose breakdown covers all of it; the thread's own run inside its
+/// measurement is part of the breakdown, and not counted against the cause's share.
+#[test]
+fn every_application_marker_spike_has_its_number() {
+    let (mut checked, mut ran_inside, mut ran_inside_short, mut lock_waits) = (0, 0, 0, 0);
+    let mut fails = Vec::new();
+    for dat in every_trace() {
+        let args = expect_args(&dat);
+        let rules: Vec<rtwhy_analyze::MarkerRule> = args
+            .windows(2)
+            .filter(|w| w[0] == "--marker")
+            .map(|w| rtwhy_analyze::MarkerRule::new(&w[1]).expect("a marker rule"))
+            .collect();
+        if rules.is_empty() {
+            continue;
+        }
+        let out = Command::new(rtwhy())
+            .arg("dump")
+            .arg(&dat)
+            .output()
+            .expect("runs");
+        // Each marker's number and time (the dump's lines carry microseconds).
+        let numbers: Vec<(u64, u64)> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("tracing_mark_write: "))
+            .filter_map(|l| {
+                let n = rules.iter().find_map(|r| r.latency(l))?;
+                Some((n, dump_event(l)?.1))
+            })
+            .collect();
+        assert!(!numbers.is_empty(), "{}: no marker matches", dat.display());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let doc = analysis_with(&dat, &args).expect("analyzed");
+        let spikes = doc["spikes"].as_array().cloned().unwrap_or_default();
+        for (reported, at) in numbers {
+            checked += 1;
+            let of_marker: Vec<&Value> = spikes
+                .iter()
+                .filter(|s| {
+                    s["source"]["kind"] == "tool_marker"
+                        && s["source"]["reported_ns"] == reported
+                        && s["end"].as_u64().is_some_and(|e| e.abs_diff(at) < 1_000)
+                })
+                .collect();
+            let [s] = of_marker.as_slice() else {
+                fails.push(format!(
+                    "{}: marker {reported} ns has {} spikes",
+                    dat.display(),
+                    of_marker.len()
+                ));
+                continue;
+            };
+            let lat = s["latency_ns"].as_u64().unwrap_or(0);
+            let items = s["breakdown"].as_array().cloned().unwrap_or_default();
+            let sum: u64 = items.iter().filter_map(|i| i["ns"].as_u64()).sum();
+            let own: u64 = items
+                .iter()
+                .filter(|i| i["bucket"] == "victim_ran")
+                .filter_map(|i| i["ns"].as_u64())
+                .sum();
+            if !agrees(lat, reported) || sum != lat {
+                fails.push(format!(
+                    "{}: marker {reported} ns, spike {} latency {lat} ns, breakdown {sum} ns",
+                    dat.display(),
+                    s["id"]
+                ));
+            }
+            let primary = &s["primary"];
+            if own >= 100_000 && primary["cause"] != "unknown" {
+                ran_inside += 1;
+                // The cause is judged on the time the thread did not run itself.
+                let share = primary["share"].as_f64().unwrap_or(0.0) * lat as f64
+                    / lat.saturating_sub(own).max(1) as f64;
+                if share < 0.3 {
+                    fails.push(format!(
+                        "{}: spike {} ran {own} ns itself, its cause's share is {share}",
+                        dat.display(),
+                        s["id"]
+                    ));
+                }
+            }
+            // A cycle a few hundred microseconds over its budget: 1018 us of its own
+            // work, then 204 us of lab-spin (fixtures/preemption_cycle/README.md).
+            if reported == 1_222_000 && dat.ends_with("preemption_cycle/preemption_cycle.dat") {
+                ran_inside_short += 1;
+                if primary["cause"] != "preemption" {
+                    fails.push(format!("cycle 308 is {}", primary["cause"]));
+                }
+            }
+            if s["kind"] == "lock_wait" && items.iter().any(|i| i["bucket"] == "lock_request") {
+                lock_waits += 1;
+            }
+        }
+    }
+    // preemption_cycle, priority_inversion_marked, lock_contention_marked and their
+    // PREEMPT_RT guest recordings.
+    assert!(checked >= 10, "only {checked} application markers found");
+    assert!(
+        ran_inside >= 3,
+        "only {ran_inside} spikes of a thread that ran inside its measurement"
+    );
+    assert!(lock_waits >= 4, "only {lock_waits} timed lock waits");
+    assert_eq!(
+        ran_inside_short, 1,
+        "cycle 308 of preemption_cycle not found"
+    );
+    assert!(fails.is_empty(), "{}", fails.join("\n"));
+}
+
 /// Issue 35, item 1: cyclictest's break marker in the guest's top-level buffer is
 /// stamped 44 ms before the breach it reports (fixtures/rt_preemption/README.md: the
 /// instance ticked on another clock), where the events show cyclictest asleep. Its spike

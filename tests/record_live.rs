@@ -768,6 +768,98 @@ fn an_application_marker_matching_marker_is_a_breach() {
     verdicts_have_their_preconditions(&out, &[]);
 }
 
+/// An application marker that carries its number (`--marker` with a group named for the
+/// unit): a control loop timing its own cycle (`rtwhy lab preemption --cycle`: lab-cycle,
+/// FIFO 80, 1 ms of work every 5 ms, preempted by lab-spin's 2 ms bursts, inside its work
+/// as well as before it) is recorded; each capture a marker set off has one spike whose
+/// latency is the loop's own number, ending at the marker, and so does a later `rtwhy
+/// analyze` of the capture given no `--marker` (the capture carries the expression).
+#[test]
+fn an_application_marker_with_its_number_is_its_spike() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("m");
+    let o = run(&[
+        "record",
+        "--marker",
+        "cycle: response (?P<us>[0-9]+) us",
+        // The detector's own breaches are not what this test is about: only the
+        // loop's markers set off captures.
+        "--threshold",
+        "500ms",
+        "--max-spikes",
+        "3",
+        "--recorder-cpus",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        rtwhy().to_str().unwrap(),
+        "lab",
+        "preemption",
+        "--cpu",
+        "1",
+        "--for",
+        "2s",
+        "--cycle",
+        "1ms",
+    ]);
+    let all = text(&o);
+    let s = session(&out);
+    let captures = s["session"]["captures"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let marked: Vec<&Value> = captures
+        .iter()
+        .filter(|c| c["trigger"]["kind"] == "marker")
+        .collect();
+    assert!(
+        !marked.is_empty(),
+        "no capture set off by the loop's marker\n{all}"
+    );
+    for c in marked {
+        let said = c["trigger"]["text"].as_str().unwrap_or_default();
+        let us: u64 = said
+            .split("response ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{said}"));
+        let file = PathBuf::from(c["path"].as_str().unwrap_or_default());
+        let json = file.with_extension("json");
+        let docs = [
+            serde_json::from_str::<Value>(&std::fs::read_to_string(&json).unwrap()).unwrap(),
+            {
+                let a = Command::new(rtwhy())
+                    .args(["analyze", "--format", "json", "--threshold", "500ms"])
+                    .arg(&file)
+                    .output()
+                    .unwrap();
+                serde_json::from_slice(&a.stdout).unwrap_or_else(|_| panic!("{}", text(&a)))
+            },
+        ];
+        for doc in docs {
+            let spikes: Vec<&Value> = doc["spikes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|s| {
+                    s["source"]["kind"] == "tool_marker" && s["source"]["reported_ns"] == us * 1000
+                })
+                .collect();
+            assert_eq!(spikes.len(), 1, "{said} in {}\n{doc}", file.display());
+            let lat = spikes[0]["latency_ns"].as_u64().unwrap_or(0);
+            assert!(lat.abs_diff(us * 1000) <= 100_000, "{said}: {lat} ns");
+            assert_eq!(spikes[0]["victim"]["comm"], "lab-cycle");
+        }
+    }
+    verdicts_have_their_preconditions(&out, &["--threshold", "500ms"]);
+}
+
 const RPS_MASK: &str = "/sys/class/net/lo/queues/rx-0/rps_cpus";
 
 /// Threads of loads or victims still alive (lab-*, cyclictest).

@@ -706,6 +706,22 @@ fn medium_ran(t: &Trace, vprio: i32, h: i32, from: u64, until: u64) -> bool {
     medium | medium_now(&cur, holder_on, base)
 }
 
+/// Whether task `pid` ran at `prio` by a priority-inheritance boost that `victim` lent
+/// it (the latest `sched_pi_setprio` of `pid` before `until` raised it to `prio` in the
+/// victim's context): a lock holder running for its waiter is the waiter's lock wait,
+/// not a task that preempted it.
+fn lent_by(t: &Trace, pid: i32, prio: i32, victim: i32, until: u64) -> bool {
+    t.events
+        .iter()
+        .take_while(|e| e.ts.0 <= until)
+        .filter(|e| matches!(&e.kind, EventKind::SchedPiSetprio { pid: p, .. } if *p == pid))
+        .last()
+        .is_some_and(|e| {
+            e.pid == victim
+                && matches!(&e.kind, EventKind::SchedPiSetprio { newprio, .. } if *newprio == prio)
+        })
+}
+
 fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Result<(), String> {
     let cause = sp.s["primary"]["cause"].as_str().unwrap_or("");
     let (cpu, start, end) = (sp.cpu, sp.start, sp.end);
@@ -1001,7 +1017,10 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
             .ran_on(cpu, start, end)
             .iter()
             .any(|(pid, p, _)| {
-                *pid != 0 && *pid != sp.victim && (*p <= sp.vprio || (*p >= 100 && sp.vprio >= 100))
+                *pid != 0
+                    && *pid != sp.victim
+                    && (*p <= sp.vprio || (*p >= 100 && sp.vprio >= 100))
+                    && !lent_by(t, *pid, *p, sp.victim, end)
             })
             .then_some(())
             .ok_or_else(|| "no task of equal or higher priority ran".into()),

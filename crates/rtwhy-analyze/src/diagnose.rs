@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use rtwhy_model::{
     human_duration, report_time, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind,
-    Evidence, Finding, Nanos, PiBoost, Spike, SpikeKind, SyscallKind, TaskRef,
+    Evidence, Finding, Nanos, PiBoost, Spike, SpikeKind, SpikeSource, SyscallKind, TaskRef,
 };
 
 use crate::breakdown::{self, Replay, Window};
@@ -194,6 +194,10 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                     &[Cause::RtThrottling, Cause::KernelNonpreemptible]
                 }
             }
+            // A lock holder running on the priority the victim lent it runs its
+            // critical section for the victim: the victim's lock wait, which only the
+            // lock's story names, never a task that preempted it.
+            Bucket::Task { boost: Some(b), .. } if b.by_tid == ep.victim.tid => &[],
             Bucket::Task { comm, .. } if rules::migration::is_stopper(comm.as_bytes()) => {
                 &[Cause::Migration, Cause::Preemption]
             }
@@ -314,12 +318,31 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         }
     }
 
+    // The victim's own run inside an application's measurement is the work it timed,
+    // not a delay: the causes share the rest (a cycle computing 1 ms that was preempted
+    // for 200 us is late by preemption, not 17 % explained).
+    let own: u64 = items
+        .iter()
+        .filter(|i| i.bucket == Bucket::VictimRan)
+        .map(|i| i.ns)
+        .sum();
+    let delayed = latency.saturating_sub(own);
     let share = |ns: u64| {
-        if latency == 0 {
+        if delayed == 0 {
+            0.0
+        } else {
+            (ns as f64 / delayed as f64).min(1.0)
+        }
+    };
+    // A cause is judged by its share of the time the victim did not run itself; the
+    // share it is printed with is of the whole latency, as the breakdown's are.
+    let finding = |cause: Cause, ns: u64| Finding {
+        share: if latency == 0 {
             0.0
         } else {
             (ns as f64 / latency as f64).min(1.0)
-        }
+        },
+        ..ctx.finding(cause, share(ns))
     };
     // The last gate: a cause is printed only with its preconditions.
     // No cause is named from a history with a hole in it: the events that would have
@@ -341,12 +364,12 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     }
     let (primary, contributors): (Finding, Vec<Finding>) = match ranked.first() {
         Some(&(cause, ns)) if share(ns) >= MIN_PRIMARY_SHARE => {
-            let primary = ctx.finding(cause, share(ns));
+            let primary = finding(cause, ns);
             let contributors = ranked
                 .iter()
                 .skip(1)
                 .filter(|(_, ns)| share(*ns) >= MIN_CONTRIBUTOR_SHARE)
-                .map(|&(c, ns)| ctx.finding(c, share(ns)))
+                .map(|&(c, ns)| finding(c, ns))
                 .collect();
             (primary, contributors)
         }
@@ -378,9 +401,14 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 )
             } else {
                 format!(
-                    "no single cause explains this spike: named causes cover {:.0}% of {}",
+                    "no single cause explains this spike: named causes cover {:.0}% of {}{}",
                     explained * 100.0,
-                    human_duration(latency)
+                    human_duration(delayed),
+                    if own > 0 {
+                        format!(" (the {} it ran itself aside)", human_duration(own))
+                    } else {
+                        String::new()
+                    }
                 )
             };
             let refused = checked.refused();
@@ -401,7 +429,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             let contributors = ranked
                 .iter()
                 .filter(|(_, ns)| share(*ns) >= MIN_CONTRIBUTOR_SHARE)
-                .map(|&(c, ns)| ctx.finding(c, share(ns)))
+                .map(|&(c, ns)| finding(c, ns))
                 .collect();
             (primary, contributors)
         }
@@ -628,8 +656,21 @@ impl Ctx<'_> {
         }
         if let Some(r) = &ep.ran {
             let why = if ep.measured && matches!(r.kind, EventKind::Print { .. }) {
+                let from = match ep.kind {
+                    SpikeKind::LockWait => "from before it asked for the lock",
+                    // cyclictest measures from its timer's expiry.
+                    _ if matches!(&ep.source, SpikeSource::ToolMarker { text, .. } if crate::tracker::parse_cyclictest_marker(text).is_some()) => {
+                        "from the timer's expiry"
+                    }
+                    SpikeKind::TimerWakeup
+                        if ep.wake.as_ref().is_some_and(|w| w.timer.is_some()) =>
+                    {
+                        "from the timer's expiry"
+                    }
+                    _ => "from its start",
+                };
                 format!(
-                    "{} writes its marker: the end of its own measurement, {} from the timer's expiry",
+                    "{} writes its marker: the end of its own measurement, {} {from}",
                     victim.comm,
                     human_duration(ep.end.0 - ep.start.0)
                 )

@@ -50,7 +50,7 @@ pub mod timerlat;
 mod tracker;
 
 pub use audit::{audit, CHECKS};
-pub use config::{parse_duration, Config, TaskFilter};
+pub use config::{parse_duration, Config, MarkerRule, TaskFilter};
 pub use pipeline::{Finished, Pipeline};
 pub use rtwhy_model::{Analysis, Seen, VictimStats, MAX_SPIKES};
 

@@ -289,7 +289,19 @@ impl Tracker {
         self.rt_threads
     }
 
-    pub fn new(config: Config, facts: SystemFacts) -> Tracker {
+    pub fn new(mut config: Config, facts: SystemFacts) -> Tracker {
+        // The recorder's `--marker`s that carry a number travel in the capture as facts
+        // (`record.marker.N`): a capture analysed later reads its application's markers
+        // as the recording did.
+        for (k, v) in &facts.other {
+            if k.starts_with("record.marker.") {
+                if let Ok(rule) = crate::MarkerRule::new(v) {
+                    if !config.markers.contains(&rule) {
+                        config.markers.push(rule);
+                    }
+                }
+            }
+        }
         let history = History::new(config.horizon, config.max_events_per_cpu);
         let selected = config.filter.pids.iter().copied().collect();
         Tracker {
@@ -392,6 +404,18 @@ impl Tracker {
             || f.matches_comm(comm)
     }
 
+    /// The latency an application's marker `text` carries: cyclictest's `--tracemark`
+    /// or one of the configured [`crate::MarkerRule`]s.
+    fn tool_marker(&self, text: &str) -> Option<u64> {
+        parse_cyclictest_marker(text)
+            .map(|(reported, _limit)| reported)
+            .or_else(|| self.config.markers.iter().find_map(|m| m.latency(text)))
+    }
+
+    fn is_tool_marker(&self, kind: &EventKind) -> bool {
+        matches!(kind, EventKind::Print { text } if self.tool_marker(text).is_some())
+    }
+
     /// Follows one event; returns the episodes to diagnose. The caller pushes the event
     /// into the history before diagnosing.
     pub fn observe(&mut self, ev: &Event) -> Vec<Outcome> {
@@ -417,7 +441,7 @@ impl Tracker {
             });
             if waiting && while_running {
                 self.ran(ev.pid, ev.cpu, ev.ts, false, ev, &mut out);
-            } else if waiting && is_cyclictest_marker(&ev.kind) {
+            } else if waiting && self.is_tool_marker(&ev.kind) {
                 // Proves nothing: from another buffer (the top level beside an instance)
                 // a marker can carry its switch-in's very timestamp and sort before it;
                 // the marker's own window is its spike (`measured_window`).
@@ -775,7 +799,7 @@ impl Tracker {
             self.breach_marker(&r, out);
             return;
         }
-        if let Some((reported, _limit)) = parse_cyclictest_marker(text) {
+        if let Some(reported) = self.tool_marker(text) {
             let comm = self.tasks.get(&ev.pid).map(|t| t.comm).unwrap_or_default();
             if !self.marker_victim(ev.pid, &comm) {
                 return;
@@ -849,6 +873,24 @@ impl Tracker {
             .and_then(|e| e.wake.clone())
             .or_else(|| t.and_then(|t| t.wake.clone()))
             .filter(|w| w.ts <= ev.ts);
+        // An application that timed its own lock wait (from before its lock call to
+        // after it got the lock): the window is that wait, the lock call inside it, or
+        // before it by no more than the stamps of two clocks can disagree (a guest's
+        // trace clock that stood still for a millisecond on an isolated CPU).
+        let slack = (reported / 10).max(100_000);
+        let lock = first
+            .and_then(|e| e.blocked.clone())
+            .filter(|b| {
+                b.futex
+                    .as_ref()
+                    .is_some_and(|f| f.is_lock() && f.event.ts.0 + slack >= start.0)
+            })
+            .filter(|_| wake.is_some());
+        let kind = if lock.is_some() {
+            SpikeKind::LockWait
+        } else {
+            SpikeKind::TimerWakeup
+        };
         Episode {
             victim: TaskRef {
                 tid: ev.pid,
@@ -857,13 +899,13 @@ impl Tracker {
                 boost: None,
             },
             cpu: ev.cpu,
-            kind: SpikeKind::TimerWakeup,
+            kind,
             source,
             start,
             end: ev.ts,
             end_inferred: false,
             wake,
-            blocked: None,
+            blocked: lock,
             preempted_by: None,
             ran: Some(ev.clone()),
             measured: true,
@@ -1054,11 +1096,6 @@ fn is_housekeeping(comm: &Comm) -> bool {
     ["migration/", "watchdog/", "cpuhp/", "idle_inject/"]
         .iter()
         .any(|p| name.starts_with(p))
-}
-
-/// Whether `kind` is one of cyclictest's `--tracemark` markers.
-fn is_cyclictest_marker(kind: &EventKind) -> bool {
-    matches!(kind, EventKind::Print { text } if parse_cyclictest_marker(text).is_some())
 }
 
 /// cyclictest's `--tracemark` text: `hit latency threshold (X > Y)`, in microseconds.

@@ -533,7 +533,15 @@ fn run_with(
         ));
     }
     make_out_dir(&cfg.out_dir)?;
-    let facts = crate::facts::snapshot();
+    let mut facts = crate::facts::snapshot();
+    // The application's markers: one with a number (a group named for its unit) is
+    // its own latency measurement, which the capture's analysis reads with it.
+    facts.extend(
+        cfg.markers
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (format!("record.marker.{i}"), m.as_str().to_string())),
+    );
     let fact_lines = crate::facts::to_markers(&facts);
 
     let mut extra = cfg.extra_events.clone();

@@ -157,6 +157,13 @@ pub struct LabArgs {
     /// selftest sizes them. Default: no noise.
     #[arg(long, value_parser = parse_span)]
     pub noise: Option<rtwhy_model::Nanos>,
+    /// Also run `lab-cycle` on the CPU beside the load: a SCHED_FIFO 80 control loop
+    /// that computes this much run time every five times as long and writes its own
+    /// cycle's response time to the trace (`lab: cycle: response N us, budget B us`)
+    /// when it exceeds the work by more than twice the noise (at least 150 us). Up to
+    /// 100 ms.
+    #[arg(long, value_parser = parse_span, value_name = "WORK")]
+    pub cycle: Option<rtwhy_model::Nanos>,
     /// Directory on a block device for the disk-interrupt scenario's scratch file.
     #[arg(long, default_value = "/var/tmp")]
     pub scratch: PathBuf,
@@ -243,7 +250,11 @@ pub struct RecordArgs {
     #[arg(long, value_parser = parse_span)]
     pub duration: Option<rtwhy_model::Nanos>,
     /// Also treat `trace_marker` lines matching this regular expression as breaches
-    /// (e.g. 'hit latency threshold' for cyclictest --tracemark). Repeatable.
+    /// (e.g. 'hit latency threshold' for cyclictest --tracemark). Repeatable. A group
+    /// named for its unit (`late by (?P<us>[0-9]+) us`; ns, us or ms) makes its number
+    /// the application's own latency: each capture's spike for the marker is that long,
+    /// ending at the marker (the capture keeps the expression, so a later `rtwhy
+    /// analyze` of it reads the number too).
     #[arg(long)]
     pub marker: Vec<String>,
     /// Event set.
@@ -378,6 +389,13 @@ pub struct AnalysisOpts {
     /// Treat these CPUs as isolated (`1-3,5`), whatever the recording says.
     #[arg(long, value_parser = parse_cpu_list)]
     pub isolated: Option<rtwhy_model::CpuList>,
+    /// The application's own marker, as cyclictest's `hit latency threshold (X > Y)`
+    /// (read without this): a regular expression for its `trace_marker` line with the
+    /// latency it measured in a group named for the unit, e.g. 'cycle took
+    /// (?P<us>[0-9]+) us' (ns, us or ms). Its spike is that long, ending at the marker,
+    /// and is listed first. Repeatable.
+    #[arg(long, value_parser = parse_marker)]
+    pub marker: Vec<rtwhy_analyze::MarkerRule>,
 }
 
 impl AnalysisOpts {
@@ -392,6 +410,7 @@ impl AnalysisOpts {
                 all: self.all,
             },
             isolated: self.isolated.clone(),
+            markers: self.marker.clone(),
             ..rtwhy_analyze::Config::default()
         }
     }
@@ -483,6 +502,10 @@ pub struct DoctorArgs {
     /// machine (a copy from another machine; tests).
     #[arg(long)]
     pub root: Option<PathBuf>,
+}
+
+fn parse_marker(s: &str) -> Result<rtwhy_analyze::MarkerRule, String> {
+    rtwhy_analyze::MarkerRule::new(s)
 }
 
 fn parse_threshold(s: &str) -> Result<rtwhy_model::Nanos, String> {

@@ -142,6 +142,9 @@ fn reproduce(a: &AnalysisOpts, file: &str) -> String {
     if let Some(iso) = &a.isolated {
         cmd.push_str(&format!(" --isolated {iso}"));
     }
+    for m in &a.marker {
+        cmd.push_str(&format!(" --marker {}", shell_word(m.as_str())));
+    }
     format!("{cmd} {}", shell_word(file))
 }
 
@@ -159,10 +162,13 @@ mod tests {
             comm: vec!["lto cgu.09".to_string(), "cyclictest".to_string()],
             all: false,
             isolated: rtwhy_model::CpuList::parse("1-2"),
+            marker: rtwhy_analyze::MarkerRule::new("took (?P<us>[0-9]+) us")
+                .into_iter()
+                .collect(),
         };
         assert_eq!(
             reproduce(&args, "my trace.dat"),
-            "rtwhy analyze --threshold 150us --tid 7,8 --comm 'lto cgu.09' --comm cyclictest --isolated 1-2 'my trace.dat'"
+            "rtwhy analyze --threshold 150us --tid 7,8 --comm 'lto cgu.09' --comm cyclictest --isolated 1-2 --marker 'took (?P<us>[0-9]+) us' 'my trace.dat'"
         );
         let odd = AnalysisOpts {
             threshold: Nanos(1_500),

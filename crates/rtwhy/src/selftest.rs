@@ -1167,6 +1167,13 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         )
     })?;
     let interrupted = catch_signals();
+    // The lab's real-time threads must not take page faults, as a real-time application
+    // locks its memory (cyclictest -m): in the guest, whose root is 9p, the first run of
+    // lab-high's code after it got its lock faulted and blocked 0.3 ms before it wrote
+    // the time it had measured, which then lay 1.4 ms after its measurement.
+    if !rtwhy_sys::host::lock_memory() {
+        eprintln!("rtwhy: mlockall refused: the lab's threads may take page faults");
+    }
     let platform = Platform::from_facts(Path::new("/"), rtwhy_record::facts::snapshot());
     let housekeeping = platform.housekeeping_for(args.cpu);
     for line in restore_stale(Path::new(JOURNAL_DIR))? {
@@ -1183,12 +1190,19 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
     let stop = Stop::new(interrupted.clone());
     let mut tweaks = Tweaks::new(Path::new(JOURNAL_DIR));
     let load = s
-        .start(&platform, &at, &mut tweaks, stop)
-        .map_err(|e| anyhow!("{}: {e}", s.name()))?;
-    let lines = match load {
+        .start(&platform, &at, &mut tweaks, stop.clone())
+        .map_err(|e| anyhow!("{}: {e}", s.name()));
+    let cycle = match (&load, args.cycle) {
+        (Ok(l), Some(work)) => Some(start_cycle(args.cpu, work, &at, l.as_ref(), stop)),
+        _ => None,
+    };
+    let mut lines = match load? {
         Some(l) => l.wait().map_err(|e| anyhow!("{}: {e}", s.name()))?,
         None => Vec::new(),
     };
+    if let Some(c) = cycle {
+        lines.extend(c?.wait().map_err(|e| anyhow!("cycle: {e}"))?);
+    }
     let failed = tweaks.restore();
     let mut out = std::io::stdout().lock();
     for line in &lines {
@@ -1201,6 +1215,39 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `lab-cycle` beside `load` (until it ends), computing `work` every five times that,
+/// its budget the work plus twice the CPU's noise (at least 150 us).
+fn start_cycle(
+    cpu: u32,
+    work: rtwhy_model::Nanos,
+    at: &Placement,
+    load: Option<&rtwhy_lab::Load>,
+    stop: Stop,
+) -> Result<rtwhy_lab::Load> {
+    let work = Duration::from_nanos(work.0);
+    if work.is_zero() || work > Duration::from_millis(100) {
+        bail!("--cycle: the work must be between 1 us and 100 ms");
+    }
+    let now = rtwhy_sys::monotonic_ns();
+    let length = load.map_or(Duration::from_secs(5), |l| {
+        Duration::from_nanos(l.runs().end.saturating_sub(now))
+    });
+    let cfg = rtwhy_lab::load::cycle::Cycle {
+        cpu,
+        prio: 80,
+        period: work * 5,
+        work,
+        budget: work + (at.noise * 2).max(Duration::from_micros(150)),
+    };
+    rtwhy_lab::load::cycle::start(
+        cfg,
+        Duration::ZERO,
+        length.max(Duration::from_millis(1)),
+        stop,
+    )
+    .map_err(|e| anyhow!("cycle: {e}"))
 }
 
 #[cfg(test)]

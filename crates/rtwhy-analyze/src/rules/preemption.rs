@@ -19,10 +19,12 @@ impl Rule for Preemption {
     }
 
     /// Another task ran on the victim's CPU in the window at a priority (a PI boost
-    /// counts) at least the victim's.
+    /// counts, except one the victim lent it: that holder runs for the victim) at least
+    /// the victim's.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         let victim = ctx.ep.victim.prio;
         let held = ctx.items.iter().any(|i| match &i.bucket {
+            Bucket::Task { boost: Some(b), .. } if b.by_tid == ctx.ep.victim.tid => false,
             Bucket::Task { prio, .. } => may_hold(*prio, victim),
             Bucket::IrqThread { thread, .. } => may_hold(thread.prio, victim),
             _ => false,

@@ -13,6 +13,7 @@ use rtwhy_sys as sys;
 use crate::{LabError, Result};
 
 pub mod blockio;
+pub mod cycle;
 pub mod datagrams;
 pub mod diskreads;
 pub mod flood;
@@ -186,6 +187,36 @@ pub fn mark(text: &str) {
     for path in paths.split(':').filter(|p| !p.is_empty()) {
         if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(path) {
             use std::io::Write;
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// The trace markers [`mark`] writes to, opened once: a thread that writes a marker the
+/// moment its own measurement ends (its number ending there) must not first spend an
+/// `open` on it, which under emulation takes as long as the latencies it reports.
+pub(crate) struct Marks(Vec<std::fs::File>);
+
+impl Marks {
+    pub(crate) fn open() -> Marks {
+        let paths = std::env::var("RTWHY_LAB_MARKER")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "/sys/kernel/tracing/trace_marker".into());
+        Marks(
+            paths
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .filter_map(|p| std::fs::OpenOptions::new().write(true).open(p).ok())
+                .collect(),
+        )
+    }
+
+    /// Writes `lab: <text>`, as [`mark`] does.
+    pub(crate) fn write(&mut self, text: &str) {
+        use std::io::Write;
+        let line = format!("lab: {text}");
+        for f in &mut self.0 {
             let _ = f.write_all(line.as_bytes());
         }
     }
