@@ -391,9 +391,9 @@ pub struct AnalysisOpts {
     pub isolated: Option<rtwhy_model::CpuList>,
     /// The application's own marker, as cyclictest's `hit latency threshold (X > Y)`
     /// (read without this): a regular expression for its `trace_marker` line with the
-    /// latency it measured in a group named for the unit, e.g. 'cycle took
-    /// (?P<us>[0-9]+) us' (ns, us or ms). Its spike is that long, ending at the marker,
-    /// and is listed first. Repeatable.
+    /// latency it measured in a group named for the unit (ns, us or ms), e.g.
+    /// `cycle took (?P<us>[0-9]+) us`. Its spike is that long, ending at the marker, and
+    /// is listed first. Repeatable.
     #[arg(long, value_parser = parse_marker)]
     pub marker: Vec<rtwhy_analyze::MarkerRule>,
 }
