@@ -227,6 +227,11 @@ pub(crate) fn replay(
         if e.ts >= w.to {
             break;
         }
+        // Before the recording began only markers from another buffer can lie (their
+        // writer says nothing of who ran): they neither end a stretch nor begin one.
+        if e.ts < t {
+            continue;
+        }
         reprice(&mut acc, e, curr, &mut prio, priced_from);
         acc.stretch(
             t,

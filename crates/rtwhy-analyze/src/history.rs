@@ -59,7 +59,11 @@ impl History {
             self.cpus.resize_with(cpu + 1, VecDeque::new);
             self.trimmed.resize(cpu + 1, false);
         }
-        self.first.get_or_insert(ev.ts);
+        // A marker proves nothing recorded: trace-cmd's files carry the top-level buffer
+        // beside an instance, whose markers may be hours older than the recording.
+        if !matches!(ev.kind, rtwhy_model::EventKind::Print { .. }) {
+            self.first.get_or_insert(ev.ts);
+        }
         let (Some(q), Some(trimmed)) = (self.cpus.get_mut(cpu), self.trimmed.get_mut(cpu)) else {
             return;
         };
@@ -132,14 +136,15 @@ impl History {
     }
 
     /// The time from which what `cpu` did is recorded: the trace's first event on any
-    /// CPU (a CPU without events since was silent, not unrecorded; a ring buffer that
+    /// CPU other than a marker (a CPU without events since was silent, not unrecorded; a ring buffer that
     /// overwrote its oldest pages says so with a drop), or the oldest event kept once
-    /// older ones were forgotten. `None` before the first event.
+    /// older ones were forgotten. `None` before the first event that is not a marker.
     pub(crate) fn recorded_from(&self, cpu: u32) -> Option<Nanos> {
+        let first = self.first?;
         if self.trimmed.get(slot(cpu)).copied().unwrap_or(false) {
-            self.start(cpu)
+            self.start(cpu).map(|s| s.max(first))
         } else {
-            self.first
+            Some(first)
         }
     }
 }

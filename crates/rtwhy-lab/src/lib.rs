@@ -103,6 +103,9 @@ pub struct Placement {
     /// card whose receive interrupt `softirq` moves to `cpu`: its stream is that
     /// scenario's load where one is given (see [`load::stream`]).
     pub stream_from: Option<std::net::SocketAddr>,
+    /// The lock scenarios' holder (`lab-low`) is a normal task (SCHED_OTHER, nice 0)
+    /// instead of FIFO 10: with priority inheritance the kernel boosts a normal task.
+    pub normal_holder: bool,
 }
 
 /// A way of making a real-time thread late on purpose.

@@ -164,6 +164,11 @@ pub struct LabArgs {
     /// 100 ms.
     #[arg(long, value_parser = parse_span, value_name = "WORK")]
     pub cycle: Option<rtwhy_model::Nanos>,
+    /// The lock scenarios' holder, `lab-low`, is a normal task (SCHED_OTHER, nice 0)
+    /// instead of FIFO 10: with `lock_contention` the kernel boosts it to the waiter's
+    /// FIFO 80 while it holds the lock.
+    #[arg(long)]
+    pub normal_holder: bool,
     /// Directory on a block device for the disk-interrupt scenario's scratch file.
     #[arg(long, default_value = "/var/tmp")]
     pub scratch: PathBuf,

@@ -185,6 +185,7 @@ impl Bench {
             length: None,
             noise: self.noise.p99,
             stream_from: self.stream_from,
+            normal_holder: false,
         }
     }
 }
@@ -1186,6 +1187,7 @@ pub fn lab(args: &LabArgs) -> Result<ExitCode> {
         length: args.length.map(|n| Duration::from_nanos(n.0)),
         noise: Duration::from_nanos(args.noise.map_or(0, |n| n.0)),
         stream_from: args.stream.stream_from,
+        normal_holder: args.normal_holder,
     };
     let stop = Stop::new(interrupted.clone());
     let mut tweaks = Tweaks::new(Path::new(JOURNAL_DIR));

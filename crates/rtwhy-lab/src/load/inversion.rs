@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use rtwhy_sys::{self as sys, LabMutex, LockKind};
 
-use super::{fifo_on, mark, spin_until, Load, Marks, Stop};
+use super::{fifo_on, mark, pin, spin_until, Load, Marks, Stop};
 use crate::{LabError, Result};
 
 /// What the three threads do.
@@ -55,6 +55,8 @@ pub struct Inversion {
     pub medium_first: bool,
     /// `lab-high` waits for `lab-chain`, which waits for `lab-low`'s mutex.
     pub nested: bool,
+    /// `lab-low` is a normal task (SCHED_OTHER, nice 0), not FIFO 10.
+    pub normal_holder: bool,
 }
 
 const GAP_NS: u64 = 200_000_000;
@@ -130,7 +132,8 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
         LockKind::PriorityInheritance => "PRIO_INHERIT",
     };
     mark(&format!(
-        "inversion: {kind} mutex, low FIFO 10, medium FIFO 50{}, {}high FIFO 80 on CPU {}, {} iterations, critical section {} us, medium spins {} ms\n",
+        "inversion: {kind} mutex, low {}, medium FIFO 50{}, {}high FIFO 80 on CPU {}, {} iterations, critical section {} us, medium spins {} ms\n",
+        if cfg.normal_holder { "SCHED_OTHER" } else { "FIFO 10" },
         if cfg.medium_first { " (starts before high wakes)" } else { "" },
         if cfg.nested { "chain FIFO 60 (holds the mutex high wants, waits for low's), " } else { "" },
         cfg.cpu,
@@ -145,7 +148,11 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
     {
         let (lock, stop, steps) = (lock.clone(), stop.clone(), steps.clone());
         load.spawn("lab-low", move || {
-            fifo_on(cfg.cpu, 10, "inversion")?;
+            if cfg.normal_holder {
+                pin(cfg.cpu, "inversion")?;
+            } else {
+                fifo_on(cfg.cpu, 10, "inversion")?;
+            }
             for i in 0..cfg.iterations {
                 if !stop.sleep_until(round(i)) {
                     break;
@@ -174,7 +181,12 @@ pub fn start(cfg: Inversion, stop: Stop) -> Result<Load> {
                 lock.unlock();
             }
             Ok(format!(
-                "lab-low: FIFO 10, held a {kind} mutex {} us per round",
+                "lab-low: {}, held a {kind} mutex {} us per round",
+                if cfg.normal_holder {
+                    "SCHED_OTHER nice 0"
+                } else {
+                    "FIFO 10"
+                },
                 cfg.critical.as_micros()
             ))
         })?;

@@ -93,6 +93,7 @@ impl Recipe for Inversion {
                 medium: medium_for(critical),
                 medium_first: self.medium_first,
                 nested: self.nested,
+                normal_holder: at.normal_holder,
             },
             stop,
         )
