@@ -712,3 +712,44 @@ fn a_boosted_normal_holder_and_markers_older_than_the_recording() {
         assert_eq!(Some(not_recorded), s["latency_ns"].as_u64(), "{s}");
     }
 }
+
+/// A trace clock that stood still is said where it did: two context switches on one CPU
+/// stamped alike (no CPU switches twice in no time). The PREEMPT_RT guest's recordings on
+/// its default clock show it (fixtures/rt_timedlock, rt_irq_on_isolated_cpu/pio.dat:
+/// "many events share a timestamp"); no recording of this VM's does.
+#[test]
+fn a_trace_clock_that_stood_still_is_named() {
+    let mut said = BTreeSet::new();
+    for dat in every_trace() {
+        let Some(doc) = analysis(&dat) else {
+            continue;
+        };
+        let stood = doc["spikes"].as_array().into_iter().flatten().any(|s| {
+            s["missing"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|m| m.as_str().is_some_and(|m| m.contains("stood still")))
+        });
+        if stood {
+            let rel = dat
+                .strip_prefix(workspace())
+                .unwrap_or(&dat)
+                .display()
+                .to_string();
+            said.insert(rel);
+        }
+    }
+    assert!(
+        said.contains("fixtures/rt_timedlock/timedlock.dat"),
+        "{said:?}"
+    );
+    assert!(
+        said.contains("fixtures/rt_irq_on_isolated_cpu/pio.dat"),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().all(|p| p.starts_with("fixtures/rt_")),
+        "{said:?}"
+    );
+}

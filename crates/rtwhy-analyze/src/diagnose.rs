@@ -355,6 +355,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
 
     let mut missing = missing_events(tr, ep);
+    missing.extend(stalled_clock(tr, ep));
     if let Some(d) = replay.dropped {
         missing.insert(0, dropped_note(ep.cpu, d));
     }
@@ -1219,6 +1220,35 @@ fn missing_events(tr: &Tracker, ep: &Episode) -> Vec<String> {
         );
     }
     m
+}
+
+/// Two context switches on the victim's CPU inside the window stamped with one time:
+/// no CPU switches twice in no time, so the trace clock stood still there (seen with the
+/// `global` clock on the isolated, tickless CPU of a guest under emulation, where a
+/// thread's wake-up, its lock call and its switch-out all carried one time). What the
+/// breakdown says of the times around it is not exact.
+fn stalled_clock(tr: &Tracker, ep: &Episode) -> Option<String> {
+    let q = tr.history.cpu(ep.cpu);
+    let i0 = tr.history.first_at(ep.cpu, ep.start);
+    let mut last: Option<Nanos> = None;
+    for e in q.range(i0..) {
+        if e.ts > ep.end {
+            break;
+        }
+        if !matches!(e.kind, EventKind::SchedSwitch { .. }) {
+            continue;
+        }
+        if last == Some(e.ts) {
+            let alike = q.range(i0..).filter(|x| x.ts == e.ts).count();
+            return Some(format!(
+                "the trace clock of CPU {} stood still at {}: {alike} events there, two context switches among them, carry the same time, so the times around it are not exact; record with a clock that keeps counting on that CPU (trace-cmd record -C mono)",
+                ep.cpu,
+                report_time(e.ts.0)
+            ));
+        }
+        last = Some(e.ts);
+    }
+    None
 }
 
 /// The spike of a marker the trace cannot place (`Tracker::take_unplaced`): the
