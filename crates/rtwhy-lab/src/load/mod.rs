@@ -179,17 +179,7 @@ pub(crate) fn spin_until(until_ns: u64, stop: &Stop) {
 /// the trace sees what the load did and when, and a recorder watching for the marker
 /// sees it. Failure is ignored: tracing may be off.
 pub fn mark(text: &str) {
-    let paths = std::env::var("RTWHY_LAB_MARKER")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "/sys/kernel/tracing/trace_marker".into());
-    let line = format!("lab: {text}");
-    for path in paths.split(':').filter(|p| !p.is_empty()) {
-        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(path) {
-            use std::io::Write;
-            let _ = f.write_all(line.as_bytes());
-        }
-    }
+    Marks::open().write(text);
 }
 
 /// The trace markers [`mark`] writes to, opened once: a thread that writes a marker the
