@@ -769,6 +769,20 @@ fn check(t: &Trace, sp: &SpikeView<'_>, facts: &Value, isolated_arg: bool) -> Re
                     _ => {}
                 }
             }
+            // On an isolated CPU, softirq work that only a device IRQ's thread ran is that
+            // IRQ's (irq_on_isolated_cpu), not a softirq cause.
+            let softirqs: Vec<&Event> = t
+                .on_between(cpu, start, end)
+                .filter(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::SoftirqEntry { .. } | EventKind::SoftirqExit { .. }
+                    )
+                })
+                .collect();
+            if isolated && !softirqs.is_empty() && softirqs.iter().all(|e| by_irq_thread(e)) {
+                return Err("isolated CPU: the softirqs ran in an IRQ thread only".into());
+            }
             (in_window || open > 0)
                 .then_some(())
                 .ok_or_else(|| "no softirq entry/exit in the window".into())

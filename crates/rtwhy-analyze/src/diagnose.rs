@@ -7,7 +7,7 @@ use rtwhy_model::{
     Evidence, Finding, Nanos, PiBoost, Spike, SpikeKind, SpikeSource, SyscallKind, TaskRef,
 };
 
-use crate::breakdown::{self, Replay, Window};
+use crate::breakdown::{self, Replay, TaskNames, Window};
 use crate::ctx::{is_local_timer, ChainLink, Ctx, LockStory};
 use crate::history::Dropped;
 use crate::remedy;
@@ -168,6 +168,17 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 } else {
                     &[Cause::Irq]
                 }
+            }
+            // Softirq work run by a device IRQ's thread on an isolated CPU: the IRQ's
+            // affinity is the error to fix, the softirq how its work ran. Elsewhere (RPS,
+            // a remote raise, ksoftirqd, ktimers; housekeeping CPUs) the softirq.
+            b @ Bucket::Softirq { .. }
+                if isolated
+                    && crate::ctx::softirq_in_irq_thread(b).is_some_and(|(irq, _)| {
+                        tr.irq_name(irq).is_none_or(|n| !is_local_timer(&n))
+                    }) =>
+            {
+                &[Cause::IrqOnIsolatedCpu, Cause::Softirq]
             }
             Bucket::Softirq { .. } => &[Cause::Softirq],
             // An IRQ thread that may hold the CPU against the victim is the interrupt's

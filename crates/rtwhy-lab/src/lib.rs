@@ -341,4 +341,29 @@ mod tests {
         // must say it cannot be done rather than pass.
         assert!(Scenario::IrqOnIsolatedCpu.check(&p, 1).is_err() || !p.device_irqs().is_empty());
     }
+
+    #[test]
+    fn softirq_on_an_isolated_cpu_of_a_threaded_kernel_is_refused() {
+        let mut files = VM.to_vec();
+        files.extend([
+            ("sys/kernel/realtime", "1\n"),
+            ("sys/devices/system/cpu/isolated", "1\n"),
+        ]);
+        let root = fake(&files);
+        let p = Platform::from_facts(root.path(), rtwhy_record::facts::snapshot_at(root.path()));
+        let why = Scenario::Softirq.check(&p, 1).unwrap_err();
+        assert!(why.contains("irq_on_isolated_cpu"), "{why}");
+        // Not isolated, a threaded kernel: RPS's work would run in ksoftirqd, and this
+        // tree has no network card to move.
+        let mut files = VM.to_vec();
+        files.push(("sys/kernel/realtime", "1\n"));
+        let root = fake(&files);
+        let p = Platform::from_facts(root.path(), rtwhy_record::facts::snapshot_at(root.path()));
+        let why = Scenario::Softirq.check(&p, 1).unwrap_err();
+        assert!(why.contains("ksoftirqd"), "{why}");
+        // The same without PREEMPT_RT: RPS steers the flood there.
+        let root = fake(VM);
+        let p = Platform::from_facts(root.path(), rtwhy_record::facts::snapshot_at(root.path()));
+        assert!(Scenario::Softirq.check(&p, 1).is_ok());
+    }
 }

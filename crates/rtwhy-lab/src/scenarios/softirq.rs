@@ -1,10 +1,12 @@
 //! `softirq`: NET_RX work on the victim's CPU. Where receive packet steering may send
-//! work there, a loopback flood steered by RPS; where it may not (RPS refuses isolated
-//! CPUs), the default route's network card: its receive interrupt moved to the victim's
-//! CPU and a TCP stream from another machine read on another CPU (`--stream-from`), or
-//! without one, datagrams sent from another CPU whose replies it receives. On
-//! PREEMPT_RT the card's NET_RX then runs in its interrupt's thread, so the victim runs
-//! below that thread, as with `irq_on_isolated_cpu`.
+//! work there and the kernel runs it on interrupt exit, a loopback flood steered by RPS;
+//! else (RPS refuses isolated CPUs; interrupts in threads run steered work in
+//! `ksoftirqd`) the default route's network card: its receive interrupt moved to the
+//! victim's CPU and a TCP stream from another machine read on another CPU
+//! (`--stream-from`), or without one, datagrams sent from another CPU whose replies it
+//! receives. On PREEMPT_RT the card's NET_RX then runs in its interrupt's thread, so the
+//! victim runs below that thread. An isolated CPU is refused there: the thread of an
+//! interrupt moved onto it is `irq_on_isolated_cpu`.
 //!
 //! The datagrams' replies come one per datagram: where sending costs as much as
 //! receiving (a TCG guest), each finds the receive ring nearly empty and NET_RX runs stay
@@ -146,16 +148,32 @@ fn nic(p: &Platform, cpu: u32) -> Option<DeviceIrq> {
     }
 }
 
-/// RPS where the kernel lets it steer to `cpu` (it refuses isolated CPUs), else the
-/// default route's network card whose receive interrupt can be moved there.
+/// RPS where the kernel lets it steer to `cpu` (it refuses isolated CPUs) and runs the
+/// steered work where it can hold a real-time victim off, else the default route's
+/// network card whose receive interrupt can be moved there.
+///
+/// Where interrupts have threads (PREEMPT_RT, `threadirqs`), NET_RX raised by RPS's
+/// inter-processor interrupt runs in `ksoftirqd`, a normal task that no real-time victim
+/// waits for: only the card's interrupt thread, above the victim, holds it off with
+/// NET_RX. That thread on an isolated CPU is the interrupt's affinity at fault, which
+/// rtwhy names `irq_on_isolated_cpu` (the NET_RX as its mechanism): the scenario for that
+/// is `irq_on_isolated_cpu`, so this one refuses an isolated CPU there.
 fn route(p: &Platform, cpu: u32) -> std::result::Result<Route, String> {
     let rps = p.rps_mask_file();
     let isolated = p.facts.isolated.contains(cpu);
-    if rps.exists() && !isolated {
+    let threaded = threads_interrupts(p);
+    if threaded && isolated {
+        return Err(format!(
+            "CPU {cpu} is isolated and this kernel runs interrupts in threads: NET_RX reaches it only in the thread of a network card's interrupt moved there (RPS refuses isolated CPUs), which is irq_on_isolated_cpu; run softirq on a CPU that is not isolated"
+        ));
+    }
+    if rps.exists() && !isolated && !threaded {
         return Ok(Route::Rps);
     }
     let why_not_rps = if isolated {
         format!("RPS refuses the isolated CPU {cpu}")
+    } else if threaded {
+        "RPS's NET_RX would run in ksoftirqd, below a real-time victim (interrupts run in threads here)".to_string()
     } else {
         format!(
             "{} is missing: no receive packet steering (CONFIG_RPS)",
@@ -175,4 +193,12 @@ fn route(p: &Platform, cpu: u32) -> std::result::Result<Route, String> {
             "{why_not_rps}, and the receive interrupts of the default route's card are managed by the kernel, none on CPU {cpu}"
         ))
     }
+}
+
+/// Device interrupts run in threads: a PREEMPT_RT kernel, or `threadirqs` on the command
+/// line.
+fn threads_interrupts(p: &Platform) -> bool {
+    p.facts.realtime == Some(true)
+        || p.facts.preempt_model() == Some("rt")
+        || p.facts.cmdline_param("threadirqs").is_some()
 }
