@@ -695,12 +695,15 @@ fn a_boosted_normal_holder_and_markers_older_than_the_recording() {
     .expect("analyzed");
     let spikes = doc["spikes"].as_array().cloned().unwrap_or_default();
     assert!(spikes.iter().all(|s| s["victim"]["comm"] != "lab-low"));
+    // The older markers' writer switched nowhere in the recording: its name is the one
+    // the file saved, its priority unknown (not a made-up one).
     let older: Vec<&Value> = spikes
         .iter()
-        .filter(|s| s["victim"]["comm"] == "")
+        .filter(|s| s["victim"]["prio"].is_null())
         .collect();
     assert_eq!(older.len(), 24);
     for s in older {
+        assert_eq!(s["victim"]["comm"], "lab-high", "{s}");
         assert_eq!(s["primary"]["cause"], "unknown", "{s}");
         let not_recorded: u64 = s["breakdown"]
             .as_array()
@@ -711,6 +714,23 @@ fn a_boosted_normal_holder_and_markers_older_than_the_recording() {
             .sum();
         assert_eq!(Some(not_recorded), s["latency_ns"].as_u64(), "{s}");
     }
+    // Flagged spikes of a known priority lead the report; those of an unknown one follow.
+    let out = Command::new(rtwhy())
+        .arg("report")
+        .arg(&dat)
+        .args([
+            "--threshold",
+            "1ms",
+            "--marker",
+            "got the lock after (?P<us>[0-9]+) us",
+        ])
+        .output()
+        .expect("runs");
+    let md = String::from_utf8_lossy(&out.stdout);
+    let first = md.lines().find(|l| l.starts_with("## Spike")).unwrap_or("");
+    assert!(first.contains("lab-high:2475 (FIFO/RR 80)"), "{first}");
+    assert!(md.contains("(priority not recorded)"), "{md}");
+    assert!(!md.contains(":4378 (FIFO/RR 99)"), "{md}");
 }
 
 /// A trace clock that stood still is said where it did: two context switches on one CPU
@@ -751,5 +771,43 @@ fn a_trace_clock_that_stood_still_is_named() {
     assert!(
         said.iter().all(|p| p.starts_with("fixtures/rt_")),
         "{said:?}"
+    );
+}
+
+/// The headline's "N spikes above T" counts only spikes above T: a marker flags a spike
+/// whatever its length, and those under the threshold are counted apart.
+#[test]
+fn the_headline_counts_marker_spikes_below_the_threshold_apart() {
+    let dat = workspace()
+        .join("fixtures/lock_contention_normal_holder/lock_contention_normal_holder.dat");
+    let headline = |threshold: &str| -> String {
+        let out = Command::new(rtwhy())
+            .arg("analyze")
+            .arg(&dat)
+            .args([
+                "--threshold",
+                threshold,
+                "--comm",
+                "lab-high,lab-med",
+                "--marker",
+                "got the lock after (?P<us>[0-9]+) us",
+            ])
+            .output()
+            .expect("runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.contains(" above "))
+            .unwrap_or("")
+            .to_string()
+    };
+    // lab-high's own numbers are 3045-3052 us, lab-med's waits 2.58-2.67 ms.
+    let low = headline("1ms");
+    assert!(low.starts_with("6 spikes above 1.000 ms: "), "{low}");
+    let high = headline("3ms");
+    assert!(high.starts_with("3 spikes above 3.000 ms: "), "{high}");
+    let higher = headline("10ms");
+    assert!(
+        higher.starts_with("3 spikes (0 above 10.0 ms, 3 below it flagged by a marker): "),
+        "{higher}"
     );
 }

@@ -9,6 +9,7 @@
 use rtwhy_model::{Bucket, Comm, Event, EventKind, Nanos, SoftirqContext, TaskRef};
 
 use crate::history::{Dropped, History};
+use crate::rules::preemption::at_or_above;
 
 /// The shortest event-free stretch that may count as a stopped CPU.
 const MIN_STOP: u64 = 50_000;
@@ -385,15 +386,15 @@ impl Acc<'_> {
                     ..
                 } if *t == tid => {
                     *p = prio;
-                    *outranks_victim = prio <= victim_prio;
+                    *outranks_victim = at_or_above(prio, victim_prio);
                 }
                 Bucket::IrqThread {
                     thread,
                     outranks_victim,
                     ..
                 } if thread.tid == tid => {
-                    thread.prio = prio;
-                    *outranks_victim = prio <= victim_prio;
+                    thread.prio = Some(prio);
+                    *outranks_victim = at_or_above(prio, victim_prio);
                 }
                 _ => {}
             }
@@ -502,7 +503,7 @@ impl Acc<'_> {
                     thread: thread.map(|(comm, known_prio)| TaskRef {
                         tid: curr,
                         comm,
-                        prio: curr_prio.unwrap_or(known_prio),
+                        prio: Some(curr_prio.unwrap_or(known_prio)),
                         boost: None,
                     }),
                 }
@@ -527,10 +528,10 @@ impl Acc<'_> {
                         thread: TaskRef {
                             tid: curr,
                             comm,
-                            prio,
+                            prio: Some(prio),
                             boost: None,
                         },
-                        outranks_victim: prio <= self.victim.prio,
+                        outranks_victim: at_or_above(prio, self.victim.prio),
                     };
                     self.push(bucket, from, to, opened_by, closed_by);
                     return;
@@ -539,7 +540,7 @@ impl Acc<'_> {
                     tid: curr,
                     comm,
                     prio,
-                    outranks_victim: prio <= self.victim.prio,
+                    outranks_victim: at_or_above(prio, self.victim.prio),
                     kernel_thread: is_kernel_thread(&comm),
                     boost: None,
                 }

@@ -336,7 +336,7 @@ mod tests {
             thread: TaskRef {
                 tid: 149,
                 comm: Comm::new(&format!("irq/{irq}-ata_piix")),
-                prio: 49,
+                prio: Some(49),
                 boost: None,
             },
             outranks_victim: true,

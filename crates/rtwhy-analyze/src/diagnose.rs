@@ -11,7 +11,7 @@ use crate::breakdown::{self, Replay, TaskNames, Window};
 use crate::ctx::{is_local_timer, ChainLink, Ctx, LockStory};
 use crate::history::Dropped;
 use crate::remedy;
-use crate::rules;
+use crate::rules::{self, preemption::at_or_above};
 use crate::tracker::{next_boost, Episode, Futex, Tracker};
 
 /// A cause's share below which the spike is not explained.
@@ -229,7 +229,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                     } else {
                         &[Cause::RtThrottling, Cause::KernelNonpreemptible]
                     }
-                } else if rules::preemption::may_hold(*prio, ep.victim.prio) {
+                } else if rules::preemption::may_hold(Some(*prio), ep.victim.prio) {
                     &[Cause::Preemption]
                 } else {
                     &[]
@@ -909,7 +909,7 @@ fn boost_in_lock_call(tr: &Tracker, ep: &Episode, holder_tid: i32) -> Option<Eve
         .take_while(|e| e.ts <= ep.start)
         .find(|e| {
             matches!(&e.kind, EventKind::SchedPiSetprio { pid, newprio, .. }
-                if *pid == holder_tid && *newprio <= ep.victim.prio)
+                if *pid == holder_tid && at_or_above(*newprio, ep.victim.prio))
         })
         .cloned()
 }
@@ -1012,7 +1012,7 @@ fn holder_part(
     let mut wakes: Vec<(Nanos, i32, Event, Event)> = Vec::new();
     match holder_state_at(tr, holder_tid, from) {
         Some(HolderState::Runnable(r)) => {
-            holder.prio = holder.prio.max(r.prio);
+            holder.prio = holder.prio.max(Some(r.prio));
             runnable.push((r.cpu, r.event.ts, r.event));
         }
         Some(HolderState::Blocked { since, futex }) => sleeps.push((since, futex)),
@@ -1039,7 +1039,7 @@ fn holder_part(
                 } => {
                     if *prev_pid == holder_tid {
                         if prev_state.is_runnable() {
-                            holder.prio = holder.prio.max(*prev_prio);
+                            holder.prio = holder.prio.max(Some(*prev_prio));
                             runnable.push((cpu, e.ts, e.clone()));
                         } else {
                             sleeps
@@ -1077,8 +1077,8 @@ fn holder_part(
                     newprio,
                     ..
                 } if *pid == holder_tid => {
-                    holder.prio = holder.prio.max(*oldprio);
-                    if *newprio <= ep.victim.prio && story.pi_boost.is_none() {
+                    holder.prio = holder.prio.max(Some(*oldprio));
+                    if at_or_above(*newprio, ep.victim.prio) && story.pi_boost.is_none() {
                         story.pi_boost = Some(e.clone());
                     }
                 }
@@ -1108,18 +1108,24 @@ fn holder_part(
             let who = match &s.bucket {
                 Bucket::Task {
                     tid, comm, prio, ..
-                } => Some((tid, comm, prio)),
-                Bucket::IrqThread { thread, .. } => Some((&thread.tid, &thread.comm, &thread.prio)),
+                } => Some((tid, comm, *prio)),
+                Bucket::IrqThread { thread, .. } => {
+                    thread.prio.map(|p| (&thread.tid, &thread.comm, p))
+                }
                 _ => None,
             };
             if let Some((tid, comm, prio)) = who {
-                if *prio < holder.prio && *prio > ep.victim.prio && rtwhy_model::is_rt(*prio) {
+                // Below the holder's own priority, above the victim's: medium work.
+                if holder.prio.is_some_and(|h| prio < h)
+                    && ep.victim.prio.is_some_and(|v| prio > v)
+                    && rtwhy_model::is_rt(prio)
+                {
                     medium_here = true;
                     let e = by_task.entry(*tid).or_insert((
                         TaskRef {
                             tid: *tid,
                             comm: *comm,
-                            prio: *prio,
+                            prio: Some(prio),
                             boost: None,
                         },
                         0,
@@ -1265,17 +1271,8 @@ fn stalled_clock(tr: &Tracker, ep: &Episode) -> Option<String> {
 /// The spike of a marker the trace cannot place (`Tracker::take_unplaced`): the
 /// application's number, the marker as the evidence, and why nothing is explained.
 pub(crate) fn unplaced(tr: &Tracker, u: &crate::tracker::Unplaced, id: u32) -> Spike {
-    let (comm, prio) = tr
-        .tasks
-        .get(&u.marker.pid)
-        .map(|t| (t.comm, t.prio))
-        .unwrap_or_default();
-    let victim = TaskRef {
-        tid: u.marker.pid,
-        comm,
-        prio,
-        boost: None,
-    };
+    let victim = tr.task_ref(u.marker.pid);
+    let comm = victim.comm;
     let why = format!(
         "{comm} writes its marker here, where the events show it asleep: the marker's buffer keeps another clock than the events' (record every buffer with one clock, `trace-cmd record -C mono`), and no later wake-up of {comm} was {} late",
         human_duration(u.reported)
@@ -1342,7 +1339,7 @@ mod tests {
             thread: TaskRef {
                 tid: 149,
                 comm: Comm::new("irq/14-ata_piix"),
-                prio: 49,
+                prio: Some(49),
                 boost: None,
             },
             outranks_victim: true,

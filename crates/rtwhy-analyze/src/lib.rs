@@ -90,6 +90,12 @@ impl Analyzer {
         }
     }
 
+    /// Task names the trace file saved (`saved_cmdlines`): names a task that no
+    /// scheduling event does (a marker's writer that did not switch while recorded).
+    pub fn name_tasks<'a>(&mut self, names: impl IntoIterator<Item = (i32, &'a str)>) {
+        self.tracker.name_tasks(names);
+    }
+
     /// Takes the next event (events must come in time order).
     pub fn push(&mut self, ev: Event) {
         let outcomes = self.tracker.observe(&ev);

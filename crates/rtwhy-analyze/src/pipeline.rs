@@ -81,6 +81,16 @@ impl Pipeline {
         }
     }
 
+    /// A pipeline for the input `header` describes: its facts, and the task names the
+    /// file saved.
+    pub fn for_input(config: Config, header: &rtwhy_decode::input::Header<'_>) -> Pipeline {
+        let mut p = Pipeline::new(config, header.facts.clone());
+        if let Some(meta) = &header.meta {
+            p.analyzer.name_tasks(meta.cmdlines.iter());
+        }
+        p
+    }
+
     /// Analyses `ev`: `line` is its text line when the input is text (the timerlat
     /// analysis quotes it), `dropped` the events its CPU dropped just before it.
     pub fn push(&mut self, ev: Event, line: Option<&str>, dropped: Option<u64>) {

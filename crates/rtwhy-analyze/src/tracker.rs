@@ -241,6 +241,9 @@ pub(crate) struct Tracker {
     /// Handler names by IRQ number, from `irq_handler_entry` (names an `irq/N-...`
     /// thread, whose own name the kernel cuts to 15 bytes).
     irq_names: IntMap<i32, String>,
+    /// Task names the trace file saved (`saved_cmdlines`), for a task no scheduling event
+    /// names: a marker's writer that did not switch while recorded.
+    saved_names: IntMap<i32, Comm>,
     /// Markers whose stamp the events contradict and no wake-up matched in time.
     unplaced_left: Vec<Unplaced>,
     /// The last cyclictest marker: writer, number, stamp. The same line is in two
@@ -266,7 +269,8 @@ impl Tracker {
     /// boost that lent it that priority.
     pub fn task_ref(&self, tid: i32) -> TaskRef {
         let t = self.tasks.get(&tid);
-        let (comm, prio) = t.map(|t| (t.comm, t.prio)).unwrap_or_default();
+        let comm = self.comm_of(tid);
+        let prio = t.map(|t| t.prio);
         let boost = t
             .and_then(|t| t.boost)
             .map(|(own_prio, by)| rtwhy_model::PiBoost {
@@ -279,6 +283,23 @@ impl Tracker {
             comm,
             prio,
             boost,
+        }
+    }
+
+    /// The name of `tid`: from its latest scheduling event, else as the trace file saved
+    /// it, else empty.
+    pub fn comm_of(&self, tid: i32) -> Comm {
+        self.tasks
+            .get(&tid)
+            .map(|t| t.comm)
+            .or_else(|| self.saved_names.get(&tid).copied())
+            .unwrap_or_default()
+    }
+
+    /// Adds the task names the trace file saved (`saved_cmdlines`).
+    pub fn name_tasks<'a>(&mut self, names: impl IntoIterator<Item = (i32, &'a str)>) {
+        for (tid, comm) in names {
+            self.saved_names.insert(tid, Comm::new(comm));
         }
     }
 
@@ -324,6 +345,7 @@ impl Tracker {
             spiked: VecDeque::new(),
             rt_threads: false,
             irq_names: IntMap::default(),
+            saved_names: IntMap::default(),
             unplaced_left: Vec::new(),
             last_marker: None,
         }
@@ -860,7 +882,8 @@ impl Tracker {
     fn measured_window(&self, ev: &Event, reported: u64, source: SpikeSource) -> Episode {
         let start = Nanos(ev.ts.0.saturating_sub(reported));
         let t = self.tasks.get(&ev.pid);
-        let (comm, prio) = t.map(|t| (t.comm, t.prio)).unwrap_or_default();
+        let comm = self.comm_of(ev.pid);
+        let prio = t.map(|t| t.prio);
         // The first of its episodes that reaches into the window, else the wake-up it
         // still waits in.
         let first = t.and_then(|t| {
@@ -976,8 +999,8 @@ impl Tracker {
         }
         let known = self.tasks.get(&r.tid).map(|t| (t.comm, t.prio));
         let (comm, prio) = match known {
-            Some((c, p)) => (if r.comm == Comm::default() { c } else { r.comm }, p),
-            None => (r.comm, r.prio.unwrap_or(120)),
+            Some((c, p)) => (if r.comm == Comm::default() { c } else { r.comm }, Some(p)),
+            None => (r.comm, None),
         };
         if !self.marker_victim(r.tid, &comm) {
             return;
@@ -1023,7 +1046,7 @@ impl Tracker {
             victim: TaskRef {
                 tid: r.tid,
                 comm,
-                prio: r.prio.unwrap_or(prio),
+                prio: r.prio.or(prio),
                 boost: None,
             },
             cpu: r.cpu,

@@ -761,5 +761,5 @@ fn a_pi_boosted_normal_task_is_not_a_default_victim() {
         s.victim.to_string(),
         "other:500 (OTHER nice 0, boosted to FIFO/RR 90 by high:100)"
     );
-    assert_eq!(s.victim.own_prio(), 120);
+    assert_eq!(s.victim.own_prio(), Some(120));
 }

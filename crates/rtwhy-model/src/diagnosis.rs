@@ -119,8 +119,10 @@ pub struct TaskRef {
     pub tid: i32,
     /// Name.
     pub comm: Comm,
-    /// Kernel `prio` when last seen (0..=98 real-time, 100..=139 normal, -1 deadline).
-    pub prio: i32,
+    /// Kernel `prio` when last seen (0..=98 real-time, 100..=139 normal, -1 deadline);
+    /// `None` when no event of the trace showed it (a marker's writer that no scheduling
+    /// event of the recording names).
+    pub prio: Option<i32>,
     /// The priority inheritance boost it ran under then, when a waiter had lent it `prio`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boost: Option<PiBoost>,
@@ -140,29 +142,33 @@ pub struct PiBoost {
 impl TaskRef {
     /// The priority it has when nobody lends it one: a PI-boosted normal task is a
     /// normal task.
-    pub fn own_prio(&self) -> i32 {
-        self.boost.as_ref().map_or(self.prio, |b| b.own_prio)
+    pub fn own_prio(&self) -> Option<i32> {
+        match &self.boost {
+            Some(b) => Some(b.own_prio),
+            None => self.prio,
+        }
     }
 
     /// `SCHED_FIFO 80`-style policy and priority, or `SCHED_OTHER nice 0`.
     ///
     /// FIFO and RR look the same in a trace; real-time tasks are shown as FIFO/RR.
     pub fn policy(&self) -> String {
-        match &self.boost {
-            Some(b) => format!(
+        match (&self.boost, self.prio) {
+            (_, None) => "priority not recorded".to_string(),
+            (Some(b), Some(prio)) => format!(
                 "{}, boosted to {} by {}:{}",
                 policy_of(b.own_prio),
-                policy_of(self.prio),
+                policy_of(prio),
                 b.by_comm,
                 b.by_tid
             ),
-            None => policy_of(self.prio),
+            (None, Some(prio)) => policy_of(prio),
         }
     }
 
-    /// True for SCHED_FIFO/RR/DEADLINE tasks.
+    /// True for SCHED_FIFO/RR/DEADLINE tasks; false when the priority was not recorded.
     pub fn is_rt(&self) -> bool {
-        crate::is_rt(self.prio)
+        self.prio.is_some_and(crate::is_rt)
     }
 }
 
@@ -432,7 +438,7 @@ impl fmt::Display for Bucket {
                 let t = TaskRef {
                     tid: *tid,
                     comm: *comm,
-                    prio: *prio,
+                    prio: Some(*prio),
                     boost: boost.clone(),
                 };
                 write!(

@@ -45,10 +45,15 @@ impl SpikeSummary {
 
 /// What [`rank`] orders by, first first: flagged by a marker (the spike the user's own
 /// tool saw), then the victim's own priority (kernel prio: lower is more important; a
-/// PI-boosted normal task is a normal task), then
+/// PI-boosted normal task is a normal task; one not recorded after every known one), then
 /// the latency, longest first, then the spike's number.
 pub fn rank_key(s: &SpikeSummary) -> (bool, i32, Reverse<u64>, u32) {
-    (!s.flagged, s.victim.own_prio(), Reverse(s.latency_ns), s.id)
+    (
+        !s.flagged,
+        s.victim.own_prio().unwrap_or(i32::MAX),
+        Reverse(s.latency_ns),
+        s.id,
+    )
 }
 
 /// The order in which spikes are put before the user, as indexes into `spikes`
@@ -81,7 +86,7 @@ mod tests {
             victim: TaskRef {
                 tid: 1,
                 comm: Comm::new("t"),
-                prio: 19,
+                prio: Some(19),
                 boost: None,
             },
             cpu: 1,
@@ -107,18 +112,31 @@ mod tests {
         assert_eq!(first(&equal_pairs()).map(|f| f.id), Some(2));
     }
 
-    /// Issue 35: the spike a marker flagged comes first, then the higher-priority
+    /// The spike a marker flagged comes first, then the higher-priority
     /// victim's, whatever the latencies.
     #[test]
     fn flagged_first_then_priority_then_latency() {
         let mut s = equal_pairs();
         // Spike 3 (300) is cyclictest's marker; spike 1 (300) a FIFO 90 thread's.
         s[2].flagged = true;
-        s[0].victim.prio = 9;
+        s[0].victim.prio = Some(9);
         assert_eq!(rank(&s), vec![2, 0, 1, 3]);
         assert_eq!(first(&s).map(|f| f.id), Some(3));
         // The worst is still the highest latency.
         assert_eq!(worst(&s).map(|w| w.id), Some(4));
+    }
+
+    /// A flagged spike whose writer's priority no event showed ranks after the flagged
+    /// spikes of known victims, not first as a made-up priority would put it.
+    #[test]
+    fn a_victim_of_unrecorded_priority_ranks_after_known_ones() {
+        let mut s = equal_pairs();
+        s[0].flagged = true;
+        s[0].victim.prio = None;
+        s[1].flagged = true;
+        assert_eq!(rank(&s), vec![1, 0, 3, 2]);
+        assert_eq!(s[0].victim.policy(), "priority not recorded");
+        assert!(!s[0].victim.is_rt());
     }
 
     /// The summary line has always named the last of equal worst spikes, while a report

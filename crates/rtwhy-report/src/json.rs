@@ -94,8 +94,8 @@ pub struct Victim {
     pub tid: i32,
     /// Its name.
     pub comm: rtwhy_model::Comm,
-    /// Kernel `prio`.
-    pub prio: i32,
+    /// Kernel `prio`; `None` (null) when no event showed it.
+    pub prio: Option<i32>,
     /// `FIFO/RR 80`, `OTHER nice 0`, `DEADLINE`.
     pub policy: String,
     /// Wake-ups (and preemptions) measured.

@@ -80,13 +80,25 @@ fn summary_line(a: &Analysis, spikes: &[SpikeSummary]) -> String {
             w.cause
         )
     };
-    let mut line = format!(
-        "{} spike{} above {}: {}",
-        spikes.len(),
-        if spikes.len() == 1 { "" } else { "s" },
-        human_duration(a.threshold.0),
-        causes.join(", "),
-    );
+    // A marker flags a spike whatever its length: those under the threshold are counted
+    // apart, so "above" holds for every spike it counts.
+    let above = spikes
+        .iter()
+        .filter(|s| rtwhy_model::breaches(s.latency_ns, a.threshold.0))
+        .count();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let threshold = human_duration(a.threshold.0);
+    let count = if above == spikes.len() {
+        format!("{above} spike{} above {threshold}", plural(above))
+    } else {
+        let below = spikes.len() - above;
+        format!(
+            "{} spike{} ({above} above {threshold}, {below} below it flagged by a marker)",
+            spikes.len(),
+            plural(spikes.len())
+        )
+    };
+    let mut line = format!("{count}: {}", causes.join(", "));
     if let Some(f) = first.filter(|f| worst.is_some_and(|w| w.id != f.id)) {
         line.push_str(&format!(
             "; first: spike {} {}{}",

@@ -148,7 +148,11 @@ pub fn build(spike: &Spike, window: &Window) -> Timeline {
             _ => {}
         }
     }
-    names.insert(victim, (spike.victim.comm, spike.victim.prio));
+    // The victim's own runs are drawn as the victim's whatever its priority.
+    names.insert(
+        victim,
+        (spike.victim.comm, spike.victim.prio.unwrap_or(120)),
+    );
     let lanes = builder.finish(window.to.0);
 
     let clip = |t: u64| Nanos(t.clamp(window.from.0, window.to.0));
@@ -303,7 +307,7 @@ mod tests {
             victim: TaskRef {
                 tid: 10,
                 comm: Comm::new("ctl"),
-                prio: 19,
+                prio: Some(19),
                 boost: None,
             },
             cpu: 1,

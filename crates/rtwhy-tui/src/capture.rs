@@ -236,7 +236,7 @@ impl Sink for Loader {
     type Error = Error;
 
     fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
-        self.pipeline = Some(Pipeline::new(self.config.clone(), header.facts.clone()));
+        self.pipeline = Some(Pipeline::for_input(self.config.clone(), header));
         self.ts_in_nanos = header.ts_in_nanos;
         if let Some(meta) = &header.meta {
             self.body = Body::Dat(Box::new(Dat {

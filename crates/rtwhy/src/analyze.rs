@@ -358,7 +358,7 @@ impl Sink for AnalyzeSink {
             ));
         }
         let worker = Worker {
-            pipeline: Pipeline::new(self.config.clone(), header.facts.clone()),
+            pipeline: Pipeline::for_input(self.config.clone(), header),
             recent: RecentLines::new(
                 header,
                 self.config.horizon.0,

@@ -71,7 +71,7 @@ impl Sink for ConvertSink {
         )));
         if !self.no_spikes {
             let config = self.config.take().unwrap_or_default();
-            self.pipeline = Some(Pipeline::new(config, header.facts.clone()));
+            self.pipeline = Some(Pipeline::for_input(config, header));
         }
         Ok(true)
     }

@@ -1308,7 +1308,7 @@ mod tests {
             victim: TaskRef {
                 tid: 10,
                 comm: Comm::new("cyclictest"),
-                prio: 19,
+                prio: Some(19),
                 boost: None,
             },
             cpu: 1,

@@ -91,12 +91,10 @@ pub(super) fn irq_summary(ctx: &Ctx<'_>, cause: Cause) -> String {
                             mechanism.join(", ")
                         )
                     },
-                    if t.prio < victim.prio {
-                        ", which outranks the victim"
-                    } else if t.prio == victim.prio {
-                        ", at the victim's own priority"
-                    } else {
-                        ""
+                    match (t.prio, victim.prio) {
+                        (Some(p), Some(v)) if p < v => ", which outranks the victim",
+                        (Some(p), Some(v)) if p == v => ", at the victim's own priority",
+                        _ => "",
                     }
                 ));
             }
@@ -176,12 +174,16 @@ pub(super) fn irq_advice(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
                 ));
             }
         }
-        if let Some(t) = &w.thread {
-            if t.prio <= victim.prio {
-                let above = rtwhy_model::rt_priority_from_kernel_prio(t.prio)
+        if let (Some(t), Some(thread_prio), Some(victim_prio)) = (
+            &w.thread,
+            w.thread.as_ref().and_then(|t| t.prio),
+            victim.prio,
+        ) {
+            if thread_prio <= victim_prio {
+                let above = rtwhy_model::rt_priority_from_kernel_prio(thread_prio)
                     .map(|p| format!(" (above {p})"))
                     .unwrap_or_default();
-                let rank = if t.prio < victim.prio {
+                let rank = if thread_prio < victim_prio {
                     "outranks"
                 } else {
                     "has the same priority as"

@@ -172,7 +172,7 @@ impl Rule for KernelNonpreemptible {
             if ctx.ep.kind == SpikeKind::Preempted
                 && *prev_pid == ctx.ep.victim.tid
                 && prev_state.is_runnable()
-                && (*next_pid == 0 || *next_prio > ctx.ep.victim.prio)
+                && (*next_pid == 0 || ctx.ep.victim.prio.is_some_and(|v| *next_prio > v))
             {
                 return Err(format!(
                     "{} was switched out runnable for lower-priority work: the scheduler refused the real-time class (throttling), the kernel did preempt",

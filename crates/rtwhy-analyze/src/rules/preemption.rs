@@ -9,8 +9,18 @@ pub(crate) struct Preemption;
 
 /// Whether a task that ran at `prio` may hold the CPU against the victim: it outranks or
 /// equals it, or both are normal tasks, which CFS/EEVDF share by weight, not by rank.
-pub(crate) fn may_hold(prio: i32, victim_prio: i32) -> bool {
-    prio <= victim_prio || (prio >= 100 && victim_prio >= 100)
+/// Not when either priority was not recorded: nothing then says who outranks whom.
+pub(crate) fn may_hold(prio: Option<i32>, victim_prio: Option<i32>) -> bool {
+    match (prio, victim_prio) {
+        (Some(p), Some(v)) => p <= v || (p >= 100 && v >= 100),
+        _ => false,
+    }
+}
+
+/// Whether a task that ran at `prio` outranks or equals a victim of `victim_prio`; not
+/// when the victim's priority was not recorded.
+pub(crate) fn at_or_above(prio: i32, victim_prio: Option<i32>) -> bool {
+    victim_prio.is_some_and(|v| prio <= v)
 }
 
 impl Rule for Preemption {
@@ -25,7 +35,7 @@ impl Rule for Preemption {
         let victim = ctx.ep.victim.prio;
         let held = ctx.items.iter().any(|i| match &i.bucket {
             Bucket::Task { boost: Some(b), .. } if b.by_tid == ctx.ep.victim.tid => false,
-            Bucket::Task { prio, .. } => may_hold(*prio, victim),
+            Bucket::Task { prio, .. } => may_hold(Some(*prio), victim),
             Bucket::IrqThread { thread, .. } => may_hold(thread.prio, victim),
             _ => false,
         });
@@ -76,7 +86,7 @@ impl Rule for Preemption {
             } => Some(rtwhy_model::TaskRef {
                 tid: *tid,
                 comm: *comm,
-                prio: *prio,
+                prio: Some(*prio),
                 boost: None,
             }),
             _ => None,

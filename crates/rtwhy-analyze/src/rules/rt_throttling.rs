@@ -76,7 +76,7 @@ impl Rule for RtThrottling {
     /// task (the victim or another) was runnable there ([`find`]); and the refusal fits a
     /// used-up runtime ([`budget`]), not a blip of microseconds.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
-        if rtwhy_model::is_deadline(ctx.ep.victim.prio) {
+        if ctx.ep.victim.prio.is_some_and(rtwhy_model::is_deadline) {
             return Err(
                 "the victim is SCHED_DEADLINE: its own runtime per period limits it, not sched_rt_runtime_us"
                     .to_string(),
