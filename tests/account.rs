@@ -811,3 +811,39 @@ fn the_headline_counts_marker_spikes_below_the_threshold_apart() {
         "{higher}"
     );
 }
+
+/// Every named verdict says who it points at, in the same words for the same culprit:
+/// what a session's report groups its captures by.
+#[test]
+fn every_named_verdict_has_its_culprit() {
+    for dat in every_trace() {
+        let Some(doc) = analysis(&dat) else {
+            continue;
+        };
+        for s in doc["spikes"].as_array().into_iter().flatten() {
+            let p = &s["primary"];
+            if p["cause"] != "unknown" {
+                assert!(p["culprit"].is_string(), "{}: {s:#}", dat.display());
+            }
+        }
+    }
+    let culprits = |rel: &str, args: &[&str]| -> BTreeSet<String> {
+        analysis_with(&workspace().join(rel), args).expect("analyzed")["spikes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["primary"]["culprit"].as_str().map(String::from))
+            .collect()
+    };
+    assert_eq!(
+        culprits("fixtures/rt_softirq/capture.dat", &["--threshold", "7ms"]),
+        BTreeSet::from(["IRQ 41 (virtio8-input.0) on CPU 1".to_string()])
+    );
+    assert_eq!(
+        culprits(
+            "fixtures/rt_softirq/housekeeping.dat",
+            &["--threshold", "1.6ms"]
+        ),
+        BTreeSet::from(["softirq NET_RX in irq/41-virtio8-:172 (FIFO/RR 50) on CPU 1".to_string()])
+    );
+}

@@ -270,6 +270,18 @@ fn check_captures(dir: &Path, threshold: &str) -> Vec<String> {
             "re-analysis of {} differs",
             dat.display()
         );
+        // The session lists the verdict's culprit and time as the capture's own
+        // analysis gives them for the spike it was taken for.
+        if sp["cause"].is_string() && sp["cause"] != "unknown" {
+            let own = live["spikes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|x| x["end"] == sp["end_ns"] && x["victim"]["tid"] == sp["tid"])
+                .unwrap_or_else(|| panic!("no spike ends at end_ns: {sp}"));
+            assert!(sp["culprit"].is_string(), "{sp}");
+            assert_eq!(sp["culprit"], own["primary"]["culprit"], "{sp}");
+        }
         causes.push(sp["cause"].as_str().unwrap_or("undiagnosed").to_string());
     }
     verdicts_have_their_preconditions(dir, &["--threshold", threshold]);

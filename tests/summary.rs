@@ -236,3 +236,87 @@ fn report_of_a_session_directory_leads_to_the_worst_capture_of_each_cause() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// The captures' culprits, grouped: the one with the most captures first, its verdicts
+/// counted and its worst capture linked, in the report and in `rtwhy summary DIR`.
+#[test]
+fn a_session_names_its_top_contributors() {
+    let o = serde_json::to_value(overview()).unwrap();
+    let dir = session_dir(Some(&o));
+    let spike = |n: u32, cause: &str, ns: u64, culprit: Option<&str>| {
+        json!({"capture": n, "cause": cause, "comm": "control", "tid": 4242, "cpu": 1,
+               "error": null, "file": format!("spike-{n:03}.dat"), "latency_ns": ns,
+               "summary": format!("verdict {n}"), "culprit": culprit, "end_ns": 1000 * n})
+    };
+    let irq = Some("IRQ 14 (ata_piix) on CPU 1");
+    let spin = Some("spin:9 (FIFO/RR 90) on CPU 1");
+    let session = json!({
+        "schema": "rtwhy.session/2", "state": "ended",
+        "session": {"duration_ns": 3_000_000_000u64, "breaches": 5, "captures_total": 5},
+        "spikes": [spike(1, "irq_on_isolated_cpu", 120_000, irq),
+                   spike(2, "preemption", 900_000, spin),
+                   spike(3, "irq_on_isolated_cpu", 500_000, irq),
+                   spike(4, "irq", 200_000, irq),
+                   spike(5, "unknown", 130_000, None)],
+        "dropped": {}, "disk": {}, "timing": {},
+    });
+    std::fs::write(dir.path().join("session.json"), session.to_string()).unwrap();
+    let out = Command::new(rtwhy())
+        .arg("report")
+        .arg(dir.path())
+        .output()
+        .expect("run rtwhy report");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let md = String::from_utf8(out.stdout).unwrap();
+    let table: Vec<&str> = md
+        .lines()
+        .skip_while(|l| *l != "## Top contributors")
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| contributor"))
+        .take_while(|l| !l.starts_with("| cause"))
+        .collect();
+    assert_eq!(table.len(), 2, "{md}");
+    assert!(
+        table[0].starts_with(
+            "| IRQ 14 (ata_piix) on CPU 1 | irq_on_isolated_cpu x2, irq x1 | 3 | 500.0 us | [spike-003.dat]("
+        ),
+        "{}",
+        table[0]
+    );
+    assert!(
+        table[1].starts_with("| spin:9 (FIFO/RR 90) on CPU 1 | preemption x1 | 1 | 900.0 us |"),
+        "{}",
+        table[1]
+    );
+    // Written into the session: the breaches over time beside it, a dot per capture
+    // linked to it.
+    let md_path = dir.path().join("report.md");
+    let out = Command::new(rtwhy())
+        .arg("report")
+        .arg(dir.path())
+        .args(["--out", md_path.to_str().unwrap()])
+        .output()
+        .expect("run rtwhy report --out");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    assert!(
+        md.contains("![captured breaches over time](report-time.svg)"),
+        "{md}"
+    );
+    let svg = std::fs::read_to_string(dir.path().join("report-time.svg")).unwrap();
+    assert_eq!(svg.matches(r#"<a xlink:href="spike-"#).count(), 5, "{svg}");
+    let text = String::from_utf8(summary(&[], dir.path()).stdout).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("top contributors"))
+        .skip(1)
+        .take(2)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "       3  IRQ 14 (ata_piix) on CPU 1 (irq_on_isolated_cpu, irq), worst 500.0 us in spike-003.dat",
+            "       1  spin:9 (FIFO/RR 90) on CPU 1 (preemption), worst 900.0 us in spike-002.dat",
+        ],
+        "{text}"
+    );
+}

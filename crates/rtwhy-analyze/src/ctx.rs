@@ -244,6 +244,35 @@ impl Ctx<'_> {
         largest_stretch(&self.replay.segments, f)
     }
 
+    /// Who ran a stretch of the breakdown, as a culprit is named: a task by its name,
+    /// thread id and own priority (a PI boost is not who it is), an interrupt by number
+    /// and handler, a softirq by vector and where it ran; `None` for stretches of nobody
+    /// (idle, a stopped CPU, the victim).
+    pub(crate) fn who(&self, bucket: &Bucket) -> Option<String> {
+        match bucket {
+            Bucket::Task {
+                tid,
+                comm,
+                prio,
+                boost,
+                ..
+            } => Some(
+                TaskRef {
+                    tid: *tid,
+                    comm: *comm,
+                    prio: Some(boost.as_ref().map_or(*prio, |b| b.own_prio)),
+                    boost: None,
+                }
+                .to_string(),
+            ),
+            Bucket::Irq { irq, name } | Bucket::IrqThread { irq, name, .. } => {
+                Some(format!("IRQ {irq} ({name})"))
+            }
+            Bucket::Softirq { .. } => Some(bucket.to_string()),
+            _ => None,
+        }
+    }
+
     pub(crate) fn top_item(&self, f: impl Fn(&Bucket) -> bool) -> Option<&BreakdownItem> {
         self.items
             .iter()

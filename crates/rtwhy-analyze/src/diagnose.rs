@@ -437,6 +437,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 confidence: Confidence::Low,
                 share: 1.0 - explained.min(1.0),
                 summary,
+                culprit: None,
             };
             let contributors = ranked
                 .iter()
@@ -502,6 +503,7 @@ impl Ctx<'_> {
             confidence,
             share,
             summary,
+            culprit: rules::rule(cause).and_then(|r| r.culprit(self)),
         }
     }
 
@@ -1295,6 +1297,7 @@ pub(crate) fn unplaced(tr: &Tracker, u: &crate::tracker::Unplaced, id: u32) -> S
             summary: format!(
                 "no cause can be named: the trace cannot place this measurement; {why}"
             ),
+            culprit: None,
         },
         contributors: Vec::new(),
         breakdown: vec![BreakdownItem {

@@ -327,6 +327,7 @@ pub fn not_nonpreemptible(s: &mut Spike) {
                 "not kernel_nonpreemptible: the kernel is PREEMPT_RT (ktimers/N threads run later in the trace); {}",
                 s.primary.summary
             ),
+            culprit: None,
         };
         s.remediation.clear();
     }

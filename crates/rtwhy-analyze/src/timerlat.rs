@@ -731,6 +731,7 @@ impl TimerlatAnalyzer {
                 confidence: Confidence::Low,
                 share: 0.0,
                 summary: String::new(),
+                culprit: None,
             },
             evidence: Vec::new(),
         };
@@ -921,6 +922,7 @@ impl TimerlatAnalyzer {
             confidence: conf(sh, cap),
             share: sh,
             summary,
+            culprit: None,
         };
         match part {
             Part::Delay => {
@@ -1215,6 +1217,7 @@ impl TimerlatAnalyzer {
                             s.cpu,
                             us(dur)
                         ),
+                        culprit: None,
                     },
                     evidence,
                 );
@@ -1239,6 +1242,7 @@ impl TimerlatAnalyzer {
                         s.cpu,
                         us(dur)
                     ),
+                    culprit: None,
                 },
                 evidence,
             );
@@ -1269,6 +1273,7 @@ impl TimerlatAnalyzer {
                         s.cpu,
                         policy_of(*v)
                     ),
+                    culprit: None,
                 },
                 evidence,
             ),
@@ -1300,6 +1305,7 @@ impl TimerlatAnalyzer {
                         s.cpu,
                         policy_of(*v)
                     ),
+                    culprit: None,
                 },
                 evidence,
             ),
@@ -1336,6 +1342,7 @@ fn unknown(summary: String) -> Finding {
         confidence: Confidence::Low,
         share: 0.0,
         summary,
+        culprit: None,
     }
 }
 

@@ -511,6 +511,12 @@ pub struct Finding {
     pub share: f64,
     /// A sentence for people: what happened, with names and numbers.
     pub summary: String,
+    /// Who or what the cause points at, the same words for the same culprit in every
+    /// spike (`IRQ 41 (virtio8-input.0) on CPU 1`, `spin:4188 (FIFO/RR 90) on CPU 1`,
+    /// `RT throttling on CPU 1`): what a session's captures are grouped by. `None` for
+    /// `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub culprit: Option<String>,
 }
 
 /// One latency spike and its diagnosis.

@@ -30,6 +30,13 @@ pub struct Diagnosed {
     pub cause: Option<Cause>,
     /// The primary cause's sentence.
     pub summary: String,
+    /// Who or what the primary cause points at (`rtwhy_model::Finding::culprit`): what
+    /// a session's report groups its captures by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub culprit: Option<String>,
+    /// When the latency ended, trace clock ns (CLOCK_MONOTONIC for rtwhy's captures);
+    /// 0 when the capture has no spike.
+    pub end_ns: u64,
     /// Why the capture could not be analysed, when it could not.
     pub error: Option<String>,
 }
@@ -184,6 +191,8 @@ mod tests {
                 latency_ns: latency_us * 1000,
                 cause: Some(cause),
                 summary: String::new(),
+                culprit: None,
+                end_ns: 0,
                 error: None,
             },
             trace: PathBuf::from(format!("spike-{index:03}.dat")),

@@ -34,6 +34,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod breaches_svg;
 pub mod bundle;
 pub mod json;
 pub mod lanes;

@@ -109,6 +109,88 @@ pub struct Capture {
     pub latency_ns: u64,
     /// The verdict's sentence.
     pub summary: String,
+    /// Who or what the verdict points at (`rtwhy_model::Finding::culprit`).
+    pub culprit: Option<String>,
+    /// When its latency ended, trace clock ns; 0 when not known.
+    pub end_ns: u64,
+}
+
+/// The captures `session.json` lists (its `spikes`), as the report reads them.
+pub fn captures_of(session: &serde_json::Value) -> Vec<Capture> {
+    session["spikes"]
+        .as_array()
+        .map(|a| a.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| {
+            Some(Capture {
+                file: c["file"].as_str()?.to_string(),
+                cause: c["cause"].as_str().map(str::to_string),
+                comm: c["comm"].as_str().unwrap_or("?").to_string(),
+                tid: c["tid"].as_i64().unwrap_or(0) as i32,
+                latency_ns: c["latency_ns"].as_u64().unwrap_or(0),
+                summary: c["summary"].as_str().unwrap_or("").to_string(),
+                culprit: c["culprit"].as_str().map(str::to_string),
+                end_ns: c["end_ns"].as_u64().unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
+/// One culprit of a session: the captures whose verdict points at it.
+pub struct Contributor<'a> {
+    /// Who or what ([`Capture::culprit`]).
+    pub culprit: &'a str,
+    /// Its captures, worst first.
+    pub captures: Vec<&'a Capture>,
+}
+
+impl Contributor<'_> {
+    /// Its causes, most captures first (one culprit may be named by two causes: an IRQ
+    /// on an isolated CPU and the same IRQ elsewhere).
+    pub fn causes(&self) -> Vec<(&str, usize)> {
+        let mut v: Vec<(&str, usize)> = Vec::new();
+        for c in &self.captures {
+            let key = c.cause.as_deref().unwrap_or("undiagnosed");
+            match v.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => v.push((key, 1)),
+            }
+        }
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        v
+    }
+}
+
+/// The culprits of a session's captures, the one with the most captures first (of
+/// equal counts, the worse first); captures without a culprit are left out.
+pub fn contributors(captures: &[Capture]) -> Vec<Contributor<'_>> {
+    let mut out: Vec<Contributor<'_>> = Vec::new();
+    for c in captures {
+        let Some(who) = c.culprit.as_deref() else {
+            continue;
+        };
+        match out.iter_mut().find(|k| k.culprit == who) {
+            Some(k) => k.captures.push(c),
+            None => out.push(Contributor {
+                culprit: who,
+                captures: vec![c],
+            }),
+        }
+    }
+    for k in &mut out {
+        k.captures
+            .sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.file.cmp(&b.file)));
+    }
+    let worst = |k: &Contributor<'_>| k.captures.first().map_or(0, |c| c.latency_ns);
+    out.sort_by(|a, b| {
+        b.captures
+            .len()
+            .cmp(&a.captures.len())
+            .then(worst(b).cmp(&worst(a)))
+            .then(a.culprit.cmp(b.culprit))
+    });
+    out
 }
 
 /// A session's report in Markdown (`rtwhy report DIR`): the overview's headline, the
@@ -122,6 +204,7 @@ pub fn render_markdown(
     o: Option<&Overview>,
     captures: &[Capture],
     picture: Option<&str>,
+    timeline: Option<&str>,
     link: &dyn Fn(&str) -> String,
 ) -> io::Result<()> {
     writeln!(
@@ -173,6 +256,47 @@ pub fn render_markdown(
         writeln!(out, "No capture was kept.")?;
         return Ok(());
     }
+    if let Some(t) = timeline {
+        writeln!(out, "## Breaches over time\n")?;
+        writeln!(out, "![captured breaches over time]({t})\n")?;
+    }
+    let culprits = contributors(captures);
+    if !culprits.is_empty() {
+        writeln!(out, "## Top contributors\n")?;
+        writeln!(
+            out,
+            "| contributor | verdicts | captures | worst | worst capture |"
+        )?;
+        writeln!(out, "|---|---|---:|---:|---|")?;
+        for k in culprits.iter().take(TOP_CONTRIBUTORS) {
+            let Some(worst) = k.captures.first() else {
+                continue;
+            };
+            let causes: Vec<String> = k
+                .causes()
+                .iter()
+                .map(|(c, n)| format!("{c} x{n}"))
+                .collect();
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | [{}]({}) |",
+                md_cell(k.culprit),
+                causes.join(", "),
+                k.captures.len(),
+                human_duration(worst.latency_ns),
+                md_cell(&worst.file),
+                link(&worst.file),
+            )?;
+        }
+        if culprits.len() > TOP_CONTRIBUTORS {
+            writeln!(
+                out,
+                "\n{} more contributors with fewer captures.",
+                culprits.len() - TOP_CONTRIBUTORS
+            )?;
+        }
+        writeln!(out)?;
+    }
     // Each cause's captures, the cause with the most first; its worst one linked.
     let mut by_cause: Vec<(String, Vec<&Capture>)> = Vec::new();
     for c in captures {
@@ -208,6 +332,9 @@ pub fn render_markdown(
     }
     Ok(())
 }
+
+/// How many contributors a session's report lists.
+pub const TOP_CONTRIBUTORS: usize = 10;
 
 /// `s` with its first letter in capitals.
 fn capitalised(s: &str) -> String {

@@ -323,6 +323,7 @@ mod tests {
                 confidence: Confidence::High,
                 share: 1.0,
                 summary: String::new(),
+                culprit: None,
             },
             contributors: Vec::new(),
             breakdown: Vec::new(),

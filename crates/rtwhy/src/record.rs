@@ -187,6 +187,8 @@ impl Diagnoser {
                 latency_ns: s.latency_ns,
                 cause: Some(s.primary.cause),
                 summary: s.primary.summary.clone(),
+                culprit: s.primary.culprit.clone(),
+                end_ns: s.end.0,
                 error: None,
             },
             None => {
@@ -203,6 +205,8 @@ impl Diagnoser {
                     latency_ns: lat,
                     cause: None,
                     summary: "no spike of this thread found in the window".into(),
+                    culprit: None,
+                    end_ns: 0,
                     error: None,
                 }
             }
@@ -230,6 +234,8 @@ impl Diagnoser {
                     latency_ns: 0,
                     cause: None,
                     summary: String::new(),
+                    culprit: None,
+                    end_ns: 0,
                     error: Some(msg),
                 }
             }
@@ -440,6 +446,9 @@ fn write_overview(dir: &Path, o: &Overview) -> Result<u64> {
     })?)
 }
 
+/// How many contributors a session's summary lists.
+const SUMMARY_CONTRIBUTORS: usize = 5;
+
 /// The summary table of a session, from its `session.json` (at the end of `rtwhy
 /// record`, and by `rtwhy summary DIR` while it runs or afterwards).
 fn print_summary(out: &mut dyn Write, dir: &Path, doc: &Value) -> std::io::Result<()> {
@@ -487,6 +496,25 @@ fn print_summary(out: &mut dyn Write, dir: &Path, doc: &Value) -> std::io::Resul
         writeln!(out, "  {:<28} {:>8} {:>8}", "cause", "captures", "deleted")?;
         for (c, kept, dropped) in &causes {
             writeln!(out, "  {c:<28} {:>8} {dropped:>8}", kept + dropped)?;
+        }
+    }
+    // Who the kept captures' verdicts point at, the most captures first.
+    let kept = rtwhy_report::overview::captures_of(doc);
+    let culprits = rtwhy_report::overview::contributors(&kept);
+    if !culprits.is_empty() {
+        writeln!(out, "  top contributors (captures kept):")?;
+        for k in culprits.iter().take(SUMMARY_CONTRIBUTORS) {
+            let causes: Vec<&str> = k.causes().iter().map(|(c, _)| *c).collect();
+            let worst = k.captures.first();
+            writeln!(
+                out,
+                "  {:>6}  {} ({}), worst {}{}",
+                k.captures.len(),
+                k.culprit,
+                causes.join(", "),
+                human_duration(worst.map_or(0, |c| c.latency_ns)),
+                worst.map(|c| format!(" in {}", c.file)).unwrap_or_default()
+            )?;
         }
     }
     if let Some(threads) = s["threads"].as_array().filter(|t| !t.is_empty()) {

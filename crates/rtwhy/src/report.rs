@@ -577,22 +577,7 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
         );
     }
     let (doc, overview) = crate::record::read_session(dir)?;
-    let captures: Vec<rtwhy_report::overview::Capture> = doc["spikes"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|c| {
-            Some(rtwhy_report::overview::Capture {
-                file: c["file"].as_str()?.to_string(),
-                cause: c["cause"].as_str().map(str::to_string),
-                comm: c["comm"].as_str().unwrap_or("?").to_string(),
-                tid: c["tid"].as_i64().unwrap_or(0) as i32,
-                latency_ns: c["latency_ns"].as_u64().unwrap_or(0),
-                summary: c["summary"].as_str().unwrap_or("").to_string(),
-            })
-        })
-        .collect();
+    let captures = rtwhy_report::overview::captures_of(&doc);
     match args.format {
         ReportFormat::Markdown => {}
         ReportFormat::Svg => {
@@ -630,6 +615,36 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
     }
+    // The captured breaches over time, beside the Markdown as FILE-time.svg: the dots
+    // link to the captures as the Markdown does.
+    let mut timeline = None;
+    if let Some(out) = args
+        .out
+        .as_ref()
+        .filter(|_| captures.iter().any(|c| c.end_ns > 0))
+    {
+        check_out(out)?;
+        let stem = out
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "report".to_string());
+        let svg_path = out.with_file_name(format!("{stem}-time.svg"));
+        let (from, to, threshold) = match &overview {
+            Some(o) => (o.from_ns, o.to_ns, o.threshold_ns),
+            None => (
+                0,
+                0,
+                doc["session"]["captures"][0]["trigger"]["record"]["threshold"]
+                    .as_u64()
+                    .unwrap_or(0),
+            ),
+        };
+        let svg = rtwhy_report::breaches_svg::render(&captures, from, to, threshold, &link);
+        write_out(&svg_path, svg.as_bytes())?;
+        timeline = svg_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+    }
     let mut md = Vec::new();
     rtwhy_report::overview::render_markdown(
         &mut md,
@@ -637,6 +652,7 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
         overview.as_ref(),
         &captures,
         picture.as_deref(),
+        timeline.as_deref(),
         &link,
     )?;
     emit(args.out.as_deref(), &md)

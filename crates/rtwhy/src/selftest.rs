@@ -1295,6 +1295,7 @@ mod tests {
             confidence: Confidence::High,
             share,
             summary: String::new(),
+            culprit: None,
         };
         let breakdown: Vec<BreakdownItem> = breakdown
             .iter()

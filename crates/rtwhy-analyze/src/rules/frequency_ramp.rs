@@ -58,4 +58,8 @@ impl Rule for FrequencyRamp {
     fn shows(&self, _ctx: &Ctx<'_>, _bucket: &Bucket) -> bool {
         false
     }
+
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        Some(format!("the clock of CPU {}", ctx.ep.cpu))
+    }
 }

@@ -89,4 +89,9 @@ impl Rule for Hwlat {
     fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
         matches!(bucket, Bucket::Unaccounted | Bucket::TimerIrqDelay)
     }
+
+    /// The CPU itself: what stopped it (firmware, the hypervisor) leaves no event.
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        Some(format!("CPU {} stopped", ctx.ep.cpu))
+    }
 }

@@ -174,4 +174,8 @@ impl Rule for IdleExit {
             Bucket::Idle | Bucket::Unaccounted | Bucket::TimerIrqDelay
         )
     }
+
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        Some(format!("idle exit on CPU {}", ctx.ep.cpu))
+    }
 }

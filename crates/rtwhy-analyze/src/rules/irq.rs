@@ -42,6 +42,16 @@ impl Rule for Irq {
     fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
         matches!(bucket, Bucket::Irq { .. } | Bucket::IrqThread { .. })
     }
+
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        irq_culprit(ctx, Cause::Irq)
+    }
+}
+
+/// The interrupt with the most work in the spike, on the victim's CPU.
+pub(super) fn irq_culprit(ctx: &Ctx<'_>, cause: Cause) -> Option<String> {
+    let w = irq_work(ctx, cause).into_iter().next()?;
+    Some(format!("IRQ {} ({}) on CPU {}", w.irq, w.name, ctx.ep.cpu))
 }
 
 /// The interrupts of the spike: on an isolated CPU, the softirq work an IRQ's thread ran

@@ -49,4 +49,8 @@ impl Rule for IrqOnIsolatedCpu {
         matches!(bucket, Bucket::Irq { .. } | Bucket::IrqThread { .. })
             || softirq_in_irq_thread(bucket).is_some()
     }
+
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        super::irq::irq_culprit(ctx, Cause::IrqOnIsolatedCpu)
+    }
 }

@@ -279,4 +279,22 @@ impl Rule for KernelNonpreemptible {
         ) || (irqs_held_off(ctx).is_some()
             && matches!(bucket, Bucket::Unaccounted | Bucket::TimerIrqDelay))
     }
+
+    /// The task that kept the CPU in the kernel, else the CPU with its interrupts off.
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        let cpu = ctx.ep.cpu;
+        let task = ctx.top_item(|b| {
+            matches!(
+                b,
+                Bucket::Task {
+                    outranks_victim: false,
+                    ..
+                }
+            )
+        });
+        match task.and_then(|i| ctx.who(&i.bucket)) {
+            Some(who) => Some(format!("{who} on CPU {cpu}")),
+            None => Some(format!("CPU {cpu} with interrupts off")),
+        }
+    }
 }

@@ -56,6 +56,13 @@ impl Rule for LockContention {
     fn shows(&self, _ctx: &Ctx<'_>, _bucket: &Bucket) -> bool {
         false
     }
+
+    /// The task that kept the lock: its holder, or the end of the chain of locks the
+    /// holder waited for.
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        let h = ctx.lock?.culprit()?;
+        Some(format!("a lock held by {}:{}", h.comm, h.tid))
+    }
 }
 
 /// The sentence for a lock wait: contention, or inversion when medium-priority work

@@ -144,4 +144,15 @@ impl Rule for Migration {
     fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
         matches!(bucket, Bucket::Task { .. } | Bucket::Idle)
     }
+
+    /// The stopper thread that held the CPU, else the move itself.
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        let cpu = ctx.ep.cpu;
+        match ctx
+            .top_item(|b| matches!(b, Bucket::Task { comm, .. } if is_stopper(comm.as_bytes())))
+        {
+            Some(i) => Some(format!("{} on CPU {cpu}", ctx.who(&i.bucket)?)),
+            None => Some(format!("a migration to CPU {cpu}")),
+        }
+    }
 }

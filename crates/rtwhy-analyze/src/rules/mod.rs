@@ -35,6 +35,13 @@ pub(crate) trait Rule: Sync {
     /// Whether a stretch of the breakdown is this cause's kind: the largest such stretch
     /// gives the evidence its first and last event.
     fn shows(&self, ctx: &Ctx<'_>, bucket: &Bucket) -> bool;
+    /// Who or what the cause points at in this spike ([`rtwhy_model::Finding::culprit`]):
+    /// by default whoever ran the largest stretch of the cause's kind, on the victim's
+    /// CPU.
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        let item = ctx.top_item(|b| self.shows(ctx, b))?;
+        Some(format!("{} on CPU {}", ctx.who(&item.bucket)?, ctx.ep.cpu))
+    }
 }
 
 /// The rule of `cause` (`None` for `unknown`).

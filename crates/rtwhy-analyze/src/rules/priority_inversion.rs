@@ -83,4 +83,15 @@ impl Rule for PriorityInversion {
     fn shows(&self, _ctx: &Ctx<'_>, _bucket: &Bucket) -> bool {
         false
     }
+
+    /// The medium-priority task that kept the lock's holder off its CPU.
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        let l = ctx.lock?;
+        let (medium, _) = l.top_medium.as_ref()?;
+        let holder = l
+            .culprit()
+            .map(|h| format!(" {}:{}", h.comm, h.tid))
+            .unwrap_or_default();
+        Some(format!("{medium} preempting lock holder{holder}"))
+    }
 }

@@ -172,6 +172,12 @@ impl Rule for RtThrottling {
         ]
     }
 
+    /// The throttling of the CPU's real-time class: the task that used up the runtime ran
+    /// before the window, the tasks in it only ran because of it.
+    fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
+        Some(format!("RT throttling on CPU {}", ctx.ep.cpu))
+    }
+
     fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
         matches!(
             bucket,
