@@ -217,27 +217,17 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains("rt throttling (1)"), "{svg}");
-        // Valid SVG: resvg reads and draws it (RTWHY_PNG_DIR=DIR keeps the picture, or
-        // with RTWHY_SVG_IN=FILE one of a real session, for a person to look at).
-        let mut opts = resvg::usvg::Options::default();
-        let keep = std::env::var("RTWHY_PNG_DIR").ok();
-        let svg = match std::env::var("RTWHY_SVG_IN") {
-            Ok(f) => std::fs::read_to_string(f).unwrap(),
-            Err(_) => svg,
-        };
-        if keep.is_some() {
-            opts.fontdb_mut().load_system_fonts();
-        }
-        let tree = resvg::usvg::Tree::from_str(&svg, &opts).expect("resvg parses the SVG");
-        let size = tree.size().to_int_size();
-        let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height()).unwrap();
-        resvg::render(
-            &tree,
-            resvg::tiny_skia::Transform::default(),
-            &mut pixmap.as_mut(),
+        // Drawn where it says: the rt_throttling dot in its colour (RTWHY_PNG_DIR=DIR
+        // keeps the picture; RTWHY_SVG_IN=FILE draws a real session's instead, to look
+        // at).
+        let pic = crate::png::render_png(&svg, "breaches.png");
+        assert_eq!(
+            pic.pixel(x2, y2),
+            crate::png::rgb(cause_colour("rt_throttling"))
         );
-        if let Some(dir) = keep {
-            let _ = pixmap.save_png(std::path::Path::new(&dir).join("breaches.png"));
+        assert_eq!(pic.pixel(x1, y1), crate::png::rgb(cause_colour("irq")));
+        if let Ok(f) = std::env::var("RTWHY_SVG_IN") {
+            crate::png::render_png(&std::fs::read_to_string(f).unwrap(), "session.png");
         }
     }
 }

@@ -43,6 +43,8 @@ pub mod overview;
 pub mod overview_svg;
 pub mod perfetto;
 pub mod perfetto_trace;
+#[cfg(test)]
+mod png;
 mod protobuf;
 pub mod redact;
 pub mod svg;

@@ -327,6 +327,7 @@ fn legend(s: &mut String, y: f64, causes: &BTreeMap<String, u64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::png::{render_png, rgb};
     use rtwhy_model::{Histogram, OVERVIEW_SCHEMA};
 
     /// 1000 wake-ups near 6 us, 10 near 50 us, 3 breaches near 250 us (2 preemption,
@@ -364,52 +365,11 @@ mod tests {
         }
     }
 
-    struct Picture {
-        width: u32,
-        data: Vec<u8>,
-    }
-
-    impl Picture {
-        fn pixel(&self, x: f64, y: f64) -> [u8; 3] {
-            let i = ((y as u32 * self.width + x as u32) * 4) as usize;
-            [self.data[i], self.data[i + 1], self.data[i + 2]]
-        }
-    }
-
-    fn rgb(hex: &str) -> [u8; 3] {
-        let v = u32::from_str_radix(hex.trim_start_matches('#'), 16).unwrap();
-        [(v >> 16) as u8, (v >> 8) as u8, v as u8]
-    }
-
-    fn render_png(svg: &str) -> Picture {
-        let mut opts = resvg::usvg::Options::default();
-        // Text only for a person looking at the picture (RTWHY_PNG_DIR=DIR).
-        let keep = std::env::var("RTWHY_PNG_DIR").ok();
-        if keep.is_some() {
-            opts.fontdb_mut().load_system_fonts();
-        }
-        let tree = resvg::usvg::Tree::from_str(svg, &opts).expect("resvg parses the SVG");
-        let size = tree.size().to_int_size();
-        let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height()).unwrap();
-        resvg::render(
-            &tree,
-            resvg::tiny_skia::Transform::default(),
-            &mut pixmap.as_mut(),
-        );
-        if let Some(dir) = keep {
-            let _ = pixmap.save_png(std::path::Path::new(&dir).join("overview.png"));
-        }
-        Picture {
-            width: size.width(),
-            data: pixmap.data().to_vec(),
-        }
-    }
-
     #[test]
     fn bars_stand_where_their_latencies_are_and_the_tail_is_coloured_by_cause() {
         let o = overview();
         let svg = render(&o);
-        let pic = render_png(&svg);
+        let pic = render_png(&svg, "overview.png");
         let t = &o.threads[0];
         let (lo, hi) = bucket_range(&[t], o.threshold_ns);
         let axes = Axes {
@@ -455,6 +415,6 @@ mod tests {
         o.threads.clear();
         let svg = render(&o);
         assert!(svg.contains("no wake-up of a watched thread was measured"));
-        render_png(&svg);
+        render_png(&svg, "overview.png");
     }
 }
