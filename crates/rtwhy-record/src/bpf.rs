@@ -398,7 +398,16 @@ fn start_mode(cfg: &DetectorConfig, mode: AttachMode) -> std::result::Result<Bpf
     let log = std::mem::take(&mut *lock(&LIBBPF_LOG));
     result.map_err(|(what, e)| {
         let reason = if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
-            "permission denied (need CAP_BPF+CAP_PERFMON or root)".to_owned()
+            if rtwhy_sys::is_root() {
+                // Root refused: the kernel's own policy (lockdown, an LSM, a user
+                // namespace without the capabilities), not a missing privilege.
+                format!(
+                    "permission denied although rtwhy runs as root: the kernel refuses these BPF programs (kernel lockdown, a security module, or a namespace without CAP_BPF){}",
+                    libbpf_reason(&log).map(|r| format!("; libbpf: {r}")).unwrap_or_default()
+                )
+            } else {
+                "permission denied (need CAP_BPF+CAP_PERFMON or root)".to_owned()
+            }
         } else {
             libbpf_reason(&log).unwrap_or_else(|| e.to_string())
         };
