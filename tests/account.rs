@@ -847,3 +847,39 @@ fn every_named_verdict_has_its_culprit() {
         BTreeSet::from(["softirq NET_RX in irq/41-virtio8-:172 (FIFO/RR 50) on CPU 1".to_string()])
     );
 }
+
+/// "outranks the victim" only for a strictly higher priority; a task of the victim's own
+/// priority is said to be at it (rt_lock_contention: lab-high at FIFO 80 against lab-low
+/// boosted to 80).
+#[test]
+fn outranking_means_a_higher_priority() {
+    let mut equal = 0;
+    for dat in every_trace() {
+        let Some(doc) = analysis(&dat) else {
+            continue;
+        };
+        for s in doc["spikes"].as_array().into_iter().flatten() {
+            let Some(victim) = s["victim"]["prio"].as_i64() else {
+                continue;
+            };
+            for i in s["breakdown"].as_array().into_iter().flatten() {
+                let prio = match i["bucket"].as_str() {
+                    Some("task") => i["prio"].as_i64(),
+                    Some("irq_thread") => i["thread"]["prio"].as_i64(),
+                    _ => continue,
+                };
+                let Some(prio) = prio else { continue };
+                let equals = i["equals_victim"].as_bool().unwrap_or(false);
+                assert_eq!(equals, prio == victim, "{}: {i}", dat.display());
+                equal += usize::from(equals);
+            }
+        }
+        let text = doc.to_string();
+        assert!(
+            !text.contains("outranks the victim") || text.contains("outranks_victim\":true"),
+            "{}",
+            dat.display()
+        );
+    }
+    assert!(equal >= 3, "{equal}");
+}

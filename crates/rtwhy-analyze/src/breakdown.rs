@@ -383,18 +383,22 @@ impl Acc<'_> {
                     tid: t,
                     prio: p,
                     outranks_victim,
+                    equals_victim,
                     ..
                 } if *t == tid => {
                     *p = prio;
                     *outranks_victim = at_or_above(prio, victim_prio);
+                    *equals_victim = victim_prio == Some(prio);
                 }
                 Bucket::IrqThread {
                     thread,
                     outranks_victim,
+                    equals_victim,
                     ..
                 } if thread.tid == tid => {
                     thread.prio = Some(prio);
                     *outranks_victim = at_or_above(prio, victim_prio);
+                    *equals_victim = victim_prio == Some(prio);
                 }
                 _ => {}
             }
@@ -532,6 +536,7 @@ impl Acc<'_> {
                             boost: None,
                         },
                         outranks_victim: at_or_above(prio, self.victim.prio),
+                        equals_victim: self.victim.prio == Some(prio),
                     };
                     self.push(bucket, from, to, opened_by, closed_by);
                     return;
@@ -541,6 +546,7 @@ impl Acc<'_> {
                     comm,
                     prio,
                     outranks_victim: at_or_above(prio, self.victim.prio),
+                    equals_victim: self.victim.prio == Some(prio),
                     kernel_thread: is_kernel_thread(&comm),
                     boost: None,
                 }

@@ -369,6 +369,7 @@ mod tests {
                 boost: None,
             },
             outranks_victim: true,
+            equals_victim: false,
         }
     }
 

@@ -1346,6 +1346,7 @@ mod tests {
                 boost: None,
             },
             outranks_victim: true,
+            equals_victim: false,
         });
         let alone = stretch_label(&thread, std::slice::from_ref(&thread));
         assert_eq!(alone, thread.bucket.to_string());

@@ -192,6 +192,15 @@ impl fmt::Display for TaskRef {
     }
 }
 
+/// How a task that held the CPU stood against the victim, for a breakdown line.
+fn rank_label(outranks: bool, equals: bool) -> &'static str {
+    match (outranks, equals) {
+        (_, true) => "at the victim's own priority",
+        (true, false) => "outranks the victim",
+        (false, false) => "lower priority than the victim",
+    }
+}
+
 /// How a spike came to rtwhy's attention.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -326,6 +335,10 @@ pub enum Bucket {
         thread: TaskRef,
         /// It had a higher (or equal) priority than the victim.
         outranks_victim: bool,
+        /// Its priority was the victim's own (`outranks_victim` too: FIFO does not
+        /// preempt a task of its own priority, so it holds the CPU all the same).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        equals_victim: bool,
     },
     /// Another task held the CPU.
     Task {
@@ -337,6 +350,10 @@ pub enum Bucket {
         prio: i32,
         /// It had a higher (or equal) priority than the victim.
         outranks_victim: bool,
+        /// Its priority was the victim's own (`outranks_victim` too: FIFO does not
+        /// preempt a task of its own priority, so it holds the CPU all the same).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        equals_victim: bool,
         /// It is a kernel thread (always in the kernel).
         kernel_thread: bool,
         /// The priority inheritance boost it ran under, when `prio` was lent to it.
@@ -418,20 +435,18 @@ impl fmt::Display for Bucket {
                 name,
                 thread,
                 outranks_victim,
+                equals_victim,
             } => write!(
                 f,
                 "IRQ {irq} ({name}) thread {thread}, {}",
-                if *outranks_victim {
-                    "outranks the victim"
-                } else {
-                    "lower priority than the victim"
-                }
+                rank_label(*outranks_victim, *equals_victim)
             ),
             Bucket::Task {
                 tid,
                 comm,
                 prio,
                 outranks_victim,
+                equals_victim,
                 kernel_thread,
                 boost,
             } => {
@@ -444,11 +459,7 @@ impl fmt::Display for Bucket {
                 write!(
                     f,
                     "task {t}, {}{}",
-                    if *outranks_victim {
-                        "outranks the victim"
-                    } else {
-                        "lower priority than the victim"
-                    },
+                    rank_label(*outranks_victim, *equals_victim),
                     if *kernel_thread {
                         ", kernel thread"
                     } else {

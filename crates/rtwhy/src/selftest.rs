@@ -1340,6 +1340,7 @@ mod tests {
             tid: 7,
             prio: 9,
             outranks_victim: true,
+            equals_victim: false,
             kernel_thread: false,
             boost: None,
         };
