@@ -804,6 +804,11 @@ fn an_application_marker_with_its_number_is_its_spike() {
         "500ms",
         "--max-spikes",
         "3",
+        // Captures half a second apart, so each holds its own history: a capture set
+        // off while the previous one was still being read begins after its trigger
+        // (one CI run's second capture began 3.7 ms after its marker, with no spike).
+        "--min-gap",
+        "500ms",
         "--recorder-cpus",
         "0",
         "--out",
