@@ -2,7 +2,8 @@
 # An accelerated soak of an unattended recorder: `rtwhy record` as the systemd unit runs
 # it (--max-spikes 0, a disk budget, a storm limit) under a breach storm (a SCHED_FIFO 90
 # thread spinning 300 us every 2.3 ms on CPU 1, over cyclictest at FIFO 80 every 1 ms),
-# sampling the recorder's RSS, open fds and the session directory's size every 10 s.
+# sampling the recorder's RSS, open fds, the session directory's size and the size of
+# its overview.json (every wake-up's histogram and the tail by cause) every 10 s.
 # At the end: the directory must be under the budget, tracefs must hold no rtwhy
 # instance, and the series is printed as a Markdown table (docs/PERFORMANCE.md "Soak").
 #
@@ -46,7 +47,7 @@ storm_pid=$!
 rec_pid=$!
 
 series=$work/series.tsv
-printf 't_s\trss_kib\tfds\tdir_bytes\tcaptures_total\ton_disk\tdeleted\n' >"$series"
+printf 't_s\trss_kib\tfds\tdir_bytes\toverview_bytes\twakeups\tcaptures_total\ton_disk\tdeleted\n' >"$series"
 t0=$SECONDS
 while kill -0 "$rec_pid" 2>/dev/null; do
     sleep 10
@@ -57,10 +58,16 @@ while kill -0 "$rec_pid" 2>/dev/null; do
     rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$rec_pid/status" 2>/dev/null || echo 0)
     fds=$(ls "/proc/$rec_pid/fd" 2>/dev/null | wc -l || true)
     bytes=$(du -sb "$out" 2>/dev/null | cut -f1 || true)
+    # The histograms are rewritten with session.json: their size, and the wake-ups they
+    # hold, show whether a recorder left running for a week grows them.
+    hist=$(python3 -c 'import json,os,sys
+p=sys.argv[1]
+d=json.load(open(p))
+print(os.path.getsize(p), sum(t["wakeups"] for t in d["threads"]))' "$out/overview.json" 2>/dev/null || echo "0 0")
     counts=$(python3 -c 'import json,sys
 d=json.load(open(sys.argv[1]))
 print(d["session"].get("captures_total",0), len(d["spikes"]), sum(v["captures"] for v in d["dropped"].values()))' "$out/session.json" 2>/dev/null || echo "0 0 0")
-    printf '%s\t%s\t%s\t%s\t%s\n' "$((SECONDS - t0))" "$rss" "$fds" "${bytes:-0}" "${counts// /$'\t'}" | tee -a "$series"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$((SECONDS - t0))" "$rss" "$fds" "${bytes:-0}" "${hist// /$'\t'}" "${counts// /$'\t'}" | tee -a "$series"
 done
 rc=0
 wait "$rec_pid" || rc=$?
@@ -71,8 +78,8 @@ left=$(ls /sys/kernel/tracing/instances | grep '^rtwhy-' || true)
 [ -z "$left" ] || { echo "soak-record: tracefs instances left: $left" >&2; exit 1; }
 echo "tracefs: no rtwhy instance left"
 echo
-echo "| t (s) | RSS (KiB) | fds | dir (bytes) | captures | on disk | deleted |"
-echo "|---:|---:|---:|---:|---:|---:|---:|"
-tail -n +2 "$series" | while IFS=$'\t' read -r a b c d e f g; do echo "| $a | $b | $c | $d | $e | $f | $g |"; done
+echo "| t (s) | RSS (KiB) | fds | dir (bytes) | overview.json (bytes) | wake-ups counted | captures | on disk | deleted |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+tail -n +2 "$series" | while IFS=$'\t' read -r a b c d e f g h i; do echo "| $a | $b | $c | $d | $e | $f | $g | $h | $i |"; done
 echo
 echo "session directory kept in $out"
