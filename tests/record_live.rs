@@ -1439,3 +1439,169 @@ fn every_wakeup_of_cyclictest_is_in_rtwhys_histogram_as_in_its_own() {
         );
     }
 }
+
+/// Bytes under `dir`, every level down.
+fn tree_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => tree_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// The systemd unit's way of recording: every start a new session in the state
+/// directory, one disk budget over all of them. Ten starts, each three seconds of a
+/// breach storm (FIFO 90 spinning 300 us every 2.3 ms over cyclictest on CPU 1: about
+/// five captures a second at --min-gap 150ms, half a MiB each, so ten sessions hold
+/// twice the budget): after every start the whole directory is under 24 MiB, the
+/// earlier sessions gave up captures (counted in their own session.json, which lists
+/// only what is on disk), and the summary spans all ten sessions.
+#[test]
+fn a_recorder_restarted_ten_times_keeps_its_state_directory_under_one_budget() {
+    let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if !live() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let spin = spin_binary(tmp.path());
+    let state = tmp.path().join("state");
+    let before = tracefs_state();
+    let budget: u64 = 24 << 20;
+    let mut logs = String::new();
+    for start in 1..=10 {
+        let _load = spinner(&spin, 90, 5000, 300, 2300, 0);
+        let mut args = vec![
+            "record",
+            "-t",
+            "150us",
+            "--max-spikes",
+            "0",
+            "--disk-budget",
+            "24M",
+            "--cpus",
+            "0-1",
+            "--min-gap",
+            "150ms",
+            "--buffer-kb",
+            "1024",
+            "--before",
+            "100ms",
+            "--recorder-cpus",
+            "0",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--",
+        ];
+        args.extend_from_slice(&[
+            "cyclictest",
+            "-m",
+            "-q",
+            "-p",
+            "80",
+            "-i",
+            "1000",
+            "-a",
+            "1",
+            "-t",
+            "1",
+            "-D",
+            "3",
+        ]);
+        let o = run(&args);
+        let all = text(&o);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "start {start}\n{all}"
+        );
+        logs.push_str(&format!(
+            "--- start {start}\n{}\n",
+            String::from_utf8_lossy(&o.stderr)
+        ));
+        let on_disk = tree_bytes(&state);
+        assert!(
+            on_disk <= budget,
+            "after start {start}: {on_disk} bytes in the state directory > {budget}\n{all}"
+        );
+    }
+    let sessions: Vec<PathBuf> = {
+        let mut s: Vec<PathBuf> = std::fs::read_dir(&state)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.join("session.json").is_file())
+            .collect();
+        s.sort();
+        s
+    };
+    assert_eq!(sessions.len(), 10, "{sessions:?}");
+    let mut wakeups = 0;
+    let mut deleted_earlier = 0;
+    for dir in &sessions {
+        let s = session(dir);
+        let spikes = s["spikes"].as_array().unwrap();
+        for sp in spikes {
+            let f = dir.join(sp["file"].as_str().unwrap());
+            assert!(f.is_file(), "{} listed, not on disk", f.display());
+        }
+        let dropped: u64 = s["dropped"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|d| d["captures"].as_u64().unwrap())
+            .sum();
+        // Every capture of the session is on disk or counted as deleted.
+        assert_eq!(
+            s["session"]["captures_total"].as_u64().unwrap(),
+            spikes.len() as u64 + dropped,
+            "{}",
+            dir.display()
+        );
+        if dir != sessions.last().unwrap() {
+            deleted_earlier += dropped;
+        }
+        let o: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("overview.json")).unwrap())
+                .unwrap();
+        assert!(o["from_unix_ns"].as_u64().is_some(), "{}", dir.display());
+        wakeups += o["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["comm"] == "cyclictest")
+            .map(|t| t["wakeups"].as_u64().unwrap())
+            .sum::<u64>();
+    }
+    assert!(
+        deleted_earlier > 0,
+        "no earlier session gave up a capture: the budget was never reached\n{logs}"
+    );
+    assert!(
+        logs.contains("of the earlier session"),
+        "no deletion from an earlier session was reported\n{logs}"
+    );
+    let s = run(&["summary", "--format", "json", state.to_str().unwrap()]);
+    assert_eq!(s.status.code(), Some(0), "{}", text(&s));
+    let combined: Value = serde_json::from_slice(&s.stdout).unwrap();
+    assert_eq!(combined["sessions"].as_array().unwrap().len(), 10);
+    let cyclictest = combined["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["comm"] == "cyclictest")
+        .map(|t| t["wakeups"].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(cyclictest, wakeups, "{combined:#}");
+    let r = run(&["report", state.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stdout)
+            .contains("The 10 sessions of a recorder's state directory"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(tracefs_state(), before);
+}

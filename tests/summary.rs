@@ -59,6 +59,8 @@ fn overview() -> Overview {
         threshold_ns: 100_000,
         from_ns: 5_000_000_000,
         to_ns: 8_000_000_000,
+        from_unix_ns: None,
+        sessions: Vec::new(),
         wakeups_lost: 0,
         breaches_lost: 0,
         threads: vec![ThreadOverview::new(
@@ -319,4 +321,95 @@ fn a_session_names_its_top_contributors() {
         ],
         "{text}"
     );
+}
+
+/// A recorder's state directory (`rtwhy record --state-dir`, the systemd unit's): its
+/// sessions summarised and reported together, a thread's histograms added up over the
+/// sessions, the captures linked inside their sessions. Assembled here from the
+/// overview above; a live test records one (record_live's ten restarts).
+#[test]
+fn a_state_directory_is_summarised_and_reported_over_all_its_sessions() {
+    let state = tempfile::tempdir().unwrap();
+    let spike = |n: u32, cause: &str, ns: u64| {
+        json!({"capture": n, "cause": cause, "comm": "control", "tid": 4242, "cpu": 1,
+               "error": null, "file": format!("spike-{n:03}.dat"), "latency_ns": ns,
+               "summary": format!("verdict {n}"), "culprit": "IRQ 14 (ata_piix) on CPU 1",
+               "end_ns": 6_000_000_000u64 + u64::from(n)})
+    };
+    for (i, name) in ["rtwhy-20261127-080000", "rtwhy-20261128-080000"]
+        .iter()
+        .enumerate()
+    {
+        let dir = state.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        let mut o = overview();
+        o.from_unix_ns = Some(1_790_000_000_000_000_000 + i as u64 * 86_400_000_000_000);
+        std::fs::write(
+            dir.join("overview.json"),
+            serde_json::to_string(&o).unwrap(),
+        )
+        .unwrap();
+        let session = json!({
+            "schema": "rtwhy.session/2", "state": "ended",
+            "session": {"duration_ns": 3_000_000_000u64, "breaches": 4, "captures_total": 1,
+                        "ended_by": "signal"},
+            "spikes": [spike(1 + i as u32, "irq_on_isolated_cpu", 120_000 * (1 + i as u64))],
+            "dropped": {}, "disk": {"budget_bytes": 25165824, "used_bytes": 1000000},
+            "timing": {},
+        });
+        std::fs::write(dir.join("session.json"), session.to_string()).unwrap();
+    }
+    // A directory of something else, and a session whose manifest is broken: left out.
+    std::fs::create_dir(state.path().join("notes")).unwrap();
+    let broken = state.path().join("rtwhy-20261128-090000");
+    std::fs::create_dir(&broken).unwrap();
+    std::fs::write(broken.join("session.json"), "{").unwrap();
+
+    let out = summary(&["--format", "json"], state.path());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["sessions"],
+        json!(["rtwhy-20261127-080000", "rtwhy-20261128-080000"])
+    );
+    assert_eq!(v["threads"][0]["wakeups"], 2000);
+    assert_eq!(v["threads"][0]["tail"][0]["count"], 6);
+    // One day apart on the wall clock: the time line spans a day and a session.
+    assert_eq!(
+        v["to_ns"].as_u64().unwrap() - v["from_ns"].as_u64().unwrap(),
+        86_400_000_000_000 + 3_000_000_000
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("rtwhy-20261128-090000") && err.contains("left out"),
+        "{err}"
+    );
+
+    let out = summary(&[], state.path());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("rtwhy record: 2 sessions in "), "{text}");
+    assert!(text.contains(" in 2 sessions (measured by bpf"), "{text}");
+    assert!(text.contains("rtwhy-20261127-080000"), "{text}");
+
+    let md_path = state.path().join("report.md");
+    let out = Command::new(rtwhy())
+        .arg("report")
+        .arg(state.path())
+        .args(["--out", md_path.to_str().unwrap()])
+        .output()
+        .expect("run rtwhy report");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    assert!(
+        md.contains("The 2 sessions of a recorder's state directory"),
+        "{md}"
+    );
+    // The worst capture is the later session's, linked inside it.
+    assert!(
+        md.contains("[rtwhy-20261128-080000/spike-002.dat](rtwhy-20261128-080000/spike-002.dat)"),
+        "{md}"
+    );
+    let time = std::fs::read_to_string(state.path().join("report-time.svg")).unwrap();
+    assert!(time.contains(">+0.0 h<") && time.contains(" h<"), "{time}");
 }

@@ -303,6 +303,14 @@ pub struct Overview {
     pub from_ns: u64,
     /// End of the time covered, CLOCK_MONOTONIC ns.
     pub to_ns: u64,
+    /// The wall-clock time (Unix epoch ns) at `from_ns`, which places sessions of
+    /// different boots on one time line; absent in overviews written before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_unix_ns: Option<u64>,
+    /// The session directories this overview combines, oldest first (a recorder's
+    /// state directory: [`Overview::combine`]); empty for one session's overview.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<String>,
     /// Wake-ups the detector could not count (its table of threads was full).
     pub wakeups_lost: u64,
     /// Breaches the detector measured and could not report (ring buffer full): in the
@@ -310,6 +318,128 @@ pub struct Overview {
     pub breaches_lost: u64,
     /// Every thread, most wake-ups first.
     pub threads: Vec<ThreadOverview>,
+}
+
+/// One thread's histograms being added up over sessions: the `nth` thread (by id) named
+/// `comm` in each session.
+struct Combining {
+    comm: String,
+    nth: usize,
+    tid: i32,
+    cpus: Vec<(u32, Histogram)>,
+    tail: Vec<(String, Histogram)>,
+}
+
+impl Overview {
+    /// The overviews of several sessions (`(directory name, overview)`, oldest first)
+    /// as one, and for each session the shift that places its trace times on the
+    /// combined time line (add it to a time of that session's clock).
+    ///
+    /// Sessions follow each other on the time line as the wall clock saw them start,
+    /// never overlapping (a clock set back, a session without a wall-clock start: the
+    /// next one starts where the previous one ends). A thread's histograms add up over
+    /// the sessions where its name comes back at the same place among the threads of
+    /// that name (ordered by thread id: a program restarted gets new ids); `tid` is the
+    /// latest session's. The threshold and the detector are the latest session's.
+    pub fn combine(parts: &[(String, Overview)]) -> (Overview, Vec<i128>) {
+        let mut shifts = Vec::with_capacity(parts.len());
+        // Where the previous session starts and ends on the combined line.
+        let mut prev: Option<(i128, i128, Option<u64>)> = None;
+        for (_, o) in parts {
+            let from = o.from_ns as i128;
+            let span = o.to_ns.saturating_sub(o.from_ns) as i128;
+            let at = match prev {
+                None => from,
+                Some((start, end, unix)) => match (unix, o.from_unix_ns) {
+                    (Some(a), Some(b)) => (start + b as i128 - a as i128).max(end),
+                    _ => end,
+                },
+            };
+            shifts.push(at - from);
+            prev = Some((at, at + span, o.from_unix_ns));
+        }
+        let mut threads: Vec<Combining> = Vec::new();
+        for (_, o) in parts {
+            let mut own: Vec<&ThreadOverview> = o.threads.iter().collect();
+            own.sort_by_key(|t| t.tid);
+            let mut seen: Vec<(&str, usize)> = Vec::new();
+            for t in own {
+                let n = match seen.iter_mut().find(|(c, _)| *c == t.comm) {
+                    Some((_, n)) => {
+                        *n += 1;
+                        *n
+                    }
+                    None => {
+                        seen.push((&t.comm, 0));
+                        0
+                    }
+                };
+                let i = match threads.iter().position(|x| x.comm == t.comm && x.nth == n) {
+                    Some(i) => i,
+                    None => {
+                        threads.push(Combining {
+                            comm: t.comm.clone(),
+                            nth: n,
+                            tid: t.tid,
+                            cpus: Vec::new(),
+                            tail: Vec::new(),
+                        });
+                        threads.len() - 1
+                    }
+                };
+                let slot = &mut threads[i];
+                slot.tid = t.tid;
+                for c in &t.cpus {
+                    let h = Histogram::from_sparse(&c.histogram);
+                    match slot.cpus.iter_mut().find(|(cpu, _)| *cpu == c.cpu) {
+                        Some((_, mine)) => mine.merge(&h),
+                        None => slot.cpus.push((c.cpu, h)),
+                    }
+                }
+                for part in &t.tail {
+                    let h = Histogram::from_sparse(&SparseHistogram {
+                        wakeups: part.count,
+                        max_ns: part.max_ns,
+                        sum_ns: 0,
+                        buckets: part.buckets.clone(),
+                    });
+                    match slot.tail.iter_mut().find(|(cause, _)| *cause == part.cause) {
+                        Some((_, mine)) => mine.merge(&h),
+                        None => slot.tail.push((part.cause.clone(), h)),
+                    }
+                }
+            }
+        }
+        let mut combined: Vec<ThreadOverview> = threads
+            .into_iter()
+            .map(|mut t| {
+                t.cpus.sort_by_key(|(cpu, _)| *cpu);
+                ThreadOverview::new(t.tid, t.comm, &t.cpus, &t.tail)
+            })
+            .collect();
+        combined.sort_by(|a, b| b.wakeups.cmp(&a.wakeups).then(a.tid.cmp(&b.tid)));
+        let first = parts.first().map(|(_, o)| o);
+        let last = parts.last().map(|(_, o)| o);
+        let end = parts
+            .iter()
+            .zip(&shifts)
+            .map(|((_, o), s)| o.to_ns as i128 + s)
+            .max()
+            .unwrap_or(0);
+        let overview = Overview {
+            schema: OVERVIEW_SCHEMA.to_string(),
+            detector: last.map(|o| o.detector.clone()).unwrap_or_default(),
+            threshold_ns: last.map_or(0, |o| o.threshold_ns),
+            from_ns: first.map_or(0, |o| o.from_ns),
+            to_ns: end.max(0) as u64,
+            from_unix_ns: first.and_then(|o| o.from_unix_ns),
+            wakeups_lost: parts.iter().map(|(_, o)| o.wakeups_lost).sum(),
+            breaches_lost: parts.iter().map(|(_, o)| o.breaches_lost).sum(),
+            threads: combined,
+            sessions: parts.iter().map(|(name, _)| name.clone()).collect(),
+        };
+        (overview, shifts)
+    }
 }
 
 /// The 1-based rank of the `q` quantile among `n` values, by nearest rank: the smallest
@@ -351,6 +481,104 @@ mod tests {
         }
         // From 1 us to seconds.
         assert!(bucket_lower(HIST_BUCKETS - 1) > 5_000_000_000);
+    }
+
+    fn thread(tid: i32, comm: &str, cpu: u32, lat: &[u64], tail: &[(&str, u64)]) -> ThreadOverview {
+        let mut h = Histogram::default();
+        lat.iter().for_each(|ns| h.add(*ns));
+        let tail: Vec<(String, Histogram)> = tail
+            .iter()
+            .map(|(cause, ns)| {
+                let mut t = Histogram::default();
+                t.add(*ns);
+                (cause.to_string(), t)
+            })
+            .collect();
+        ThreadOverview::new(tid, comm.into(), &[(cpu, h)], &tail)
+    }
+
+    fn session(
+        from_ns: u64,
+        to_ns: u64,
+        unix: Option<u64>,
+        threads: Vec<ThreadOverview>,
+    ) -> Overview {
+        Overview {
+            schema: OVERVIEW_SCHEMA.into(),
+            detector: "bpf".into(),
+            threshold_ns: 100_000,
+            from_ns,
+            to_ns,
+            from_unix_ns: unix,
+            sessions: Vec::new(),
+            wakeups_lost: 1,
+            breaches_lost: 0,
+            threads,
+        }
+    }
+
+    #[test]
+    fn sessions_combine_on_one_time_line_and_a_restarted_thread_adds_up() {
+        // Two boots: the second session's monotonic clock starts again near 0, an hour
+        // of wall clock after the first session started. cyclictest ran two measuring
+        // threads each time (new thread ids after the reboot).
+        let first = session(
+            5_000_000_000,
+            65_000_000_000,
+            Some(1_000_000_000_000_000_000),
+            vec![
+                thread(
+                    100,
+                    "cyclictest",
+                    1,
+                    &[10_000, 12_000],
+                    &[("preemption", 200_000)],
+                ),
+                thread(101, "cyclictest", 1, &[9_000], &[]),
+            ],
+        );
+        let second = session(
+            2_000_000_000,
+            12_000_000_000,
+            Some(1_000_003_600_000_000_000),
+            vec![
+                thread(40, "cyclictest", 1, &[11_000, 300_000], &[("irq", 300_000)]),
+                thread(41, "cyclictest", 0, &[8_000], &[]),
+                thread(42, "irq/9-acpi", 0, &[1_000], &[]),
+            ],
+        );
+        let (o, shifts) =
+            Overview::combine(&[("s1".to_string(), first), ("s2".to_string(), second)]);
+        assert_eq!(o.sessions, ["s1", "s2"]);
+        // The second session starts 3600 s after the first on the combined line.
+        assert_eq!(shifts[0], 0);
+        assert_eq!(2_000_000_000 + shifts[1], 5_000_000_000 + 3_600_000_000_000);
+        assert_eq!(o.to_ns as i128, 12_000_000_000 + shifts[1]);
+        assert_eq!((o.wakeups_lost, o.threads.len()), (2, 3));
+        let main = &o.threads[0];
+        assert_eq!(
+            (main.tid, main.comm.as_str(), main.wakeups),
+            (40, "cyclictest", 4)
+        );
+        assert_eq!(main.max_ns, 300_000);
+        let causes: Vec<(&str, u64)> = main
+            .tail
+            .iter()
+            .map(|t| (t.cause.as_str(), t.count))
+            .collect();
+        assert_eq!(causes, [("irq", 1), ("preemption", 1)]);
+        let second_thread = o.threads.iter().find(|t| t.tid == 41).unwrap();
+        assert_eq!(second_thread.wakeups, 2);
+        assert_eq!(second_thread.cpus.len(), 2);
+    }
+
+    #[test]
+    fn a_session_without_a_wall_clock_start_follows_the_previous_one() {
+        let a = session(100, 1_000, None, Vec::new());
+        let b = session(50, 150, Some(7), Vec::new());
+        let (o, shifts) = Overview::combine(&[("a".into(), a), ("b".into(), b)]);
+        assert_eq!(50 + shifts[1], 1_000);
+        assert_eq!((o.from_ns, o.to_ns), (100, 1_100));
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! What a recording session keeps on disk and what it only counts: the ledger of
 //! captures behind `rtwhy record --disk-budget`, so a recorder left running for days
-//! keeps the worst capture of every cause and never fills the disk.
+//! keeps the worst capture of every cause and never fills the disk. With a state
+//! directory (`--state-dir`, crate::state) the ledger also holds the captures of the
+//! earlier sessions there, and they go first.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rtwhy_model::Cause;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One capture's diagnosis, as `session.json` lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Diagnosed {
     /// 1-based capture number.
     #[serde(rename = "capture")]
@@ -26,7 +29,7 @@ pub struct Diagnosed {
     /// How late it was.
     pub latency_ns: u64,
     /// The primary cause; `None` when the capture could not be analysed.
-    #[serde(serialize_with = "cause_name")]
+    #[serde(serialize_with = "cause_name", deserialize_with = "cause_of_name")]
     pub cause: Option<Cause>,
     /// The primary cause's sentence.
     pub summary: String,
@@ -48,6 +51,13 @@ fn cause_name<S: serde::Serializer>(c: &Option<Cause>, s: S) -> Result<S::Ok, S:
     }
 }
 
+/// A cause read back from `session.json`; a key this rtwhy does not know reads as none
+/// (undiagnosed), so a session written by a newer rtwhy still counts against the budget.
+fn cause_of_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Cause>, D::Error> {
+    let name: Option<String> = Option::deserialize(d)?;
+    Ok(name.as_deref().and_then(Cause::parse))
+}
+
 impl Diagnosed {
     /// The cause as the summary groups it.
     pub fn cause_key(&self) -> &'static str {
@@ -64,6 +74,12 @@ pub struct Entry {
     pub trace: PathBuf,
     /// The size of its files together.
     pub bytes: u64,
+    /// The directory of the earlier session it belongs to, in the same state directory;
+    /// `None`: this session's.
+    pub session: Option<PathBuf>,
+    /// How many sessions ago it was recorded: 0 for this session's, 1 for the session
+    /// before, and so on. The older go first.
+    pub age: u32,
 }
 
 impl Entry {
@@ -78,6 +94,8 @@ impl Entry {
             diag,
             trace: trace.to_path_buf(),
             bytes,
+            session: None,
+            age: 0,
         }
     }
 }
@@ -107,10 +125,13 @@ pub struct Ledger {
     pub kept: Vec<Entry>,
     /// The captures deleted, by cause.
     pub dropped: BTreeMap<&'static str, Dropped>,
-    /// Bound on the whole session directory.
+    /// Bound on the whole session directory, or with a state directory on all of it.
     pub budget: Option<u64>,
     /// Bytes of the directory that are not captures (`session.json`), as last written.
     pub other_bytes: u64,
+    /// Bytes of the earlier sessions in the same state directory that are not captures
+    /// (their `session.json` and `overview.json`: kept, they are small).
+    pub earlier_bytes: u64,
     /// The largest capture so far: room for the next one is kept free, because it is
     /// written before the ledger hears of it.
     largest: u64,
@@ -125,17 +146,43 @@ impl Ledger {
         }
     }
 
-    /// Bytes the session directory takes: the kept captures and `session.json`.
+    /// A ledger bounded by `budget` bytes that starts with the captures and the other
+    /// files of the earlier sessions in the same state directory ([`crate::state`]).
+    pub fn with_earlier(budget: Option<u64>, earlier: Vec<Entry>, earlier_bytes: u64) -> Ledger {
+        Ledger {
+            budget,
+            largest: earlier.iter().map(|e| e.bytes).max().unwrap_or(0),
+            kept: earlier,
+            earlier_bytes,
+            ..Ledger::default()
+        }
+    }
+
+    /// Bytes the session directory takes (with earlier sessions, the state directory):
+    /// the kept captures, `session.json` and the earlier sessions' other files.
     pub fn used(&self) -> u64 {
-        self.kept.iter().map(|e| e.bytes).sum::<u64>() + self.other_bytes
+        self.kept.iter().map(|e| e.bytes).sum::<u64>() + self.other_bytes + self.earlier_bytes
+    }
+
+    /// This session's captures on disk, as its `session.json` lists them.
+    pub fn this_session(&self) -> impl Iterator<Item = &Entry> {
+        self.kept.iter().filter(|e| e.session.is_none())
     }
 
     /// Adds a capture and returns the captures that must go to bring the session back
-    /// under its budget, with room left for a capture as large as the largest so far (already out of the ledger and counted as dropped; the caller
-    /// deletes their files).
+    /// under its budget, with room left for a capture as large as the largest so far
+    /// (already out of the ledger; the caller deletes their files).
     pub fn add(&mut self, entry: Entry) -> Vec<Entry> {
         self.largest = self.largest.max(entry.bytes);
         self.kept.push(entry);
+        self.trim()
+    }
+
+    /// The captures that must go to bring the directory under its budget, with room
+    /// left for a capture as large as the largest so far: out of the ledger, and this
+    /// session's counted as dropped (an earlier session's are counted in its own
+    /// `session.json` by the caller, who deletes the files of both).
+    pub fn trim(&mut self) -> Vec<Entry> {
         let mut out = Vec::new();
         let Some(budget) = self.budget else {
             return out;
@@ -145,16 +192,19 @@ impl Ledger {
                 break;
             };
             let e = self.kept.remove(i);
-            let d = self.dropped.entry(e.diag.cause_key()).or_default();
-            d.captures += 1;
-            d.worst_ns = d.worst_ns.max(e.diag.latency_ns);
+            if e.session.is_none() {
+                let d = self.dropped.entry(e.diag.cause_key()).or_default();
+                d.captures += 1;
+                d.worst_ns = d.worst_ns.max(e.diag.latency_ns);
+            }
             out.push(e);
         }
         out
     }
 
-    /// The capture to delete first: the mildest one that is not the worst of its cause;
-    /// when every capture left is the worst of its cause, the mildest of those.
+    /// The capture to delete first: of the oldest session that has one, the mildest one
+    /// that is not the worst of its cause (over every session); when every capture left
+    /// is the worst of its cause, the mildest of those.
     fn least_valuable(&self) -> Option<usize> {
         let mut worst: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, e) in self.kept.iter().enumerate() {
@@ -168,8 +218,12 @@ impl Ledger {
                 .iter()
                 .enumerate()
                 .filter(|(i, e)| !only_repeats || worst.get(e.diag.cause_key()) != Some(i))
-                // The oldest of equally mild captures goes first.
-                .min_by_key(|(i, e)| (e.diag.latency_ns, *i))
+                // The oldest of equally mild captures goes first; among repeats, every
+                // capture of an older session before those of a newer one.
+                .min_by_key(|(i, e)| {
+                    let age = if only_repeats { e.age } else { 0 };
+                    (std::cmp::Reverse(age), e.diag.latency_ns, *i)
+                })
                 .map(|(i, _)| i)
         };
         mildest(true).or_else(|| mildest(false))
@@ -197,6 +251,16 @@ mod tests {
             },
             trace: PathBuf::from(format!("spike-{index:03}.dat")),
             bytes,
+            session: None,
+            age: 0,
+        }
+    }
+
+    fn earlier(index: usize, cause: Cause, latency_us: u64, bytes: u64, age: u32) -> Entry {
+        Entry {
+            session: Some(PathBuf::from(format!("rtwhy-{age}"))),
+            age,
+            ..entry(index, cause, latency_us, bytes)
         }
     }
 
@@ -252,6 +316,35 @@ mod tests {
         let gone = l.add(entry(2, Cause::Preemption, 200, 100));
         assert_eq!(gone.iter().map(|e| e.diag.index).collect::<Vec<_>>(), [2]);
         assert_eq!(l.used(), 250);
+    }
+
+    #[test]
+    fn earlier_sessions_give_way_first_but_keep_the_worst_of_each_cause() {
+        // Two earlier sessions (ages 2 and 1) and room for four captures of 100 bytes
+        // plus the next one; their other files take 50.
+        let mut l = Ledger::with_earlier(
+            Some(550),
+            vec![
+                earlier(1, Cause::Preemption, 900, 100, 2),
+                earlier(2, Cause::Preemption, 800, 100, 2),
+                earlier(1, Cause::Softirq, 100, 100, 1),
+                earlier(2, Cause::Preemption, 700, 100, 1),
+            ],
+            50,
+        );
+        assert!(l.trim().is_empty());
+        // This session's capture is milder than every earlier preemption, yet the oldest
+        // session's repeat goes: the worst preemption (900 us) stays, as does the
+        // softirq, its cause's only capture.
+        let gone = l.add(entry(1, Cause::Preemption, 200, 100));
+        assert_eq!(gone.len(), 1);
+        assert_eq!((gone[0].age, gone[0].diag.latency_ns), (2, 800_000));
+        // Earlier sessions' deletions are theirs to count, not this session's.
+        assert!(l.dropped.is_empty());
+        let gone = l.add(entry(2, Cause::Preemption, 300, 100));
+        assert_eq!((gone[0].age, gone[0].diag.latency_ns), (1, 700_000));
+        assert_eq!(l.this_session().count(), 2);
+        assert!(l.used() + 100 <= 550);
     }
 
     #[test]

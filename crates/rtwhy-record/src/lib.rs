@@ -18,6 +18,7 @@ pub mod lean;
 pub mod ledger;
 pub mod probe;
 pub mod session;
+pub mod state;
 pub mod symbols;
 pub mod timerlat;
 pub mod tracefs;

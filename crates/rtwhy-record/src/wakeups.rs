@@ -146,6 +146,8 @@ impl Wakeups {
             threshold_ns,
             from_ns: self.from_ns,
             to_ns: self.to_ns,
+            from_unix_ns: None,
+            sessions: Vec::new(),
             wakeups_lost: self.lost,
             breaches_lost,
             threads,

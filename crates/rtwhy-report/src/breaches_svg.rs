@@ -19,6 +19,9 @@ const PLOT_H: f64 = 220.0;
 /// Top of the plot (the title line above it).
 const PLOT_TOP: f64 = 40.0;
 
+const SECOND_NS: u64 = 1_000_000_000;
+const DAY_NS: u64 = 86_400 * SECOND_NS;
+
 /// The picture: `captures` (those with a time), the session from `from_ns` to `to_ns`
 /// (trace clock; the captures' span when 0), `threshold_ns` dashed; `link` turns a
 /// capture's file into the dot's link.
@@ -95,15 +98,23 @@ pub fn render(
         );
         d += 1;
     }
-    // Time ticks: five, in seconds from the start.
+    // Time ticks: five, from the start, in the unit that suits the span (a state
+    // directory's sessions cover days).
+    let span = t1.saturating_sub(t0);
+    let (unit, per) = match span {
+        s if s >= 2 * DAY_NS => ("d", DAY_NS as f64),
+        s if s >= 2 * 3600 * SECOND_NS => ("h", 3600.0 * SECOND_NS as f64),
+        s if s >= 2 * 60 * SECOND_NS => ("min", 60.0 * SECOND_NS as f64),
+        _ => ("s", SECOND_NS as f64),
+    };
     for i in 0..=5u64 {
-        let ns = t0 + (t1.saturating_sub(t0)) * i / 5;
+        let ns = t0 + span * i / 5;
         let xx = x(ns);
         let _ = writeln!(
             s,
-            r#"<text x="{xx:.1}" y="{:.1}" text-anchor="middle">+{:.1} s</text>"#,
+            r#"<text x="{xx:.1}" y="{:.1}" text-anchor="middle">+{:.1} {unit}</text>"#,
             bottom + 16.0,
-            ns.saturating_sub(t0) as f64 / 1e9
+            ns.saturating_sub(t0) as f64 / per
         );
     }
     let ty = y(threshold_ns);

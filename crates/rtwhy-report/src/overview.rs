@@ -16,6 +16,8 @@
 //!     threshold_ns: 100_000,
 //!     from_ns: 0,
 //!     to_ns: 2_000_000_000,
+//!     from_unix_ns: None,
+//!     sessions: Vec::new(),
 //!     wakeups_lost: 0,
 //!     breaches_lost: 0,
 //!     threads: vec![ThreadOverview::new(7, "app".into(), &[(1, h)], &[("irq".into(), tail)])],
@@ -33,8 +35,12 @@ use rtwhy_model::{human_duration, Overview};
 /// "wake-up latency over 60.0 s (measured by bpf, threshold 100.0 us)": what the
 /// overview covers, for the text and the picture.
 pub fn headline(o: &Overview) -> String {
+    let sessions = match o.sessions.len() {
+        0 | 1 => String::new(),
+        n => format!(" in {n} sessions"),
+    };
     format!(
-        "wake-up latency over {} (measured by {}, threshold {})",
+        "wake-up latency over {}{sessions} (measured by {}, threshold {})",
         human_duration(o.to_ns.saturating_sub(o.from_ns)),
         if o.detector.is_empty() {
             "?"
@@ -212,6 +218,15 @@ pub fn render_markdown(
         "# rtwhy session report: `{dir}`
 "
     )?;
+    if let Some(o) = o.filter(|o| o.sessions.len() > 1) {
+        writeln!(
+            out,
+            "The {} sessions of a recorder's state directory, {} to {}: their histograms added up (a thread by its name), their captures together.\n",
+            o.sessions.len(),
+            md_cell(&o.sessions[0]),
+            md_cell(&o.sessions[o.sessions.len() - 1])
+        )?;
+    }
     match o {
         None => writeln!(
             out,
@@ -362,6 +377,8 @@ mod tests {
             threshold_ns: 50_000,
             from_ns: 1_000,
             to_ns: 3_000_001_000,
+            from_unix_ns: None,
+            sessions: Vec::new(),
             wakeups_lost: 0,
             breaches_lost: 2,
             threads,

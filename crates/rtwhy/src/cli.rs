@@ -235,8 +235,15 @@ pub struct RecordArgs {
     #[arg(long, value_enum, default_value_t = OtherCpusArg::Lean, value_name = "HOW")]
     pub other_cpus: OtherCpusArg,
     /// Output directory (default `./rtwhy-YYYYmmdd-HHMMSS`).
-    #[arg(long, short = 'o')]
+    #[arg(long, short = 'o', conflicts_with = "state_dir")]
     pub out: Option<PathBuf>,
+    /// A recorder's state directory (the systemd unit's `/var/lib/rtwhy/NAME`): the
+    /// session records into a new `DIR/rtwhy-YYYYmmdd-HHMMSS`, and --disk-budget bounds
+    /// DIR as a whole, every session in it: the captures of older sessions go first
+    /// (the mildest first, the worst of each cause last), their session.json and
+    /// overview.json stay. `rtwhy summary DIR` and `rtwhy report DIR` cover them all.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// End the session after this many captures; 0: never (for a recorder left running
     /// for days: bound its disk with --disk-budget).
     #[arg(long, default_value_t = 100)]

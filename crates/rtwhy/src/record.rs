@@ -28,7 +28,7 @@ use crate::cli::{
     DetectorArg, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs, SummaryFormat,
 };
 use crate::journal::{self, Level};
-use rtwhy_record::ledger::{self, Diagnosed, Entry, Ledger};
+use rtwhy_record::ledger::{Diagnosed, Entry, Ledger};
 
 /// The schema of `session.json`.
 pub const SESSION_SCHEMA: &str = rtwhy_model::schema::SESSION;
@@ -42,6 +42,8 @@ struct Diagnoser {
     out_dir: PathBuf,
     argv: Vec<String>,
     ledger: Ledger,
+    /// The recorder's state directory, when the budget covers its earlier sessions too.
+    state_dir: Option<PathBuf>,
     /// Every captured breach's latency under its capture's verdict, kept when the
     /// capture is deleted.
     diagnosed: DiagnosedTail,
@@ -274,7 +276,7 @@ impl Diagnoser {
                         .add(record.latency.0);
                 }
                 for gone in self.ledger.add(Entry::on_disk(&c.path, d)) {
-                    self.drop_files(&gone);
+                    drop_files(&gone, self.ledger.budget);
                 }
                 self.pending.fetch_sub(1, Ordering::AcqRel);
                 so_far
@@ -295,7 +297,13 @@ impl Diagnoser {
             }
             Note::Progress(so_far) => so_far,
         };
-        let doc = session_json(&self.argv, &so_far, &self.ledger, false);
+        let doc = session_json(
+            &self.argv,
+            &so_far,
+            &self.ledger,
+            self.state_dir.as_deref(),
+            false,
+        );
         let written = write_session(&self.out_dir, &doc).and_then(|session| {
             let overview = overview(&so_far, &self.diagnosed, self.threshold);
             Ok(session + write_overview(&self.out_dir, &overview)?)
@@ -309,29 +317,33 @@ impl Diagnoser {
             Err(e) => journal::line(Level::Warning, &format!("rtwhy: warning: {e}")),
         }
     }
+}
 
-    fn drop_files(&self, e: &Entry) {
-        for f in ledger::files(&e.trace) {
-            match std::fs::remove_file(&f) {
-                Ok(()) => {}
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                Err(err) => journal::line(
-                    Level::Warning,
-                    &format!("rtwhy: warning: cannot delete {}: {err}", f.display()),
-                ),
-            }
-        }
+/// Deletes a capture the disk budget let go (with an earlier session's, notes it in that
+/// session's `session.json`) and says so in the journal.
+fn drop_files(e: &Entry, budget: Option<u64>) {
+    for (f, err) in rtwhy_record::state::forget(e) {
         journal::line(
-            Level::Info,
-            &format!(
-                "rtwhy: {} ({}, {}) deleted to stay under --disk-budget {}",
-                e.diag.file,
-                e.diag.cause_key(),
-                human_duration(e.diag.latency_ns),
-                human_size(self.ledger.budget.unwrap_or(0)),
-            ),
+            Level::Warning,
+            &format!("rtwhy: warning: cannot delete {}: {err}", f.display()),
         );
     }
+    let of = e
+        .session
+        .as_ref()
+        .and_then(|d| d.file_name())
+        .map(|n| format!(" of the earlier session {}", n.to_string_lossy()))
+        .unwrap_or_default();
+    journal::line(
+        Level::Info,
+        &format!(
+            "rtwhy: {}{of} ({}, {}) deleted to stay under --disk-budget {}",
+            e.diag.file,
+            e.diag.cause_key(),
+            human_duration(e.diag.latency_ns),
+            human_size(budget.unwrap_or(0)),
+        ),
+    );
 }
 
 impl Observer for Live {
@@ -400,7 +412,13 @@ fn percentile(v: &mut [u64], p: f64) -> u64 {
 
 /// `session.json`: the session, the captures on disk with their diagnoses, and what the
 /// disk budget dropped. Rewritten after every capture while `ended` is false.
-fn session_json(args_line: &[String], r: &SessionReport, ledger: &Ledger, ended: bool) -> Value {
+fn session_json(
+    args_line: &[String],
+    r: &SessionReport,
+    ledger: &Ledger,
+    state_dir: Option<&Path>,
+    ended: bool,
+) -> Value {
     let mut freeze: Vec<u64> = r.captures.iter().map(|c| c.freeze_delay_ns).collect();
     let mut detect: Vec<u64> = r.captures.iter().map(|c| c.detect_delay_ns).collect();
     let mut dead: Vec<u64> = r.captures.iter().map(|c| c.dead_time_ns).collect();
@@ -410,9 +428,10 @@ fn session_json(args_line: &[String], r: &SessionReport, ledger: &Ledger, ended:
         "state": if ended { "ended" } else { "recording" },
         "command": args_line,
         "session": r,
-        "spikes": ledger.kept.iter().map(|e| &e.diag).collect::<Vec<_>>(),
+        "spikes": ledger.this_session().map(|e| &e.diag).collect::<Vec<_>>(),
         "dropped": ledger.dropped,
-        "disk": {"budget_bytes": ledger.budget, "used_bytes": ledger.used()},
+        // With a state directory the budget and the bytes used are the whole directory's.
+        "disk": {"budget_bytes": ledger.budget, "used_bytes": ledger.used(), "state_dir": state_dir},
         "timing": {
             "detect_delay_ns": {"p50": percentile(&mut detect, 0.5), "p99": percentile(&mut detect, 0.99)},
             "freeze_delay_ns": {"p50": percentile(&mut freeze, 0.5), "p99": percentile(&mut freeze, 0.99)},
@@ -434,8 +453,18 @@ fn write_session(dir: &Path, doc: &Value) -> Result<u64> {
 /// their verdicts.
 fn overview(r: &SessionReport, diagnosed: &DiagnosedTail, threshold: Nanos) -> Overview {
     let detector = r.armed.as_ref().map_or("", |a| a.detector.as_str());
-    r.wakeups
-        .overview(detector, threshold.0, r.detector_lost, diagnosed)
+    let mut o = r
+        .wakeups
+        .overview(detector, threshold.0, r.detector_lost, diagnosed);
+    // The wall clock at the session's start: what places the sessions of a state
+    // directory, each with its own boot's monotonic clock, on one time line.
+    let since_start = session::mono_ns().saturating_sub(o.from_ns);
+    o.from_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|now| u64::try_from(now.as_nanos()).ok())
+        .map(|now| now.saturating_sub(since_start));
+    o
 }
 
 /// Writes `overview.json` (atomically); returns its size.
@@ -559,9 +588,13 @@ fn print_summary(out: &mut dyn Write, dir: &Path, doc: &Value) -> std::io::Resul
         n(&s["captures_failed"]),
     )?;
     if let Some(budget) = doc["disk"]["budget_bytes"].as_u64() {
+        let whose = match doc["disk"]["state_dir"].as_str() {
+            Some(state) => format!(" (all sessions in {state})"),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "  disk: {} of the {} budget in use, {} captures on disk",
+            "  disk: {} of the {} budget in use{whose}, {} captures of this session on disk",
             human_size(n(&doc["disk"]["used_bytes"])),
             human_size(budget),
             spikes.len()
@@ -610,6 +643,91 @@ pub(crate) fn read_session(dir: &Path) -> Result<(Value, Option<Overview>)> {
     Ok((doc, read_overview(dir)?))
 }
 
+/// A recording read back for `rtwhy summary DIR` and `rtwhy report DIR`: one session,
+/// or every session of a recorder's state directory (`--state-dir`) together.
+pub(crate) struct Recording {
+    /// Each session: its directory's name (empty for a session given itself), its
+    /// `session.json` and its overview; oldest first.
+    pub sessions: Vec<(String, Value, Option<Overview>)>,
+    /// The captures on disk: files relative to the directory given, times on the
+    /// overview's time line (0: unknown).
+    pub captures: Vec<rtwhy_report::overview::Capture>,
+    /// The session's overview, or the sessions' combined ([`Overview::combine`]).
+    pub overview: Option<Overview>,
+}
+
+impl Recording {
+    /// Whether this is a state directory's sessions rather than one session.
+    pub fn is_state_dir(&self) -> bool {
+        self.sessions
+            .first()
+            .is_some_and(|(name, _, _)| !name.is_empty())
+    }
+}
+
+/// Whether `dir` is a recording session's directory or a state directory holding some.
+pub(crate) fn is_recording(dir: &Path) -> bool {
+    dir.is_dir()
+        && (SessionDir::new(dir).manifest().is_file()
+            || rtwhy_record::state::sessions(dir).is_ok_and(|s| !s.is_empty()))
+}
+
+/// Reads a session directory, or a state directory holding sessions. A session of a
+/// state directory that cannot be read is left out with a warning: the others stand.
+pub(crate) fn read_recording(dir: &Path) -> Result<Recording> {
+    let sessions = match SessionDir::new(dir).manifest().is_file() {
+        true => Vec::new(),
+        false => rtwhy_record::state::sessions(dir).unwrap_or_default(),
+    };
+    if sessions.is_empty() {
+        let (doc, overview) = read_session(dir)?;
+        return Ok(Recording {
+            captures: rtwhy_report::overview::captures_of(&doc),
+            sessions: vec![(String::new(), doc, overview.clone())],
+            overview,
+        });
+    }
+    let mut read = Vec::new();
+    for path in sessions {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match read_session(&path) {
+            Ok((doc, overview)) => read.push((name, doc, overview)),
+            Err(e) => eprintln!("rtwhy: warning: {e:#}; left out"),
+        }
+    }
+    let with: Vec<(String, Overview)> = read
+        .iter()
+        .filter_map(|(name, _, o)| Some((name.clone(), o.clone()?)))
+        .collect();
+    let (overview, shifts) = match with.is_empty() {
+        true => (None, Vec::new()),
+        false => {
+            let (o, s) = Overview::combine(&with);
+            (Some(o), s)
+        }
+    };
+    let mut captures = Vec::new();
+    for (name, doc, _) in &read {
+        let shift = with.iter().position(|(n, _)| n == name).map(|i| shifts[i]);
+        for mut c in rtwhy_report::overview::captures_of(doc) {
+            c.file = format!("{name}/{}", c.file);
+            c.end_ns = match shift {
+                Some(s) if c.end_ns > 0 => (c.end_ns as i128 + s).max(1) as u64,
+                _ => 0,
+            };
+            captures.push(c);
+        }
+    }
+    Ok(Recording {
+        sessions: read,
+        captures,
+        overview,
+    })
+}
+
 /// The session's overview, or the one-line error of a session recorded without one.
 pub(crate) fn require_overview(dir: &Path, overview: Option<Overview>) -> Result<Overview> {
     overview.ok_or_else(|| {
@@ -623,26 +741,95 @@ pub(crate) fn require_overview(dir: &Path, overview: Option<Overview>) -> Result
 
 /// `rtwhy summary DIR`: where a recording session stands, from its `session.json`.
 pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
-    let (doc, overview) = read_session(&args.dir)?;
+    let rec = read_recording(&args.dir)?;
     let mut out = std::io::stdout().lock();
     match args.format {
         SummaryFormat::Json => {
-            let o = require_overview(&args.dir, overview)?;
+            let o = require_overview(&args.dir, rec.overview)?;
             serde_json::to_writer_pretty(&mut out, &o)?;
             writeln!(out)?;
         }
         SummaryFormat::Svg => {
-            let o = require_overview(&args.dir, overview)?;
+            let o = require_overview(&args.dir, rec.overview)?;
             out.write_all(rtwhy_report::overview_svg::render(&o).as_bytes())?;
         }
+        SummaryFormat::Text if rec.is_state_dir() => {
+            print_state_summary(&mut out, &args.dir, &rec)?;
+            if let Some(o) = &rec.overview {
+                rtwhy_report::overview::render_text(&mut out, o)?;
+            }
+        }
         SummaryFormat::Text => {
-            print_summary(&mut out, &args.dir, &doc)?;
-            if let Some(o) = overview {
-                rtwhy_report::overview::render_text(&mut out, &o)?;
+            print_summary(&mut out, &args.dir, &rec.sessions[0].1)?;
+            if let Some(o) = &rec.overview {
+                rtwhy_report::overview::render_text(&mut out, o)?;
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The summary of a recorder's state directory: a line per session, the disk the
+/// directory takes against the latest session's budget, and who the captures on disk
+/// point at.
+fn print_state_summary(out: &mut dyn Write, dir: &Path, rec: &Recording) -> std::io::Result<()> {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    writeln!(out)?;
+    writeln!(
+        out,
+        "rtwhy record: {} sessions in {}",
+        rec.sessions.len(),
+        dir.display()
+    )?;
+    writeln!(
+        out,
+        "  {:<26} {:<12} {:>10} {:>9} {:>9} {:>8}",
+        "session", "ended by", "length", "breaches", "captures", "on disk"
+    )?;
+    for (name, doc, _) in &rec.sessions {
+        let s = &doc["session"];
+        let state = match doc["state"].as_str() {
+            Some("recording") => "recording",
+            _ => s["ended_by"].as_str().unwrap_or("ended"),
+        };
+        writeln!(
+            out,
+            "  {name:<26} {state:<12} {:>10} {:>9} {:>9} {:>8}",
+            human_duration(n(&s["duration_ns"])),
+            n(&s["breaches"]),
+            n(&s["captures_total"]),
+            doc["spikes"].as_array().map_or(0, Vec::len)
+        )?;
+    }
+    if let Some((_, last, _)) = rec.sessions.last() {
+        if let Some(budget) = last["disk"]["budget_bytes"].as_u64() {
+            writeln!(
+                out,
+                "  disk: {} of the {} budget in use (as the latest session left it), {} captures on disk",
+                human_size(n(&last["disk"]["used_bytes"])),
+                human_size(budget),
+                rec.captures.len()
+            )?;
+        }
+    }
+    let culprits = rtwhy_report::overview::contributors(&rec.captures);
+    if !culprits.is_empty() {
+        writeln!(out, "  top contributors (captures kept):")?;
+        for k in culprits.iter().take(SUMMARY_CONTRIBUTORS) {
+            let causes: Vec<&str> = k.causes().iter().map(|(c, _)| *c).collect();
+            let worst = k.captures.first();
+            writeln!(
+                out,
+                "  {:>6}  {} ({}), worst {}{}",
+                k.captures.len(),
+                k.culprit,
+                causes.join(", "),
+                human_duration(worst.map_or(0, |c| c.latency_ns)),
+                worst.map(|c| format!(" in {}", c.file)).unwrap_or_default()
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// The session's `overview.json`; `None` when there is none (a session recorded before
@@ -668,10 +855,15 @@ fn read_overview(dir: &Path) -> Result<Option<Overview>> {
 }
 
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
-    let out_dir: PathBuf = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(session::default_dir_name()));
+    let out_dir: PathBuf = match (&args.out, &args.state_dir) {
+        (Some(out), _) => out.clone(),
+        (None, Some(state)) => {
+            std::fs::create_dir_all(state)
+                .with_context(|| format!("cannot create --state-dir {}", state.display()))?;
+            rtwhy_record::state::new_session(state, &session::default_dir_name())
+        }
+        (None, None) => PathBuf::from(session::default_dir_name()),
+    };
     if let Some(budget) = args.disk_budget {
         // A capture holds at most the flight buffer of every traced CPU, plus the
         // trace's metadata (formats, symbols) and its diagnosis.
@@ -762,19 +954,34 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         lean: args.other_cpus == OtherCpusArg::Lean,
     };
     let argv: Vec<String> = std::env::args().collect();
+    let ledger = match &args.state_dir {
+        Some(state) => {
+            let earlier = rtwhy_record::state::earlier(state, &out_dir)?;
+            let mut ledger =
+                Ledger::with_earlier(args.disk_budget, earlier.captures, earlier.other_bytes);
+            // A budget lowered since the last start: the state directory comes back under
+            // it before the session adds to it.
+            for gone in ledger.trim() {
+                drop_files(&gone, args.disk_budget);
+            }
+            ledger
+        }
+        None => Ledger::new(args.disk_budget),
+    };
     let mut live = Live::new(Diagnoser {
         threshold: args.threshold,
         t0: session::mono_ns(),
         out_dir: out_dir.clone(),
         argv: argv.clone(),
-        ledger: Ledger::new(args.disk_budget),
+        ledger,
+        state_dir: args.state_dir.clone(),
         diagnosed: DiagnosedTail::new(),
         pending: Arc::new(AtomicUsize::new(0)),
     });
     let report = session::run(&cfg, &mut live);
     let (ledger, diagnosed) = live.finish();
     let report = report?;
-    let doc = session_json(&argv, &report, &ledger, true);
+    let doc = session_json(&argv, &report, &ledger, args.state_dir.as_deref(), true);
     write_session(&out_dir, &doc)?;
     let overview = overview(&report, &diagnosed, args.threshold);
     write_overview(&out_dir, &overview)?;

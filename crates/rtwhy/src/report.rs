@@ -32,11 +32,7 @@ const BUNDLE_AFTER: u64 = 10_000_000;
 const BUNDLE_TRACE: &str = "trace-window.dat";
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode> {
-    if args.file.is_dir()
-        && rtwhy_model::SessionDir::new(&args.file)
-            .manifest()
-            .is_file()
-    {
+    if crate::record::is_recording(&args.file) {
         return session_report(args);
     }
     let out = match (&args.out, args.bundle) {
@@ -576,12 +572,12 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
             dir.display()
         );
     }
-    let (doc, overview) = crate::record::read_session(dir)?;
-    let captures = rtwhy_report::overview::captures_of(&doc);
+    let rec = crate::record::read_recording(dir)?;
+    let (captures, overview) = (&rec.captures, &rec.overview);
     match args.format {
         ReportFormat::Markdown => {}
         ReportFormat::Svg => {
-            let o = crate::record::require_overview(dir, overview)?;
+            let o = crate::record::require_overview(dir, overview.clone())?;
             let svg = rtwhy_report::overview_svg::render(&o);
             return emit(args.out.as_deref(), svg.as_bytes());
         }
@@ -629,17 +625,19 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "report".to_string());
         let svg_path = out.with_file_name(format!("{stem}-time.svg"));
-        let (from, to, threshold) = match &overview {
+        let (from, to, threshold) = match overview {
             Some(o) => (o.from_ns, o.to_ns, o.threshold_ns),
             None => (
                 0,
                 0,
-                doc["session"]["captures"][0]["trigger"]["record"]["threshold"]
-                    .as_u64()
-                    .unwrap_or(0),
+                rec.sessions.last().map_or(0, |(_, doc, _)| {
+                    doc["session"]["captures"][0]["trigger"]["record"]["threshold"]
+                        .as_u64()
+                        .unwrap_or(0)
+                }),
             ),
         };
-        let svg = rtwhy_report::breaches_svg::render(&captures, from, to, threshold, &link);
+        let svg = rtwhy_report::breaches_svg::render(captures, from, to, threshold, &link);
         write_out(&svg_path, svg.as_bytes())?;
         timeline = svg_path
             .file_name()
@@ -650,7 +648,7 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
         &mut md,
         &dir.display().to_string(),
         overview.as_ref(),
-        &captures,
+        captures,
         picture.as_deref(),
         timeline.as_deref(),
         &link,
