@@ -413,3 +413,72 @@ fn a_state_directory_is_summarised_and_reported_over_all_its_sessions() {
     let time = std::fs::read_to_string(state.path().join("report-time.svg")).unwrap();
     assert!(time.contains(">+0.0 h<") && time.contains(" h<"), "{time}");
 }
+
+/// `rtwhy report DIR --baseline DIR2`: before and after a fix, per thread, both
+/// distributions and each cause's breaches side by side. Assembled: the baseline is the
+/// overview above (three IRQ breaches), the recording after the fix the same thread
+/// without them.
+#[test]
+fn a_baseline_shows_both_distributions_and_the_tail_gone() {
+    let before = session_dir(Some(&serde_json::to_value(overview()).unwrap()));
+    let mut fixed = Histogram::default();
+    for i in 0..2000u64 {
+        fixed.add(7_000 + i);
+    }
+    let mut missed = Histogram::default();
+    fixed.add(110_000);
+    missed.add(110_000);
+    let mut after = overview();
+    after.threads = vec![ThreadOverview::new(
+        5150,
+        "control".into(),
+        &[(1, fixed)],
+        &[("not_captured".into(), missed)],
+    )];
+    let after = session_dir(Some(&serde_json::to_value(after).unwrap()));
+    let md_path = after.path().join("report.md");
+    let out = Command::new(rtwhy())
+        .arg("report")
+        .arg(after.path())
+        .arg("--baseline")
+        .arg(before.path())
+        .args(["--out", md_path.to_str().unwrap()])
+        .output()
+        .expect("run rtwhy report --baseline");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    assert!(md.contains("## Against the baseline `"), "{md}");
+    assert!(
+        md.contains("| ![baseline histograms](report-baseline.svg) | ![histograms](report.svg) |"),
+        "{md}"
+    );
+    assert!(after.path().join("report-baseline.svg").is_file());
+    // The thread matched by name although its id changed; 4 breaches in 1000 wake-ups
+    // before, 1 in 2001 after.
+    assert!(md.contains("| control | baseline | 1000 | "), "{md}");
+    assert!(md.contains("| 4 | 4000.0 |"), "{md}");
+    assert!(md.contains("| control | this | 2001 | "), "{md}");
+    assert!(md.contains("| 1 | 499.8 |"), "{md}");
+    assert!(
+        md.contains("| control | irq_on_isolated_cpu | 3 | 0 | 3000.0 -> 0.0 |"),
+        "{md}"
+    );
+    // A trace file is no baseline, and no session takes one: one line, exit 2.
+    let trace = rtwhy_tests::workspace().join("fixtures/rt_softirq/housekeeping.dat");
+    for (file, base) in [
+        (after.path(), trace.as_path()),
+        (trace.as_path(), before.path()),
+    ] {
+        let out = Command::new(rtwhy())
+            .arg("report")
+            .arg(file)
+            .arg("--baseline")
+            .arg(base)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("--baseline"), "{err}");
+    }
+}

@@ -331,6 +331,66 @@ struct Combining {
 }
 
 impl Overview {
+    /// Each thread with its place among the threads of its name, by thread id (the
+    /// first `cyclictest` thread 0, the next 1): what names a thread across sessions,
+    /// where a program restarted has new thread ids.
+    pub fn threads_by_name(&self) -> Vec<(&ThreadOverview, usize)> {
+        let mut own: Vec<&ThreadOverview> = self.threads.iter().collect();
+        own.sort_by_key(|t| t.tid);
+        let mut seen: Vec<(&str, usize)> = Vec::new();
+        own.into_iter()
+            .map(|t| {
+                let n = match seen.iter_mut().find(|(c, _)| *c == t.comm) {
+                    Some((_, n)) => {
+                        *n += 1;
+                        *n
+                    }
+                    None => {
+                        seen.push((&t.comm, 0));
+                        0
+                    }
+                };
+                (t, n)
+            })
+            .collect()
+    }
+
+    /// This overview's threads beside another's, matched by [`Self::threads_by_name`]:
+    /// `(mine, theirs)`, mine in my order, then those only the other has.
+    pub fn matched<'a>(
+        &'a self,
+        other: &'a Overview,
+    ) -> Vec<(Option<&'a ThreadOverview>, Option<&'a ThreadOverview>)> {
+        let mine = self.threads_by_name();
+        let theirs = other.threads_by_name();
+        let key = |t: &ThreadOverview, list: &[(&ThreadOverview, usize)]| {
+            list.iter()
+                .find(|(x, _)| std::ptr::eq(*x, t))
+                .map(|(x, n)| (x.comm.clone(), *n))
+        };
+        let mut out: Vec<(Option<&ThreadOverview>, Option<&ThreadOverview>)> = self
+            .threads
+            .iter()
+            .map(|t| {
+                let k = key(t, &mine);
+                let other = theirs
+                    .iter()
+                    .find(|(x, n)| k.as_ref() == Some(&(x.comm.clone(), *n)))
+                    .map(|(x, _)| *x);
+                (Some(t), other)
+            })
+            .collect();
+        for t in &other.threads {
+            if !out
+                .iter()
+                .any(|(_, o)| o.is_some_and(|o| std::ptr::eq(o, t)))
+            {
+                out.push((None, Some(t)));
+            }
+        }
+        out
+    }
+
     /// The overviews of several sessions (`(directory name, overview)`, oldest first)
     /// as one, and for each session the shift that places its trace times on the
     /// combined time line (add it to a time of that session's clock).
@@ -360,20 +420,7 @@ impl Overview {
         }
         let mut threads: Vec<Combining> = Vec::new();
         for (_, o) in parts {
-            let mut own: Vec<&ThreadOverview> = o.threads.iter().collect();
-            own.sort_by_key(|t| t.tid);
-            let mut seen: Vec<(&str, usize)> = Vec::new();
-            for t in own {
-                let n = match seen.iter_mut().find(|(c, _)| *c == t.comm) {
-                    Some((_, n)) => {
-                        *n += 1;
-                        *n
-                    }
-                    None => {
-                        seen.push((&t.comm, 0));
-                        0
-                    }
-                };
+            for (t, n) in o.threads_by_name() {
                 let i = match threads.iter().position(|x| x.comm == t.comm && x.nth == n) {
                     Some(i) => i,
                     None => {
@@ -570,6 +617,44 @@ mod tests {
         let second_thread = o.threads.iter().find(|t| t.tid == 41).unwrap();
         assert_eq!(second_thread.wakeups, 2);
         assert_eq!(second_thread.cpus.len(), 2);
+    }
+
+    #[test]
+    fn threads_match_across_sessions_by_name_and_place() {
+        let before = session(
+            0,
+            1,
+            None,
+            vec![
+                thread(101, "cyclictest", 1, &[9_000], &[]),
+                thread(100, "cyclictest", 1, &[10_000], &[]),
+                thread(7, "gone", 0, &[1_000], &[]),
+            ],
+        );
+        let after = session(
+            0,
+            1,
+            None,
+            vec![
+                thread(41, "cyclictest", 1, &[8_000], &[]),
+                thread(40, "cyclictest", 1, &[7_000], &[]),
+                thread(9, "new", 0, &[1_000], &[]),
+            ],
+        );
+        let pairs: Vec<(Option<i32>, Option<i32>)> = after
+            .matched(&before)
+            .iter()
+            .map(|(a, b)| (a.map(|t| t.tid), b.map(|t| t.tid)))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                (Some(41), Some(101)),
+                (Some(40), Some(100)),
+                (Some(9), None),
+                (None, Some(7))
+            ]
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@
 
 use std::io::{self, Write};
 
-use rtwhy_model::{human_duration, Overview};
+use rtwhy_model::{human_duration, Histogram, Overview, SparseHistogram, ThreadOverview};
 
 /// "wake-up latency over 60.0 s (measured by bpf, threshold 100.0 us)": what the
 /// overview covers, for the text and the picture.
@@ -352,6 +352,131 @@ pub fn render_markdown(
 pub const TOP_CONTRIBUTORS: usize = 10;
 
 /// `s` with its first letter in capitals.
+/// A thread's 99.9th percentile, from its buckets (the lower bound of the bucket that
+/// holds it, as every percentile of the overview).
+fn p999(t: &ThreadOverview) -> u64 {
+    Histogram::from_sparse(&SparseHistogram {
+        wakeups: t.wakeups,
+        max_ns: t.max_ns,
+        sum_ns: t.sum_ns,
+        buckets: t.buckets.clone(),
+    })
+    .quantile(0.999)
+}
+
+/// Breaches per million wake-ups: what compares sessions of different lengths.
+fn per_million(breaches: u64, wakeups: u64) -> String {
+    match wakeups {
+        0 => "-".to_string(),
+        w => format!("{:.1}", breaches as f64 * 1e6 / w as f64),
+    }
+}
+
+/// The section comparing a recording with a baseline (`rtwhy report DIR --baseline
+/// DIR2`, before and after a fix): per thread (matched by name), both distributions'
+/// wake-ups, percentiles and worst, and each cause's breaches in both, counted and per
+/// million wake-ups; `pictures` (baseline's, this one's) shown side by side.
+pub fn render_baseline(
+    out: &mut dyn Write,
+    this: &Overview,
+    baseline: &Overview,
+    baseline_name: &str,
+    pictures: Option<(&str, &str)>,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "## Against the baseline `{}`
+",
+        md_cell(baseline_name)
+    )?;
+    writeln!(
+        out,
+        "Baseline: {}. This: {}.\n",
+        headline(baseline),
+        headline(this)
+    )?;
+    if this.threshold_ns != baseline.threshold_ns {
+        writeln!(
+            out,
+            "The thresholds differ ({} in the baseline, {} here): breaches are counted against each session's own.\n",
+            human_duration(baseline.threshold_ns),
+            human_duration(this.threshold_ns)
+        )?;
+    }
+    if let Some((before, after)) = pictures {
+        writeln!(out, "| baseline | this recording |")?;
+        writeln!(out, "|---|---|")?;
+        writeln!(
+            out,
+            "| ![baseline histograms]({before}) | ![histograms]({after}) |\n"
+        )?;
+    }
+    writeln!(
+        out,
+        "| thread | | wake-ups | p50 | p99 | p99.9 | max | breaches | per million wake-ups |"
+    )?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|")?;
+    let row = |out: &mut dyn Write, name: &str, which: &str, t: Option<&ThreadOverview>| match t {
+        Some(t) => {
+            let breaches: u64 = t.tail.iter().map(|p| p.count).sum();
+            writeln!(
+                out,
+                "| {name} | {which} | {} | {} | {} | {} | {} | {breaches} | {} |",
+                t.wakeups,
+                human_duration(t.p50_ns),
+                human_duration(t.p99_ns),
+                human_duration(p999(t)),
+                human_duration(t.max_ns),
+                per_million(breaches, t.wakeups)
+            )
+        }
+        None => writeln!(out, "| {name} | {which} | not watched | | | | | | |"),
+    };
+    let pairs = this.matched(baseline);
+    for (mine, theirs) in &pairs {
+        let Some(any) = mine.or(*theirs) else {
+            continue;
+        };
+        let name = md_cell(if any.comm.is_empty() { "?" } else { &any.comm });
+        row(out, &name, "baseline", *theirs)?;
+        row(out, &name, "this", *mine)?;
+    }
+    writeln!(out, "\n### Breaches by cause, baseline -> this\n")?;
+    writeln!(
+        out,
+        "| thread | cause | baseline | this | per million wake-ups, baseline -> this |"
+    )?;
+    writeln!(out, "|---|---|---:|---:|---|")?;
+    for (mine, theirs) in &pairs {
+        let Some(any) = mine.or(*theirs) else {
+            continue;
+        };
+        let mut causes: Vec<&str> = Vec::new();
+        for t in [*theirs, *mine].into_iter().flatten() {
+            for p in &t.tail {
+                if !causes.contains(&p.cause.as_str()) {
+                    causes.push(&p.cause);
+                }
+            }
+        }
+        let count = |t: Option<&ThreadOverview>, cause: &str| {
+            t.and_then(|t| t.tail.iter().find(|p| p.cause == cause))
+                .map_or(0, |p| p.count)
+        };
+        for cause in causes {
+            let (b, a) = (count(*theirs, cause), count(*mine, cause));
+            writeln!(
+                out,
+                "| {} | {cause} | {b} | {a} | {} -> {} |",
+                md_cell(if any.comm.is_empty() { "?" } else { &any.comm }),
+                per_million(b, theirs.map_or(0, |t| t.wakeups)),
+                per_million(a, mine.map_or(0, |t| t.wakeups))
+            )?;
+        }
+    }
+    writeln!(out)
+}
+
 fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {

@@ -493,6 +493,11 @@ pub struct ReportArgs {
     /// `NAME.rtwhy-report.tar.gz` in the current directory). Written whole or not at all.
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
+    /// For a recording session (or state directory): compare its wake-up latency
+    /// distributions with this one's, recorded before a change (did moving the IRQ off
+    /// the isolated CPU remove the tail?): both side by side, per thread.
+    #[arg(long, value_name = "DIR")]
+    pub baseline: Option<PathBuf>,
     /// The trace: a capture or trace.dat (version 6 or 7) or `trace-cmd report` text.
     pub file: PathBuf,
 }

@@ -35,6 +35,12 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     if crate::record::is_recording(&args.file) {
         return session_report(args);
     }
+    if args.baseline.is_some() {
+        bail!(
+            "{}: --baseline compares two recording sessions (`rtwhy report DIR --baseline DIR2`), not a trace file",
+            args.file.display()
+        );
+    }
     let out = match (&args.out, args.bundle) {
         (Some(p), _) => Some(p.clone()),
         (None, true) => Some(default_bundle_name(&args.file)),
@@ -574,8 +580,23 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
     }
     let rec = crate::record::read_recording(dir)?;
     let (captures, overview) = (&rec.captures, &rec.overview);
+    let baseline = match &args.baseline {
+        Some(b) if crate::record::is_recording(b) => {
+            let base = crate::record::read_recording(b)?;
+            let o = crate::record::require_overview(b, base.overview)?;
+            Some((b, o, crate::record::require_overview(dir, overview.clone())?))
+        }
+        Some(b) => bail!(
+            "--baseline {}: not a recording session (`rtwhy record --out DIR`) nor a state directory holding some",
+            b.display()
+        ),
+        None => None,
+    };
     match args.format {
         ReportFormat::Markdown => {}
+        ReportFormat::Svg if baseline.is_some() => bail!(
+            "--baseline draws two pictures: give --out FILE.md (they are written beside it)"
+        ),
         ReportFormat::Svg => {
             let o = crate::record::require_overview(dir, overview.clone())?;
             let svg = rtwhy_report::overview_svg::render(&o);
@@ -643,6 +664,23 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
     }
+    // The baseline's histograms beside the Markdown as FILE-baseline.svg, shown beside
+    // this recording's.
+    let mut baseline_picture = None;
+    if let (Some(out), Some((_, base, _))) = (&args.out, &baseline) {
+        let stem = out
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "report".to_string());
+        let svg_path = out.with_file_name(format!("{stem}-baseline.svg"));
+        write_out(
+            &svg_path,
+            rtwhy_report::overview_svg::render(base).as_bytes(),
+        )?;
+        baseline_picture = svg_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+    }
     let mut md = Vec::new();
     rtwhy_report::overview::render_markdown(
         &mut md,
@@ -653,6 +691,15 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
         timeline.as_deref(),
         &link,
     )?;
+    if let Some((name, base, this)) = &baseline {
+        rtwhy_report::overview::render_baseline(
+            &mut md,
+            this,
+            base,
+            &name.display().to_string(),
+            baseline_picture.as_deref().zip(picture.as_deref()),
+        )?;
+    }
     emit(args.out.as_deref(), &md)
 }
 
