@@ -232,6 +232,15 @@ fn report_of_a_session_directory_leads_to_the_worst_capture_of_each_cause() {
     assert!(md.contains("[spike-002.dat](spike-002.dat)"), "{md}");
     let svg = std::fs::read_to_string(dir.path().join("report.svg")).unwrap();
     assert!(svg.contains(r#"<g id="thread-4242">"#));
+    // Each bar's breaches lead to the capture behind them: the 500 us bar to spike 2.
+    assert!(
+        svg.contains(r#"<a xlink:href="spike-002.dat"><rect class="bar""#),
+        "{svg}"
+    );
+    assert!(
+        svg.contains("irq_on_isolated_cpu, 491.5 us to 524.3 us: spike-002.dat (500.0 us)"),
+        "{svg}"
+    );
     // What works on one capture only is one line and exit 2.
     let out = report(&["--bundle"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");

@@ -352,6 +352,40 @@ pub fn render_markdown(
 pub const TOP_CONTRIBUTORS: usize = 10;
 
 /// `s` with its first letter in capitals.
+/// The capture behind a histogram bar's breaches of `cause` for thread `comm` whose
+/// latency lies in `[lo, hi)`: the worst such capture; when none was kept in that
+/// bucket (the capture's latency is the analysis', a bucket edge apart from the
+/// detector's, or it was deleted), the kept capture of that cause closest to it.
+pub fn capture_for_bar<'a>(
+    captures: &'a [Capture],
+    comm: &str,
+    cause: &str,
+    lo: u64,
+    hi: u64,
+) -> Option<&'a Capture> {
+    let mine: Vec<&Capture> = captures
+        .iter()
+        .filter(|c| c.comm == comm && c.cause.as_deref().unwrap_or("undiagnosed") == cause)
+        .collect();
+    let inside = mine
+        .iter()
+        .filter(|c| (lo..hi).contains(&c.latency_ns))
+        .max_by_key(|c| c.latency_ns);
+    let distance = |c: &&&Capture| {
+        let l = c.latency_ns.max(1) as f64;
+        (l / lo.max(1) as f64)
+            .ln()
+            .abs()
+            .min((l / hi.max(1) as f64).ln().abs())
+    };
+    inside
+        .or_else(|| {
+            mine.iter()
+                .min_by(|a, b| distance(a).total_cmp(&distance(b)))
+        })
+        .copied()
+}
+
 /// A thread's 99.9th percentile, from its buckets (the lower bound of the bucket that
 /// holds it, as every percentile of the overview).
 fn p999(t: &ThreadOverview) -> u64 {

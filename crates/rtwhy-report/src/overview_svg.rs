@@ -118,8 +118,18 @@ impl Axes {
     }
 }
 
+/// Where a bar's breaches of one cause lead: `(thread, cause, bucket's lowest latency,
+/// next bucket's)` to the link and what it points at (a capture's file), or `None`.
+pub type BarLink<'a> = &'a dyn Fn(&ThreadOverview, &str, u64, u64) -> Option<(String, String)>;
+
 /// The whole picture: a panel per thread (at most [`MAX_PANELS`]), a legend below.
 pub fn render(o: &Overview) -> String {
+    render_linked(o, &|_, _, _, _| None)
+}
+
+/// [`render`], each bar's breaches of a cause a link to the evidence behind them (the
+/// capture `link` names for them).
+pub fn render_linked(o: &Overview, link: BarLink<'_>) -> String {
     let drawn: Vec<&ThreadOverview> = o.threads.iter().take(MAX_PANELS).collect();
     let panels = drawn.len().max(1);
     let legend_top = FIRST_PANEL + panels as f64 * PANEL_PITCH;
@@ -127,7 +137,7 @@ pub fn render(o: &Overview) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="DejaVu Sans, Verdana, sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="DejaVu Sans, Verdana, sans-serif" font-size="12">"#
     );
     let _ = writeln!(
         s,
@@ -156,7 +166,7 @@ pub fn render(o: &Overview) -> String {
             decades: ((max_count as f64).log10().ceil() as u32).max(1),
             top: FIRST_PANEL + n as f64 * PANEL_PITCH + 24.0,
         };
-        panel(&mut s, t, o.threshold_ns, &axes);
+        panel(&mut s, t, o.threshold_ns, &axes, link);
         for p in &t.tail {
             *causes.entry(p.cause.clone()).or_default() += p.count;
         }
@@ -175,7 +185,7 @@ pub fn render(o: &Overview) -> String {
 }
 
 /// One thread's histogram at `axes.top`.
-fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes) {
+fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes, link: BarLink<'_>) {
     let _ = writeln!(s, r#"<g id="thread-{}">"#, t.tid);
     let _ = writeln!(
         s,
@@ -215,7 +225,8 @@ fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes) {
         if i < axes.lo || i >= axes.hi || b.count == 0 {
             continue;
         }
-        let mut parts: Vec<(&str, &str, u64)> = t
+        // (colour, what, count, the cause's key: none for the wake-ups under it)
+        let mut parts: Vec<(&str, &str, u64, Option<&str>)> = t
             .tail
             .iter()
             .filter_map(|p| {
@@ -224,7 +235,12 @@ fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes) {
                     .iter()
                     .find(|x| x.lower_ns == b.lower_ns)
                     .map_or(0, |x| x.count);
-                (c > 0).then_some((cause_colour(&p.cause), p.cause.as_str(), c))
+                (c > 0).then_some((
+                    cause_colour(&p.cause),
+                    p.cause.as_str(),
+                    c,
+                    Some(p.cause.as_str()),
+                ))
             })
             .collect();
         let breaches: u64 = parts.iter().map(|p| p.2).sum();
@@ -234,6 +250,7 @@ fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes) {
                 UNDER,
                 "under the threshold",
                 b.count.saturating_sub(breaches),
+                None,
             ),
         );
         let total = b.count.max(breaches);
@@ -246,17 +263,27 @@ fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes) {
             human_duration(bucket_lower(i)),
             human_duration(bucket_lower(i + 1))
         );
-        for (colour, what, count) in parts {
+        for (colour, what, count, cause) in parts {
             if count == 0 {
                 continue;
             }
             let ph = h * count as f64 / total as f64;
             y -= ph;
-            let _ = writeln!(
-                s,
+            let target = cause.and_then(|c| link(t, c, bucket_lower(i), bucket_lower(i + 1)));
+            let title = match &target {
+                Some((_, file)) => format!("{count} {what}, {range}: {file}"),
+                None => format!("{count} {what}, {range}"),
+            };
+            let rect = format!(
                 r#"<rect class="bar" x="{x:.1}" y="{y:.2}" width="{w:.1}" height="{ph:.2}" fill="{colour}"><title>{}</title></rect>"#,
-                esc(&format!("{count} {what}, {range}"))
+                esc(&title)
             );
+            let _ = match &target {
+                Some((href, _)) => {
+                    writeln!(s, r#"<a xlink:href="{}">{rect}</a>"#, esc(href))
+                }
+                None => writeln!(s, "{rect}"),
+            };
         }
     }
     // The latency axis: ticks at 1, 2 and 5 times every power of ten in view.

@@ -627,7 +627,20 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
     if let (Some(out), Some(o)) = (&args.out, &overview) {
         check_out(out)?;
         let svg_path = out.with_extension("svg");
-        write_out(&svg_path, rtwhy_report::overview_svg::render(o).as_bytes())?;
+        // Each bar's breaches of a cause lead to the capture behind them, linked as the
+        // Markdown links (the picture is beside it).
+        let bar_link = |t: &rtwhy_model::ThreadOverview, cause: &str, lo: u64, hi: u64| {
+            rtwhy_report::overview::capture_for_bar(captures, &t.comm, cause, lo, hi).map(|c| {
+                (
+                    link(&c.file),
+                    format!("{} ({})", c.file, rtwhy_model::human_duration(c.latency_ns)),
+                )
+            })
+        };
+        write_out(
+            &svg_path,
+            rtwhy_report::overview_svg::render_linked(o, &bar_link).as_bytes(),
+        )?;
         picture = svg_path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
