@@ -9,7 +9,8 @@
 #   - `rtwhy record -- cyclictest` (FIFO 40) with the 9p transport's IRQ moved to CPU 1
 #     and host files read from CPU 0 writes a capture diagnosed irq_on_isolated_cpu that
 #     names the IRQ, its thread and the smp_affinity_list fix (RTWHY_GUEST_RECORD=0
-#     leaves this out);
+#     leaves this out), then the same with the IRQ left on CPU 0 (the fix), and back
+#     here `rtwhy report --baseline` shows cyclictest's irq_on_isolated_cpu tail gone;
 #   - with irq_on_isolated_cpu among the scenarios, a wrong expectation for it
 #     (`--expect irq_on_isolated_cpu=preemption`) still FAILs: the measurement of the
 #     device IRQ's work that follows a failed attempt finds the PIO threads' milliseconds
@@ -215,6 +216,24 @@ if [ "$record" = 1 ]; then
                 grep -q "/proc/irq/$irq/smp_affinity_list" "$hit" || fail "$hit does not give the smp_affinity_list fix"
             fi
         fi
+        # The fix applied: the same load and the same cyclictest with the IRQs left on
+        # CPU 0, the session `rtwhy report --baseline` compares with the one above (back
+        # on the host, where it is quicker).
+        readers=
+        for disk in $disks; do
+            timeout 90 taskset -c 0 sh -c "while :; do dd if=$disk of=/dev/null bs=64k count=64 iflag=direct 2>/dev/null; done" &
+            readers="$readers $!"
+        done
+        t0=$SECONDS
+        bounded 240 record-fixed "$exe" record --threshold 2ms --max-spikes 40 --duration 60s --out "$RTWHY_GUEST_SHARED/rec-fixed" -- \
+            cyclictest -m -p 40 -i 1000 -a 1 --mainaffinity 0 -t 1 -D 20 -q
+        code=$?
+        # shellcheck disable=SC2086
+        kill $readers 2>/dev/null
+        # shellcheck disable=SC2086
+        wait $readers 2>/dev/null
+        echo "rt-guest-test: rtwhy record with the IRQs on CPU 0 took $((SECONDS - t0)) s, exit $code"
+        [ "$code" -le 1 ] || fail "rtwhy record with the IRQs on CPU 0 exited $code"
     fi
 fi
 left=$(ls -d /sys/kernel/tracing/instances/rtwhy-* 2>/dev/null || true)
@@ -235,7 +254,7 @@ for boot in 1 2; do
     set -e
     [ "$code" -eq 125 ] && [ "$boot" -eq 1 ] || break
     echo "rt-guest-test: the guest stopped making progress (above: how far it got); booting it once more"
-    rm -rf "$shared/keep" "$shared/rec" "$shared/selftest.txt" "$shared/wrong.err" "$shared"/hang-*.txt
+    rm -rf "$shared/keep" "$shared/rec" "$shared/rec-fixed" "$shared/selftest.txt" "$shared/wrong.err" "$shared"/hang-*.txt
 done
 echo "rt-guest-test: guest run took $((SECONDS - start)) s (captures in $shared/keep)"
 # Each capture of the record session, analysed again here as a user would offline: the
@@ -265,6 +284,33 @@ for j in captures:
 print(f"rt-guest-test: {len(captures)} captures re-analysed here, {bad} with other verdicts")
 sys.exit(1 if bad or not captures else 0)
 PY
+fi
+# Before and after the fix: `rtwhy report --baseline` shows cyclictest's tail of
+# irq_on_isolated_cpu breaches gone once the IRQs stay on CPU 0.
+if [ "$code" -ne 2 ] && [ "$code" -ne 124 ] && [ "$code" -ne 125 ] && [ "$record" = 1 ]; then
+    mkdir -p "$shared/keep"
+    if "$exe" report "$shared/rec-fixed" --baseline "$shared/rec" --out "$shared/keep/baseline.md"; then
+        sed -n '/^## Against the baseline/,$p' "$shared/keep/baseline.md"
+        python3 - "$exe" "$shared/rec" "$shared/rec-fixed" <<'PY' || code=1
+import json, subprocess, sys
+exe, before, after = sys.argv[1:4]
+def irq_tail(d):
+    o = json.loads(subprocess.run([exe, "summary", "--format", "json", d],
+                                  capture_output=True, check=True).stdout)
+    t = [t for t in o["threads"] if t["comm"] == "cyclictest"]
+    if not t:
+        sys.exit(f"rt-guest-test: FAIL: no cyclictest thread in {d}'s overview")
+    t = max(t, key=lambda t: t["wakeups"])
+    return t["wakeups"], sum(p["count"] for p in t["tail"] if p["cause"] == "irq_on_isolated_cpu")
+b, a = irq_tail(before), irq_tail(after)
+print(f"rt-guest-test: cyclictest's irq_on_isolated_cpu breaches: {b[1]} of {b[0]} wake-ups "
+      f"with the IRQs on CPU 1, {a[1]} of {a[0]} with them on CPU 0")
+sys.exit(0 if b[1] > 0 and a[1] == 0 else 1)
+PY
+    else
+        echo "rt-guest-test: FAIL: rtwhy report --baseline failed"
+        code=1
+    fi
 fi
 case $code in
 0) echo "rt-guest-test: passed" ;;
