@@ -175,6 +175,120 @@ fn follow_adds_captures_as_a_session_writes_them() {
     t.wait_for("rtwhy exited 0");
 }
 
+/// Writes into `dir` a session assembled from a real capture (no recorded session is
+/// small enough to be a fixture): `preemption.dat` as capture 1 of cyclictest:4189
+/// (265.0 us, preemption), with a written `session.json` and an `overview.json` in which
+/// that thread also has wake-ups under the 150 us threshold and two breaches no capture
+/// diagnosed.
+fn assemble_session(dir: &Path) {
+    use rtwhy_model::{Histogram, Overview, ThreadOverview, OVERVIEW_SCHEMA};
+    let mut all = Histogram::default();
+    for ns in [6_000, 6_000, 9_000, 265_000, 300_000, 300_000] {
+        all.add(ns);
+    }
+    let mut preemption = Histogram::default();
+    preemption.add(265_000);
+    let mut lost = Histogram::default();
+    lost.add(300_000);
+    lost.add(300_000);
+    let overview = Overview {
+        schema: OVERVIEW_SCHEMA.into(),
+        detector: "bpf".into(),
+        threshold_ns: 150_000,
+        from_ns: 0,
+        to_ns: 60_000_000_000,
+        wakeups_lost: 0,
+        breaches_lost: 0,
+        threads: vec![ThreadOverview::new(
+            4189,
+            "cyclictest".into(),
+            &[(1, all)],
+            &[
+                ("preemption".into(), preemption),
+                ("not_captured".into(), lost),
+            ],
+        )],
+    };
+    let session = serde_json::json!({
+        "schema": "rtwhy.session/2",
+        "state": "ended",
+        "spikes": [{"capture": 1, "file": "spike-001.dat", "tid": 4189, "comm": "cyclictest",
+                    "cpu": 1, "latency_ns": 265_000, "cause": "preemption", "summary": ""}],
+    });
+    // As the recorder does: each file under a hidden name, then renamed; the overview
+    // last, so a viewer following the directory reads it with its session.json.
+    let put = |name: &str, bytes: &[u8]| {
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, bytes).expect("write");
+        std::fs::rename(&tmp, dir.join(name)).expect("rename");
+    };
+    put(
+        "spike-001.dat",
+        &std::fs::read(fixture("preemption/preemption.dat")).expect("read"),
+    );
+    put("session.json", session.to_string().as_bytes());
+    put(
+        "overview.json",
+        serde_json::to_string(&overview).expect("json").as_bytes(),
+    );
+}
+
+#[test]
+fn a_session_opens_on_its_overview_and_enter_opens_a_bars_capture() {
+    if !require("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    assemble_session(dir.path());
+    let t = Tmux::start(100, 30, &["tui", &dir.path().display().to_string()]);
+    // The cursor starts on the bar of the thread's first capture.
+    // The screen is read while the terminal may still be drawing it: each wait is for
+    // the last row it needs.
+    let s = t.wait_for("? help  q quit");
+    assert!(
+        s.contains("cyclictest:4189: wake-ups per latency bucket"),
+        "{s}"
+    );
+    assert!(s.contains("1 capture (Enter)"), "{s}");
+    assert!(
+        s.contains("= preemption") && s.contains("~ not captured"),
+        "{s}"
+    );
+    t.keys(&["Enter"]);
+    let s = t.wait_for("o goes back to the overview");
+    assert!(s.contains("Diagnosis #1"), "{s}");
+    t.keys(&["o"]);
+    t.wait_until("o did not go back", |s| s.contains("Tail by cause"));
+    // The next bar holds the two breaches no capture diagnosed: Enter says so.
+    t.keys(&["l", "Enter"]);
+    t.wait_for("no capture in this bar: its 2 breaches not captured");
+    t.keys(&["q"]);
+    t.wait_for("rtwhy exited 0");
+}
+
+#[test]
+fn follow_loads_the_overview_when_the_session_writes_it() {
+    if !require("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = Tmux::start(
+        100,
+        30,
+        &["tui", "--follow", &dir.path().display().to_string()],
+    );
+    t.wait_for("No capture yet");
+    t.keys(&["o"]);
+    t.wait_for("no overview");
+    assemble_session(dir.path());
+    // --follow stays on the captures as they arrive; o shows the overview read since.
+    t.wait_for("Spikes 1, by time");
+    t.keys(&["o"]);
+    t.wait_for("cyclictest:4189: wake-ups per latency bucket");
+    t.keys(&["q"]);
+    t.wait_for("rtwhy exited 0");
+}
+
 #[test]
 fn a_too_small_terminal_is_refused_in_one_line() {
     if !require("tmux") {

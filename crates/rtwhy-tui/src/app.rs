@@ -6,7 +6,31 @@ use std::cell::Cell;
 use rtwhy_model::Spike;
 
 use crate::capture::Capture;
+use crate::session::{HistLayout, Session};
 use crate::theme::Theme;
+
+/// What fills the screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    /// A capture: the spike list, diagnosis, timeline and events.
+    Capture,
+    /// A recording session's overview: per watched thread its wake-up histogram, its
+    /// tail by cause and the captures of the bar under the cursor.
+    Overview,
+}
+
+/// Where the overview's cursors are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverviewAt {
+    /// The selected thread: an index into the overview's threads.
+    pub thread: usize,
+    /// The histogram bucket under the bar cursor (`rtwhy_model::bucket_of`).
+    pub bucket: usize,
+    /// The list of the bar's captures has the focus (else the histogram has).
+    pub in_list: bool,
+    /// The selected row of that list.
+    pub row: usize,
+}
 
 /// The four panes, in `Tab` order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +127,8 @@ pub enum Action {
     Cancel,
     /// Repeat the last search from after the cursor.
     SearchNext,
+    /// Go to the session's overview, or from it back to the capture.
+    Overview,
 }
 
 /// A row of the spike list: a capture and one of its spikes.
@@ -135,6 +161,11 @@ impl View {
 pub struct App {
     captures: Vec<Capture>,
     rows: Vec<SpikeRow>,
+    session: Option<Session>,
+    /// What fills the screen.
+    pub screen: Screen,
+    /// The overview's cursors.
+    pub at: OverviewAt,
     /// How the spike list is ordered.
     pub sort: SortBy,
     /// Selected row of the spike list.
@@ -169,6 +200,8 @@ pub struct App {
     pub(crate) timeline_at: Cell<(u16, u16, u16)>,
     /// Rows of the focused list at the last draw, for paging.
     pub(crate) page: Cell<u16>,
+    /// The overview's histogram layout at the last draw (where the bar cursor moves).
+    pub(crate) hist: Cell<Option<HistLayout>>,
 }
 
 impl App {
@@ -178,6 +211,14 @@ impl App {
         let mut app = App {
             captures,
             rows: Vec::new(),
+            session: None,
+            screen: Screen::Capture,
+            at: OverviewAt {
+                thread: 0,
+                bucket: 0,
+                in_list: false,
+                row: 0,
+            },
             sort: SortBy::Time,
             selected: 0,
             current: 0,
@@ -195,6 +236,7 @@ impl App {
             timeline_cols: Cell::new(80),
             timeline_at: Cell::new((0, 0, 0)),
             page: Cell::new(10),
+            hist: Cell::new(None),
         };
         app.rows = app
             .captures
@@ -327,6 +369,10 @@ impl App {
             }
             return;
         }
+        if self.screen == Screen::Overview {
+            self.apply_overview(a);
+            return;
+        }
         match a {
             Action::Quit => self.quit = true,
             Action::Help => self.help = true,
@@ -359,10 +405,222 @@ impl App {
             }
             Action::SearchStart => self.search = Some(String::new()),
             Action::SearchNext => self.search_from(true),
+            Action::Overview => {
+                if self.session.is_some() {
+                    self.screen = Screen::Overview;
+                } else {
+                    self.message = Some(
+                        "no overview: give rtwhy tui a session directory with overview.json".into(),
+                    );
+                }
+            }
             Action::SearchChar(_)
             | Action::SearchBackspace
             | Action::SearchSubmit
             | Action::Cancel => {}
+        }
+    }
+
+    /// Shows `session`'s overview beside the captures (a session directory with an
+    /// `overview.json`); given again (the overview rewritten while a recording goes
+    /// on), the same thread stays selected and the bar cursor where it was.
+    pub fn set_session(&mut self, session: Session) {
+        let first = self.session.is_none();
+        let tid = self.thread().map(|t| t.tid);
+        self.session = Some(session);
+        let Some(s) = &self.session else { return };
+        let threads = &s.overview.threads;
+        self.at.thread = tid
+            .and_then(|tid| threads.iter().position(|t| t.tid == tid))
+            .unwrap_or(0);
+        if first {
+            self.at.bucket = self.first_bar();
+        }
+        self.at.row = self.at.row.min(self.bar_captures().len().saturating_sub(1));
+    }
+
+    /// The session, when the viewer has its overview.
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// The thread selected in the overview.
+    pub fn thread(&self) -> Option<&rtwhy_model::ThreadOverview> {
+        self.session.as_ref()?.overview.threads.get(self.at.thread)
+    }
+
+    /// The histogram layout in use: the last drawn, else one of 80 columns.
+    pub fn hist_layout(&self) -> Option<HistLayout> {
+        let s = self.session.as_ref()?;
+        Some(self.hist.get().unwrap_or_else(|| HistLayout::new(s, 80)))
+    }
+
+    /// The latencies of the bar under the cursor, ns: `[from, to)`.
+    pub fn bar_range(&self) -> Option<(u64, u64)> {
+        let l = self.hist_layout()?;
+        Some(l.range_ns(l.column_of(self.at.bucket)))
+    }
+
+    /// The captures of the selected thread in the bar under the cursor, worst first: as
+    /// indices into the session's captures.
+    pub fn bar_captures(&self) -> Vec<usize> {
+        match (self.session.as_ref(), self.thread(), self.bar_range()) {
+            (Some(s), Some(t), Some((from, to))) => s.captures_in(t.tid, from, to),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The capture file `file` (a name in the session directory) as loaded, if it is
+    /// on disk.
+    pub fn loaded(&self, file: &str) -> Option<usize> {
+        self.captures.iter().position(|c| {
+            c.path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy() == file)
+        })
+    }
+
+    /// The bucket the bar cursor starts on: the selected thread's first bar at or above
+    /// the threshold that holds a capture, else the threshold's.
+    fn first_bar(&self) -> usize {
+        let Some(s) = &self.session else { return 0 };
+        let th = rtwhy_model::bucket_of(s.overview.threshold_ns.max(1));
+        let tid = self.thread().map_or(0, |t| t.tid);
+        s.captures
+            .iter()
+            .filter(|c| c.capture.tid == tid)
+            .map(|c| rtwhy_model::bucket_of(c.detected_ns))
+            .filter(|b| *b >= th)
+            .min()
+            .unwrap_or(th)
+    }
+
+    fn apply_overview(&mut self, a: Action) {
+        let list = self.bar_captures();
+        match a {
+            Action::Quit => self.quit = true,
+            Action::Help => self.help = true,
+            Action::Overview => self.screen = Screen::Capture,
+            Action::NextPane | Action::PrevPane => {
+                self.at.in_list = !self.at.in_list && !list.is_empty();
+            }
+            Action::Cancel => self.at.in_list = false,
+            Action::Up => self.overview_step(-1, list.len()),
+            Action::Down => self.overview_step(1, list.len()),
+            Action::PageUp => self.overview_step(-i64::from(self.page.get().max(1)), list.len()),
+            Action::PageDown => self.overview_step(i64::from(self.page.get().max(1)), list.len()),
+            Action::Left => self.move_bar(-1),
+            Action::Right => self.move_bar(1),
+            // An octave: eight buckets.
+            Action::PanLeft => self.move_bar(-8),
+            Action::PanRight => self.move_bar(8),
+            Action::Jump => self.enter_bar(&list),
+            _ => {}
+        }
+    }
+
+    fn overview_step(&mut self, d: i64, rows: usize) {
+        if self.at.in_list {
+            let n = rows as i64;
+            self.at.row = (self.at.row as i64 + d).clamp(0, (n - 1).max(0)) as usize;
+        } else {
+            let n = self
+                .session
+                .as_ref()
+                .map_or(0, |s| s.overview.threads.len()) as i64;
+            self.at.thread = (self.at.thread as i64 + d).clamp(0, (n - 1).max(0)) as usize;
+            self.at.row = 0;
+        }
+    }
+
+    /// Moves the bar cursor `d` columns; the list of the bar's captures follows it.
+    fn move_bar(&mut self, d: i64) {
+        let Some(l) = self.hist_layout() else { return };
+        let last = l.columns().saturating_sub(1) as i64;
+        let col = (l.column_of(self.at.bucket) as i64 + d).clamp(0, last) as usize;
+        self.at.bucket = l.buckets_of(col).start;
+        self.at.row = 0;
+        if self.bar_captures().is_empty() {
+            self.at.in_list = false;
+        }
+    }
+
+    /// Enter in the overview: on a bar, its one capture opens, or the list of its
+    /// captures takes the focus; in the list, the selected capture opens.
+    fn enter_bar(&mut self, list: &[usize]) {
+        let pick = if self.at.in_list {
+            list.get(self.at.row).copied()
+        } else {
+            match list {
+                [] => {
+                    self.message = Some(self.why_no_capture());
+                    return;
+                }
+                [one] => Some(*one),
+                _ => {
+                    self.at.in_list = true;
+                    self.at.row = 0;
+                    return;
+                }
+            }
+        };
+        let Some(entry) = pick
+            .and_then(|i| self.session.as_ref()?.captures.get(i))
+            .cloned()
+        else {
+            return;
+        };
+        let file = &entry.capture.file;
+        let Some(c) = self.loaded(file) else {
+            self.message = Some(format!(
+                "{file} is not on disk (deleted by the disk budget, or by hand)"
+            ));
+            return;
+        };
+        // The capture's spike `session.json` lists: its thread's, the latency nearest.
+        let row = self
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.capture == c)
+            .filter_map(|(i, r)| Some((i, self.spike_of(*r)?)))
+            .min_by_key(|(_, s)| {
+                (
+                    s.victim.tid != entry.capture.tid,
+                    s.latency_ns.abs_diff(entry.capture.latency_ns),
+                )
+            })
+            .map(|(i, _)| i);
+        match row {
+            Some(i) => {
+                self.selected = i;
+                self.jump();
+            }
+            None => {
+                self.current = c;
+                self.lane_scroll = 0;
+                self.zoom_all();
+            }
+        }
+        self.screen = Screen::Capture;
+        self.message = Some(format!("{file}: o goes back to the overview"));
+    }
+
+    /// Why Enter on the bar under the cursor opens nothing.
+    fn why_no_capture(&self) -> String {
+        let breaches = match (self.thread(), self.hist_layout()) {
+            (Some(t), Some(l)) => {
+                crate::session::Bar::of(t, l.buckets_of(l.column_of(self.at.bucket))).breaches()
+            }
+            _ => 0,
+        };
+        if breaches == 0 {
+            "no capture in this bar: no breach of the threshold".into()
+        } else {
+            format!(
+                "no capture in this bar: its {} not captured or their captures deleted",
+                crate::fmt::counted(breaches as usize, "breach")
+            )
         }
     }
 

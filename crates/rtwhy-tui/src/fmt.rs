@@ -22,6 +22,15 @@ pub fn fmt_ts(ns: u64) -> String {
     rtwhy_model::report_time(ns)
 }
 
+/// `1 thread`, `3 threads`, `2 breaches`.
+pub(crate) fn counted(n: usize, what: &str) -> String {
+    match (n, what.ends_with('h')) {
+        (1, _) => format!("1 {what}"),
+        (_, true) => format!("{n} {what}es"),
+        _ => format!("{n} {what}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +52,8 @@ mod tests {
         assert_eq!(fmt_offset(0), "0");
         assert_eq!(fmt_ts(4_544_513_632_400), "4544.513632");
         assert_eq!(fmt_ts(4_544_999_999_500), "4545.000000");
+        assert_eq!(counted(1, "breach"), "1 breach");
+        assert_eq!(counted(2, "breach"), "2 breaches");
+        assert_eq!(counted(0, "capture"), "0 captures");
     }
 }

@@ -1,9 +1,10 @@
 //! Key presses and mouse events to [`Action`]s, apart from drawing. The help overlay
-//! lists [`KEYS`], so what it says and what the keys do cannot drift apart.
+//! lists [`KEYS`] (and [`SESSION_KEYS`] or [`OVERVIEW_KEYS`] where they apply), so what
+//! it says and what the keys do cannot drift apart.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 
-use crate::app::{Action, App};
+use crate::app::{Action, App, Screen};
 
 /// Every key, as the help overlay shows it: keys, what they do.
 pub const KEYS: &[(&str, &str)] = &[
@@ -26,6 +27,25 @@ pub const KEYS: &[(&str, &str)] = &[
     ("N", "next match of the search"),
     ("?", "this help (? q Esc close it)"),
     ("q / Esc", "quit (Esc: close help or search)"),
+];
+
+/// The keys a capture of a session with an overview adds to [`KEYS`].
+pub const SESSION_KEYS: &[(&str, &str)] = &[("o", "back to the session's overview")];
+
+/// Every key of the session's overview, as its help shows them.
+pub const OVERVIEW_KEYS: &[(&str, &str)] = &[
+    ("Up Down / k j", "select a thread (in the list: a capture)"),
+    ("Left Right / h l", "bar cursor one bar lower / higher"),
+    (
+        "H L / S-Left S-Right",
+        "bar cursor an octave lower / higher",
+    ),
+    ("Enter", "the bar's capture, or its list; in the list: open"),
+    ("Tab / S-Tab", "between the bars and the bar's captures"),
+    ("PgUp PgDn", "a page up / down"),
+    ("o", "the capture on the timeline (o: back here)"),
+    ("?", "this help (? q Esc close it)"),
+    ("q / Esc", "quit (Esc: close help, leave the list)"),
 ];
 
 /// What a key press asks for; `searching` while a search is typed.
@@ -71,6 +91,7 @@ pub fn action_for(key: KeyEvent, searching: bool) -> Option<Action> {
         KeyCode::Char('s') => Action::ToggleSort,
         KeyCode::Char('/') => Action::SearchStart,
         KeyCode::Char('N') => Action::SearchNext,
+        KeyCode::Char('o') => Action::Overview,
         _ => return None,
     })
 }
@@ -80,7 +101,8 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
     let searching = app.search.is_some();
     if let Some(a) = action_for(key, searching) {
         // Esc quits only when there is nothing to close.
-        if a == Action::Cancel && !searching && !app.help {
+        let in_list = app.screen == Screen::Overview && app.at.in_list;
+        if a == Action::Cancel && !searching && !app.help && !in_list {
             app.apply(Action::Quit);
         } else {
             app.apply(a);
@@ -91,6 +113,9 @@ pub fn on_key(app: &mut App, key: KeyEvent) {
 /// Applies a mouse event: the wheel zooms at the pointer's time when it is over the
 /// timeline (else around the cursor), a click on the timeline moves the cursor.
 pub fn on_mouse(app: &mut App, m: MouseEvent) {
+    if app.screen == Screen::Overview {
+        return;
+    }
     let at = app
         .time_at_column(m.column)
         .filter(|_| app.over_timeline(m.row));
@@ -140,6 +165,10 @@ mod tests {
         assert_eq!(
             action_for(key(KeyCode::Enter, none), false),
             Some(Action::Jump)
+        );
+        assert_eq!(
+            action_for(key(KeyCode::Char('o'), none), false),
+            Some(Action::Overview)
         );
         assert_eq!(action_for(key(KeyCode::Char('x'), none), false), None);
         // While a search is typed, letters are the search.

@@ -36,7 +36,9 @@ mod events;
 mod fmt;
 mod help;
 pub mod keys;
+mod overview;
 mod periods;
+pub mod session;
 mod spikes;
 mod theme;
 mod timeline;
@@ -54,10 +56,11 @@ use crossterm::terminal::{
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-pub use app::{Action, App, Pane, SortBy, SpikeRow, View};
+pub use app::{Action, App, OverviewAt, Pane, Screen, SortBy, SpikeRow, View};
 pub use capture::{capture_files, session_captures, Capture, Ev};
 pub use error::{Error, Result};
 pub use fmt::{fmt_dur, fmt_ts};
+pub use overview::{overview_areas, OverviewAreas};
 pub use theme::Theme;
 pub use ui::{areas, Areas, MIN_HEIGHT, MIN_WIDTH};
 

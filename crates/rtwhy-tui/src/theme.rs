@@ -137,3 +137,73 @@ pub fn bucket_glyph(i: usize) -> char {
     const GLYPHS: [char; 6] = ['#', '=', '+', '~', ':', '-'];
     GLYPHS.get(i % GLYPHS.len()).copied().unwrap_or('-')
 }
+
+/// Glyph of a histogram bar's wake-ups under the threshold.
+pub const UNDER: char = '█';
+
+/// A tail part's glyph in the overview's bars and legend: `cause` is a cause's key
+/// (docs/causes.md), `undiagnosed` or `not_captured`. Causes the timeline draws keep
+/// its glyph (`I` hard IRQ, `S` softirq, `?` no events, `=` another task); the others
+/// get their initial, and every glyph is different.
+pub fn cause_glyph(cause: &str) -> char {
+    match cause {
+        "irq_on_isolated_cpu" => IRQ,
+        "irq" => 'i',
+        "softirq" => SOFTIRQ,
+        "hwlat" => GAP,
+        "preemption" => TASK,
+        "rt_throttling" => 'T',
+        "frequency_ramp" => 'F',
+        "idle_exit" => 'E',
+        "priority_inversion" => 'P',
+        "lock_contention" => 'L',
+        "kernel_nonpreemptible" => 'K',
+        "migration" => 'M',
+        "unknown" => 'U',
+        "undiagnosed" => '!',
+        "not_captured" => '~',
+        _ => '*',
+    }
+}
+
+/// A tail part's name as the overview writes it: the cause's key, as the spike list
+/// and the diagnosis print it; `not captured` for breaches no capture diagnosed.
+pub fn cause_label(cause: &str) -> &str {
+    match cause {
+        "not_captured" => "not captured",
+        c => c,
+    }
+}
+
+impl Theme {
+    /// A histogram bar's wake-ups under the threshold.
+    pub fn under(self) -> Style {
+        self.fg(Color::Blue)
+    }
+
+    /// A tail part in the overview's bars and legend. Causes the timeline draws keep
+    /// its colour (hard IRQs, softirqs, no events, tasks); breaches no capture diagnosed
+    /// are grey.
+    pub fn cause(self, cause: &str) -> Style {
+        match cause {
+            "irq_on_isolated_cpu" | "irq" => self.irq(),
+            "softirq" => self.softirq(),
+            "hwlat" => self.gap(),
+            "preemption" => self.fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            "rt_throttling" => self.fg(Color::Red).add_modifier(Modifier::BOLD),
+            "frequency_ramp" => self.fg(Color::LightCyan),
+            "idle_exit" => self.fg(Color::Gray),
+            "priority_inversion" => self.fg(Color::Magenta).add_modifier(Modifier::BOLD),
+            "lock_contention" => self.fg(Color::LightBlue),
+            "kernel_nonpreemptible" => self.fg(Color::Green),
+            "migration" => self.fg(Color::LightGreen),
+            "unknown" | "undiagnosed" => self.fg(Color::White),
+            _ => self.fg(Color::DarkGray),
+        }
+    }
+
+    /// A tail part's cells in a bar: its glyph on its colour, so the bar reads solid.
+    pub fn cause_bar(self, cause: &str) -> Style {
+        self.cause(cause).add_modifier(Modifier::REVERSED)
+    }
+}

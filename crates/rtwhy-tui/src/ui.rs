@@ -23,8 +23,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use crate::app::{App, Pane};
-use crate::{diagnosis, events, help, spikes, timeline};
+use crate::app::{App, Pane, Screen};
+use crate::{diagnosis, events, help, overview, spikes, timeline};
 
 /// Smallest terminal the viewer lays out.
 pub const MIN_WIDTH: u16 = 60;
@@ -97,6 +97,19 @@ impl Widget for &App {
             .render(area, buf);
             return;
         }
+        if let Some(session) = self.session().filter(|_| self.screen == Screen::Overview) {
+            let rest = Rect::new(area.x, area.y, area.width, area.height - 1);
+            overview::render(self, session, rest, buf);
+            status(
+                self,
+                Rect::new(area.x, area.bottom() - 1, area.width, 1),
+                buf,
+            );
+            if self.help {
+                help::render(self, area, buf);
+            }
+            return;
+        }
         let a = areas(self, area);
         if a.spikes.width > 0 {
             spikes::render(self, a.spikes, buf);
@@ -121,6 +134,8 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
     let mut left: Vec<Span> = Vec::new();
     if let Some(m) = &app.message {
         left.push(Span::styled(m.clone(), t.warn()));
+    } else if let Some(session) = app.session().filter(|_| app.screen == Screen::Overview) {
+        left = overview::status(app, session);
     } else if let Some(cap) = app.capture() {
         let name = cap
             .path

@@ -1,6 +1,6 @@
 //! The viewer drawn on ratatui's `TestBackend` from real fixtures: a snapshot of every
 //! pane (one clear spike, no spike, a 50 ms spike, a trace with dropped events, the
-//! help), and what the keys do to the screen.
+//! help, a session's overview), and what the keys do to the screen.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,8 +12,8 @@ use ratatui::layout::Rect;
 use ratatui::style::Color;
 use ratatui::Terminal;
 use rtwhy_analyze::Config;
-use rtwhy_tui::keys::KEYS;
-use rtwhy_tui::{areas, Action, App, Capture, Pane, Theme};
+use rtwhy_tui::keys::{KEYS, OVERVIEW_KEYS, SESSION_KEYS};
+use rtwhy_tui::{areas, Action, App, Capture, Pane, Screen, Theme};
 
 fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -464,4 +464,236 @@ fn an_rtla_trace_lists_its_timerlat_periods() {
         .unwrap_or_else(|| panic!("no row of period 2443:\n{s}"));
     assert!(row.contains("4.813ms"), "{row}");
     insta::assert_snapshot!(s);
+}
+
+/// A session directory assembled from real fixture captures and a written overview (no
+/// recorded session is small enough to be a fixture): cyclictest:4189's capture 1 is
+/// `preemption.dat` (265.0 us, preemption), cyclictest:13472's capture 2 is `hwlat.dat`
+/// (8.356 ms, hwlat) and its capture 3 was deleted (listed, not on disk). Threshold
+/// 150 us; besides, each thread has wake-ups under it and breaches no capture diagnosed.
+fn assembled_session() -> (tempfile::TempDir, App) {
+    use rtwhy_model::{Histogram, Overview, ThreadOverview, OVERVIEW_SCHEMA};
+    let dir = tempfile::tempdir().unwrap();
+    for (name, rel) in [
+        ("spike-001.dat", "preemption/preemption.dat"),
+        ("spike-002.dat", "hwlat/hwlat.dat"),
+    ] {
+        std::fs::copy(fixture(rel), dir.path().join(name)).unwrap();
+    }
+    let hist = |v: &[(u64, u64)]| {
+        let mut h = Histogram::default();
+        for (ns, n) in v {
+            for _ in 0..*n {
+                h.add(*ns);
+            }
+        }
+        h
+    };
+    let a = ThreadOverview::new(
+        4189,
+        "cyclictest".into(),
+        &[(
+            1,
+            hist(&[
+                (6_000, 1500),
+                (9_000, 400),
+                (20_000, 60),
+                (40_000, 7),
+                (265_000, 1),
+                (300_000, 2),
+            ]),
+        )],
+        &[
+            ("preemption".into(), hist(&[(265_000, 1)])),
+            ("not_captured".into(), hist(&[(300_000, 2)])),
+        ],
+    );
+    let b = ThreadOverview::new(
+        13472,
+        "cyclictest".into(),
+        &[(
+            1,
+            hist(&[(4_000, 900), (12_000, 30), (8_100_000, 1), (8_356_000, 1)]),
+        )],
+        &[("hwlat".into(), hist(&[(8_100_000, 1), (8_356_000, 1)]))],
+    );
+    let overview = Overview {
+        schema: OVERVIEW_SCHEMA.into(),
+        detector: "bpf".into(),
+        threshold_ns: 150_000,
+        from_ns: 4_290_000_000_000,
+        to_ns: 4_550_000_000_000,
+        wakeups_lost: 0,
+        breaches_lost: 0,
+        threads: vec![a, b],
+    };
+    let doc = serde_json::json!({
+        "schema": "rtwhy.session/2",
+        "spikes": [
+            {"capture": 1, "file": "spike-001.dat", "tid": 4189, "comm": "cyclictest", "cpu": 1,
+             "latency_ns": 265_000, "cause": "preemption", "summary": "spin held CPU 1"},
+            {"capture": 2, "file": "spike-002.dat", "tid": 13472, "comm": "cyclictest", "cpu": 1,
+             "latency_ns": 8_356_000, "cause": "hwlat", "summary": "CPU 1 stopped"},
+            {"capture": 3, "file": "spike-003.dat", "tid": 13472, "comm": "cyclictest", "cpu": 1,
+             "latency_ns": 8_100_000, "cause": "hwlat", "summary": "CPU 1 stopped"},
+        ],
+    });
+    std::fs::write(
+        dir.path().join("overview.json"),
+        serde_json::to_string(&overview).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("session.json"), doc.to_string()).unwrap();
+    let caps = rtwhy_tui::capture_files(dir.path())
+        .unwrap()
+        .iter()
+        .map(|p| capture(p))
+        .collect();
+    let mut app = App::new(caps, Theme { color: false });
+    app.set_session(rtwhy_tui::session::Session::new(overview, &doc));
+    app.screen = Screen::Overview;
+    (dir, app)
+}
+
+#[test]
+fn a_session_opens_on_its_overview_and_a_bar_opens_its_capture() {
+    let (_dir, mut a) = assembled_session();
+    let s = screen(&a, 120, 40);
+    // The threads, the first one's histogram with the cursor on its captured bar, its
+    // tail by cause and that bar's capture.
+    assert!(s.contains("threshold 150.0 us"), "{s}");
+    assert!(
+        s.contains("cyclictest:4189: wake-ups per latency bucket"),
+        "{s}"
+    );
+    assert!(s.contains("1 capture (Enter)"), "{s}");
+    assert!(
+        s.contains("spike-001.dat") && s.contains("= preemption"),
+        "{s}"
+    );
+    assert!(s.contains("~ not captured"), "{s}");
+    insta::assert_snapshot!(s);
+    // Enter on a bar with one capture opens it on its spike.
+    a.apply(Action::Jump);
+    assert_eq!(a.screen, Screen::Capture);
+    assert_eq!(a.current, 0);
+    let spike = a.spike().expect("the capture's spike is selected");
+    assert_eq!(spike.victim.tid, 4189);
+    assert!(screen(&a, 120, 40).contains("o goes back to the overview"));
+    // o goes back, where the cursor was.
+    a.apply(Action::Overview);
+    assert_eq!(a.screen, Screen::Overview);
+    assert_eq!(a.bar_captures().len(), 1);
+}
+
+#[test]
+fn a_bar_lists_its_captures_and_one_deleted_is_not_opened() {
+    let (_dir, mut a) = assembled_session();
+    draw(&a, 120, 40);
+    a.apply(Action::Down);
+    assert_eq!(a.thread().unwrap().tid, 13472);
+    // Right until the bar of its two 8 ms breaches.
+    for _ in 0..100 {
+        if a.bar_captures().len() == 2 {
+            break;
+        }
+        a.apply(Action::Right);
+    }
+    assert_eq!(a.bar_captures().len(), 2);
+    a.apply(Action::Jump);
+    assert!(a.at.in_list);
+    let s = screen(&a, 120, 40);
+    assert!(s.contains("not on disk"), "{s}");
+    insta::assert_snapshot!(s);
+    // Worst first: capture 2, then the deleted capture 3.
+    a.apply(Action::Down);
+    a.apply(Action::Jump);
+    assert_eq!(a.screen, Screen::Overview);
+    assert!(screen(&a, 120, 40).contains("spike-003.dat is not on disk"));
+    a.apply(Action::Up);
+    a.apply(Action::Jump);
+    assert_eq!(a.screen, Screen::Capture);
+    assert_eq!(a.current, 1);
+    assert_eq!(a.spike().unwrap().latency_ns, 8_356_000);
+    // Esc leaves the list without quitting.
+    a.apply(Action::Overview);
+    rtwhy_tui::keys::on_key(
+        &mut a,
+        crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Esc),
+    );
+    assert!(!a.at.in_list && !a.quit);
+}
+
+#[test]
+fn a_bar_without_capture_says_why() {
+    let (_dir, mut a) = assembled_session();
+    draw(&a, 120, 40);
+    a.apply(Action::Right);
+    let s = screen(&a, 120, 40);
+    assert!(s.contains("2 breaches: 2 not captured"), "{s}");
+    a.apply(Action::Jump);
+    assert_eq!(a.screen, Screen::Overview);
+    assert!(screen(&a, 120, 40).contains("its 2 breaches not captured"));
+}
+
+#[test]
+fn the_overview_help_lists_its_keys_and_a_capture_of_the_session_lists_o() {
+    let (_dir, mut a) = assembled_session();
+    a.apply(Action::Help);
+    let s = screen(&a, 100, 30);
+    for (keys, what) in OVERVIEW_KEYS {
+        assert!(s.contains(keys) && s.contains(what), "{keys} missing:\n{s}");
+    }
+    insta::assert_snapshot!(s);
+    a.apply(Action::Help);
+    a.apply(Action::Overview);
+    a.apply(Action::Help);
+    let s = screen(&a, 100, 30);
+    for (keys, what) in KEYS.iter().chain(SESSION_KEYS) {
+        assert!(s.contains(keys) && s.contains(what), "{keys} missing:\n{s}");
+    }
+    // Without a session, o says why there is nothing to go to.
+    let mut plain = app(&fixture("preemption/preemption.dat"));
+    plain.apply(Action::Overview);
+    assert!(screen(&plain, 100, 30).contains("no overview"));
+}
+
+#[test]
+fn the_overview_draws_at_every_size_after_every_key() {
+    let (_dir, mut a) = assembled_session();
+    let keys = [
+        Action::Right,
+        Action::Down,
+        Action::PanRight,
+        Action::Jump,
+        Action::NextPane,
+        Action::PageDown,
+        Action::Up,
+        Action::PanLeft,
+        Action::Left,
+        Action::Help,
+        Action::Help,
+    ];
+    for k in keys.iter().cycle().take(keys.len() * 3) {
+        a.apply(k.clone());
+        if a.screen != Screen::Overview {
+            a.apply(Action::Overview);
+        }
+        for (w, h) in [(60, 16), (80, 24), (200, 60)] {
+            let s = screen(&a, w, h);
+            assert!(s.contains("help") || s.contains("Keys ("), "{s}");
+        }
+    }
+    // Colour only adds.
+    let plain = draw(&a, 80, 24);
+    assert!(plain
+        .content()
+        .iter()
+        .all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+    a.theme = Theme { color: true };
+    let coloured = draw(&a, 80, 24);
+    assert_eq!(
+        text(&plain, Rect::new(0, 0, 80, 24)),
+        text(&coloured, Rect::new(0, 0, 80, 24))
+    );
 }

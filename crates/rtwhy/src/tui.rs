@@ -1,12 +1,16 @@
-//! `rtwhy tui`: a trace, or every capture of a recording session, on a terminal timeline.
+//! `rtwhy tui`: a trace, or every capture of a recording session, on a terminal timeline;
+//! a session with an `overview.json` opens on its overview.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::SystemTime;
 
 use anyhow::{bail, Result};
 use rtwhy_analyze::Config;
-use rtwhy_tui::{App, Capture, Theme};
+use rtwhy_model::SessionDir;
+use rtwhy_tui::session::Session;
+use rtwhy_tui::{App, Capture, Screen, Theme};
 
 use crate::cli::TuiArgs;
 
@@ -27,6 +31,16 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
         captures.push(load(path, &config)?);
     }
     let mut app = App::new(captures, Theme::from_env());
+    // --follow is for watching captures arrive, so it opens on them as before; the
+    // overview, which the recorder rewrites with every capture, is reloaded when it
+    // changes and is one key (o) away.
+    let mut overview_at = None;
+    if let Some(d) = dir {
+        overview_at = reload_session(&mut app, d, None);
+        if app.session().is_some() && !args.follow {
+            app.screen = Screen::Overview;
+        }
+    }
     let mut known: HashSet<PathBuf> = paths.into_iter().collect();
     rtwhy_tui::run_live(&mut app, |app| {
         let Some(dir) = dir.filter(|_| args.follow) else {
@@ -43,8 +57,28 @@ pub fn run(args: &TuiArgs) -> Result<ExitCode> {
                 }
             }
         }
+        overview_at = reload_session(app, dir, overview_at);
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Gives `app` the overview of session directory `dir` when its `overview.json` has
+/// changed since `seen` (its modification time then): read with its `session.json` as
+/// `rtwhy report DIR` reads them. A directory without one is left as it is (older
+/// sessions, captures copied by hand); one that cannot be read is said on the status
+/// line, and the captures show as they would without it. Returns the time now seen.
+fn reload_session(app: &mut App, dir: &Path, seen: Option<SystemTime>) -> Option<SystemTime> {
+    let path = SessionDir::new(dir).overview();
+    let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+    if modified.is_none() || modified == seen {
+        return seen;
+    }
+    match crate::record::read_session(dir) {
+        Ok((doc, Some(overview))) => app.set_session(Session::new(overview, &doc)),
+        Ok((_, None)) => {}
+        Err(e) => app.message = Some(format!("no overview: {e:#}")),
+    }
+    modified
 }
 
 /// Opens, decodes and analyzes one trace (any input rtwhy-decode recognises).
