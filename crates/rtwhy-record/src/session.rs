@@ -255,6 +255,12 @@ pub struct SessionReport {
     /// Breaches not captured because they came within `--min-gap` of the previous
     /// capture (a storm).
     pub breaches_rate_limited: u64,
+    /// Application markers (`--marker`) that set off no capture of their own because
+    /// they were written before the previous capture was read out and the flight
+    /// recording started again: inside its window (that capture holds them), or while
+    /// it was being saved (their history went with it). A capture cut for them would
+    /// begin after them.
+    pub markers_not_captured: u64,
     /// Worst latency per thread.
     pub threads: Vec<ThreadWorst>,
     /// Detector records lost (BPF ring buffer full).
@@ -749,6 +755,7 @@ fn run_with(
             captures_failed: 0,
             breaches: 0,
             breaches_in_dead_time: 0,
+            markers_not_captured: 0,
             breaches_after_max: 0,
             breaches_rate_limited: 0,
             threads: Vec::new(),
@@ -1080,6 +1087,12 @@ impl Runner<'_> {
                 if record.switch_in.0 < self.last_rearm {
                     self.report.breaches_in_dead_time += 1;
                     self.not_captured(record);
+                    continue;
+                }
+            }
+            if let Trigger::Marker { ts, .. } = &t {
+                if *ts < self.last_rearm {
+                    self.report.markers_not_captured += 1;
                     continue;
                 }
             }

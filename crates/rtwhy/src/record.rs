@@ -587,6 +587,13 @@ fn print_summary(out: &mut dyn Write, dir: &Path, doc: &Value) -> std::io::Resul
         n(&s["breaches_rate_limited"]),
         n(&s["captures_failed"]),
     )?;
+    if n(&s["markers_not_captured"]) > 0 {
+        writeln!(
+            out,
+            "  {} markers set off no capture: written before the previous capture was read out (inside its window, or while it was saved)",
+            n(&s["markers_not_captured"])
+        )?;
+    }
     if let Some(budget) = doc["disk"]["budget_bytes"].as_u64() {
         let whose = match doc["disk"]["state_dir"].as_str() {
             Some(state) => format!(" (all sessions in {state})"),
