@@ -493,12 +493,13 @@ pub struct ReportArgs {
     /// `NAME.rtwhy-report.tar.gz` in the current directory). Written whole or not at all.
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
-    /// For a recording session (or state directory): compare its wake-up latency
-    /// distributions with this one's, recorded before a change (did moving the IRQ off
-    /// the isolated CPU remove the tail?): both side by side, per thread.
+    /// For a recording session (or state directory): another, recorded before a change
+    /// (did moving the IRQ off the isolated CPU remove the tail?); both wake-up latency
+    /// distributions side by side, per thread.
     #[arg(long, value_name = "DIR")]
     pub baseline: Option<PathBuf>,
-    /// The trace: a capture or trace.dat (version 6 or 7) or `trace-cmd report` text.
+    /// The trace: a capture or trace.dat (version 6 or 7) or `trace-cmd report` text;
+    /// or a recording session's directory, or a recorder's state directory.
     pub file: PathBuf,
 }
 
