@@ -419,6 +419,16 @@ fn a_state_directory_is_summarised_and_reported_over_all_its_sessions() {
         md.contains("[rtwhy-20261128-080000/spike-002.dat](rtwhy-20261128-080000/spike-002.dat)"),
         "{md}"
     );
+    // The TUI opens one session: pointed at the state directory, it names the latest.
+    let out = Command::new(rtwhy())
+        .arg("tui")
+        .arg(state.path())
+        .output()
+        .expect("run rtwhy tui");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("rtwhy-20261128-090000`"), "{err}");
     let time = std::fs::read_to_string(state.path().join("report-time.svg")).unwrap();
     assert!(time.contains(">+0.0 h<") && time.contains(" h<"), "{time}");
 }

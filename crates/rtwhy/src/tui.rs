@@ -17,6 +17,21 @@ use crate::cli::TuiArgs;
 pub fn run(args: &TuiArgs) -> Result<ExitCode> {
     let config = args.opts.config();
     let dir = args.path.is_dir().then_some(args.path.as_path());
+    if let Some(d) = dir.filter(|d| !SessionDir::new(d).manifest().is_file()) {
+        // A recorder's state directory: its overview spans sessions whose threads have
+        // other ids, which the pane's bars match captures by; one session opens whole.
+        if let Some(latest) = rtwhy_record::state::sessions(d)
+            .ok()
+            .and_then(|s| s.last().cloned())
+        {
+            bail!(
+                "{} is a recorder's state directory: open one of its sessions (the latest: `rtwhy tui {}`), or see them all with `rtwhy report {}`",
+                d.display(),
+                latest.display(),
+                d.display()
+            );
+        }
+    }
     let paths: Vec<PathBuf> = match dir {
         Some(d) if args.follow => rtwhy_tui::capture_files(d)?,
         Some(d) => rtwhy_tui::session_captures(d)?,
