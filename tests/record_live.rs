@@ -1097,6 +1097,24 @@ fn temporaries(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `rtwhy record`'s flags as an unattended recorder under a breach storm runs: every
+/// capture kept until the disk budget says otherwise, one per 150 ms at most, small
+/// flight buffers on two CPUs.
+const UNATTENDED: &[&str] = &[
+    "-t",
+    "150us",
+    "--max-spikes",
+    "0",
+    "--cpus",
+    "0-1",
+    "--min-gap",
+    "150ms",
+    "--buffer-kb",
+    "1024",
+    "--before",
+    "100ms",
+];
+
 #[test]
 fn an_unattended_session_stays_under_its_disk_budget_through_a_storm_and_sighup() {
     let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -1113,24 +1131,9 @@ fn an_unattended_session_stays_under_its_disk_budget_through_a_storm_and_sighup(
     let budget: u64 = 6 << 20;
     let mut child = Command::new(rtwhy())
         .args(record_cyclictest_args(
-            &[
-                "-t",
-                "150us",
-                "--max-spikes",
-                "0",
-                "--disk-budget",
-                "6M",
-                // Two CPUs of 1 MiB: the smallest budget allowed is 6 MiB (2 MiB + 4 MiB
-                // for metadata) on any machine.
-                "--cpus",
-                "0-1",
-                "--min-gap",
-                "150ms",
-                "--buffer-kb",
-                "1024",
-                "--before",
-                "100ms",
-            ],
+            // Two CPUs of 1 MiB: the smallest budget allowed is 6 MiB (2 MiB + 4 MiB for
+            // metadata) on any machine.
+            &[UNATTENDED, &["--disk-budget", "6M"]].concat(),
             &out,
             "7",
         ))
@@ -1474,28 +1477,17 @@ fn a_recorder_restarted_ten_times_keeps_its_state_directory_under_one_budget() {
     let mut logs = String::new();
     for start in 1..=10 {
         let _load = spinner(&spin, 90, 5000, 300, 2300, 0);
-        let mut args = vec![
-            "record",
-            "-t",
-            "150us",
-            "--max-spikes",
-            "0",
+        let mut args = vec!["record"];
+        args.extend_from_slice(UNATTENDED);
+        args.extend_from_slice(&[
             "--disk-budget",
             "24M",
-            "--cpus",
-            "0-1",
-            "--min-gap",
-            "150ms",
-            "--buffer-kb",
-            "1024",
-            "--before",
-            "100ms",
             "--recorder-cpus",
             "0",
             "--state-dir",
             state.to_str().unwrap(),
             "--",
-        ];
+        ]);
         args.extend_from_slice(&[
             "cyclictest",
             "-m",

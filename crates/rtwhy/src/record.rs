@@ -527,25 +527,7 @@ fn print_summary(out: &mut dyn Write, dir: &Path, doc: &Value) -> std::io::Resul
             writeln!(out, "  {c:<28} {:>8} {dropped:>8}", kept + dropped)?;
         }
     }
-    // Who the kept captures' verdicts point at, the most captures first.
-    let kept = rtwhy_report::overview::captures_of(doc);
-    let culprits = rtwhy_report::overview::contributors(&kept);
-    if !culprits.is_empty() {
-        writeln!(out, "  top contributors (captures kept):")?;
-        for k in culprits.iter().take(SUMMARY_CONTRIBUTORS) {
-            let causes: Vec<&str> = k.causes().iter().map(|(c, _)| *c).collect();
-            let worst = k.captures.first();
-            writeln!(
-                out,
-                "  {:>6}  {} ({}), worst {}{}",
-                k.captures.len(),
-                k.culprit,
-                causes.join(", "),
-                human_duration(worst.map_or(0, |c| c.latency_ns)),
-                worst.map(|c| format!(" in {}", c.file)).unwrap_or_default()
-            )?;
-        }
-    }
+    print_contributors(out, &rtwhy_report::overview::captures_of(doc))?;
     if let Some(threads) = s["threads"].as_array().filter(|t| !t.is_empty()) {
         writeln!(
             out,
@@ -819,7 +801,16 @@ fn print_state_summary(out: &mut dyn Write, dir: &Path, rec: &Recording) -> std:
             )?;
         }
     }
-    let culprits = rtwhy_report::overview::contributors(&rec.captures);
+    print_contributors(out, &rec.captures)
+}
+
+/// Who the kept captures' verdicts point at, the most captures first: the summary's
+/// top contributors.
+fn print_contributors(
+    out: &mut dyn Write,
+    kept: &[rtwhy_report::overview::Capture],
+) -> std::io::Result<()> {
+    let culprits = rtwhy_report::overview::contributors(kept);
     if !culprits.is_empty() {
         writeln!(out, "  top contributors (captures kept):")?;
         for k in culprits.iter().take(SUMMARY_CONTRIBUTORS) {
