@@ -50,6 +50,17 @@ pub fn bucket_lower(i: usize) -> u64 {
     ((SUB + sub) as u64) << (octave as u32 + LINEAR_BITS - SUB_BITS)
 }
 
+/// 1, 2, 5, 10, 20, 50, ... ns: where a latency axis puts its ticks, in order.
+pub fn one_two_five() -> impl Iterator<Item = u64> {
+    let mut decade = 1u64;
+    std::iter::from_fn(move || {
+        let d = decade;
+        decade = decade.checked_mul(10)?;
+        Some([d, 2 * d, 5 * d])
+    })
+    .flatten()
+}
+
 /// One bucket as files carry it: its lower bound and its count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistBucket {

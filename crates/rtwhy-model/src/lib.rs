@@ -48,8 +48,8 @@ pub use facts::{
     MARKER_MATCH_NS, MAX_MARKER_LEN,
 };
 pub use histogram::{
-    bucket_lower, bucket_of, quantile, quantile_rank, CpuWakeups, HistBucket, Histogram, Overview,
-    SparseHistogram, TailPart, ThreadOverview, HIST_BUCKETS, OVERVIEW_SCHEMA,
+    bucket_lower, bucket_of, one_two_five, quantile, quantile_rank, CpuWakeups, HistBucket,
+    Histogram, Overview, SparseHistogram, TailPart, ThreadOverview, HIST_BUCKETS, OVERVIEW_SCHEMA,
 };
 pub use prio::{
     breaches, is_deadline, is_fifo_rr, is_rt, kernel_prio_from_rt_priority, nice_from_kernel_prio,

@@ -293,14 +293,7 @@ fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes, lin
         b = axes.bottom()
     );
     let (from, to) = (bucket_lower(axes.lo).max(1), bucket_lower(axes.hi));
-    let mut decade = 1u64;
-    let ticks = std::iter::from_fn(|| {
-        let d = decade;
-        decade = decade.checked_mul(10)?;
-        Some([d, 2 * d, 5 * d])
-    })
-    .flatten()
-    .take_while(|v| *v <= to);
+    let ticks = rtwhy_model::one_two_five().take_while(|v| *v <= to);
     for v in ticks {
         if v >= from {
             let x = axes.x(v);

@@ -299,14 +299,7 @@ fn histogram(
         layout.range_ns(layout.columns().saturating_sub(1)).1,
     );
     let mut free = x0;
-    let mut decade = 1u64;
-    let ticks = std::iter::from_fn(|| {
-        let d = decade;
-        decade = decade.checked_mul(10)?;
-        Some([d, 2 * d, 5 * d])
-    })
-    .flatten()
-    .take_while(|v| *v < to);
+    let ticks = rtwhy_model::one_two_five().take_while(|v| *v < to);
     for v in ticks.filter(|v| *v >= from) {
         let x = x0 + layout.column_of(bucket_of(v)) as u16 * layout.col_w;
         buf.set_string(x, axis_y, "┴", t.dim());
