@@ -174,7 +174,13 @@ fn record_cyclictest_args<'a>(flags: &[&'a str], out: &'a Path, seconds: &'a str
     let mut args = vec!["record"];
     args.extend_from_slice(flags);
     args.extend_from_slice(&["--recorder-cpus", "0", "--out", out.to_str().unwrap(), "--"]);
-    args.extend_from_slice(&[
+    args.extend_from_slice(&cyclictest(seconds));
+    args
+}
+
+/// cyclictest measuring one FIFO 80 thread on CPU 1 every 1 ms for `seconds`.
+fn cyclictest(seconds: &str) -> [&str; 13] {
+    [
         "cyclictest",
         "-m",
         "-q",
@@ -188,8 +194,7 @@ fn record_cyclictest_args<'a>(flags: &[&'a str], out: &'a Path, seconds: &'a str
         "1",
         "-D",
         seconds,
-    ]);
-    args
+    ]
 }
 
 /// cyclictest's own maximum (us) from its final `T: 0 (...) ... Max: N` line.
@@ -1488,21 +1493,7 @@ fn a_recorder_restarted_ten_times_keeps_its_state_directory_under_one_budget() {
             state.to_str().unwrap(),
             "--",
         ]);
-        args.extend_from_slice(&[
-            "cyclictest",
-            "-m",
-            "-q",
-            "-p",
-            "80",
-            "-i",
-            "1000",
-            "-a",
-            "1",
-            "-t",
-            "1",
-            "-D",
-            "3",
-        ]);
+        args.extend_from_slice(&cyclictest("3"));
         let o = run(&args);
         let all = text(&o);
         assert!(
@@ -1514,6 +1505,7 @@ fn a_recorder_restarted_ten_times_keeps_its_state_directory_under_one_budget() {
             String::from_utf8_lossy(&o.stderr)
         ));
         let on_disk = tree_bytes(&state);
+        eprintln!("after start {start}: {on_disk} bytes in the state directory");
         assert!(
             on_disk <= budget,
             "after start {start}: {on_disk} bytes in the state directory > {budget}\n{all}"
@@ -1567,6 +1559,7 @@ fn a_recorder_restarted_ten_times_keeps_its_state_directory_under_one_budget() {
             .map(|t| t["wakeups"].as_u64().unwrap())
             .sum::<u64>();
     }
+    eprintln!("captures of earlier sessions deleted by later ones: {deleted_earlier}");
     assert!(
         deleted_earlier > 0,
         "no earlier session gave up a capture: the budget was never reached\n{logs}"
