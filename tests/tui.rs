@@ -197,6 +197,8 @@ fn assemble_session(dir: &Path) {
         threshold_ns: 150_000,
         from_ns: 0,
         to_ns: 60_000_000_000,
+        from_unix_ns: None,
+        sessions: Vec::new(),
         wakeups_lost: 0,
         breaches_lost: 0,
         threads: vec![ThreadOverview::new(

@@ -523,6 +523,8 @@ fn assembled_session() -> (tempfile::TempDir, App) {
         threshold_ns: 150_000,
         from_ns: 4_290_000_000_000,
         to_ns: 4_550_000_000_000,
+        from_unix_ns: None,
+        sessions: Vec::new(),
         wakeups_lost: 0,
         breaches_lost: 0,
         threads: vec![a, b],
