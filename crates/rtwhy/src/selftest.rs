@@ -42,6 +42,7 @@ use rtwhy_record::session::{
     self, Armed, Capture, DetectorChoice, Observer, SessionConfig, SessionReport, Workload,
 };
 use rtwhy_record::tracefs::Tracefs;
+use rtwhy_report::selftest;
 
 use crate::analyze::analyze_file;
 use crate::cli::{LabArgs, SelftestArgs, VictimArg};
@@ -49,22 +50,6 @@ use crate::irq_work;
 
 /// Exit code after Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
-
-/// "rt_throttling x2, hwlat x1": the causes seen, most frequent first.
-fn cause_counts(causes: &[Cause]) -> String {
-    let mut n: BTreeMap<&str, usize> = BTreeMap::new();
-    for c in causes {
-        *n.entry(c.as_str()).or_default() += 1;
-    }
-    let mut v: Vec<(&str, usize)> = n.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let parts: Vec<String> = v.iter().map(|(c, k)| format!("{c} x{k}")).collect();
-    if parts.is_empty() {
-        "-".into()
-    } else {
-        parts.join(", ")
-    }
-}
 
 /// Who the victim of the timer scenarios is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,19 +186,10 @@ pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
     if bench.keep.is_none() {
         let _ = std::fs::remove_dir_all(&work);
     }
-    print_table(&mut out, &rows)?;
+    out.write_all(selftest::table(&rows).as_bytes())?;
+    out.write_all(selftest::summary(&rows).as_bytes())?;
     let was_interrupted = interrupted.load(Ordering::Relaxed)
         || rows.iter().any(|r| r.verdict == Verdict::Interrupted);
-    let inducible = rows
-        .iter()
-        .filter(|r| !matches!(r.verdict, Verdict::NotInducible(_)))
-        .count();
-    let passed = rows.iter().filter(|r| r.verdict == Verdict::Pass).count();
-    let not_here = rows.len() - inducible;
-    writeln!(
-        out,
-        "\n{passed} of {inducible} scenarios that can be induced here were diagnosed as expected; {not_here} not inducible here."
-    )?;
     if let Some(dir) = &bench.keep {
         writeln!(out, "captures kept in {}", dir.display())?;
     }
@@ -309,7 +285,7 @@ fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> S
             Ok(Attempt::Done(spikes, worst)) => {
                 let causes: Vec<Cause> = spikes.iter().map(|(c, _)| *c).collect();
                 row.spikes = spikes.len();
-                row.diagnosis = cause_counts(&causes);
+                row.diagnosis = selftest::cause_counts(&causes);
                 row.worst_ns = worst;
                 row.share = (!spikes.is_empty()).then(|| expected_share(expected, &spikes));
                 row.verdict = judge(expected, &spikes);
@@ -784,27 +760,9 @@ fn write_readme(bench: &Bench, s: Scenario, dir: &Path, ran: &Ran<'_>) -> Result
     Ok(())
 }
 
-/// A verdict as the table shows it.
-fn label(v: &Verdict) -> String {
-    match v {
-        Verdict::Pass => "pass".into(),
-        Verdict::Fail => "FAIL: diagnosed otherwise".into(),
-        Verdict::NoSpike => "FAIL: no spike of the victim captured".into(),
-        Verdict::NotInducible(why) => format!("not inducible here: {why}"),
-        Verdict::Error(why) => format!("FAIL: {why}"),
-        Verdict::Interrupted => "interrupted".into(),
-    }
-}
-
+/// What the selftest prints first: the machine's facts and what rtwhy can use of it,
+/// probed here (tracefs, each BPF attach mode), and the bench.
 fn print_platform(out: &mut impl Write, b: &Bench) -> Result<()> {
-    let f = &b.platform.facts;
-    writeln!(out, "platform")?;
-    writeln!(
-        out,
-        "  kernel         {}, preempt={}",
-        f.kernel_release.as_deref().unwrap_or("?"),
-        f.preempt_model().unwrap_or("unknown")
-    )?;
     let tracefs = match Tracefs::open() {
         Ok(t) => {
             let events = Preset::Default.events();
@@ -819,136 +777,40 @@ fn print_platform(out: &mut impl Write, b: &Bench) -> Result<()> {
                     }
                 })
                 .count();
-            format!(
-                "{} ({have} of the {} events rtwhy records exist)",
-                t.root().display(),
-                events.len()
-            )
+            Ok((t.root().display().to_string(), have, events.len()))
         }
-        Err(e) => format!("unusable: {e}"),
+        Err(e) => Err(e.to_string()),
     };
-    writeln!(out, "  tracefs        {tracefs}")?;
-    let modes: Vec<String> = AttachMode::ALL
+    let bpf = AttachMode::ALL
         .iter()
         .map(|&m| {
             let cfg = DetectorConfig {
                 force: Some(m),
                 ..DetectorConfig::default()
             };
-            match BpfDetector::start(&cfg) {
-                Ok(_) => format!("{} ok", m.as_str()),
-                Err(_) => format!("{} no", m.as_str()),
-            }
+            (m.as_str(), BpfDetector::start(&cfg).is_ok())
         })
         .collect();
-    writeln!(out, "  BPF attach     {}", modes.join(", "))?;
     let n = &b.noise;
-    writeln!(
-        out,
-        "  noise          CPU {}: p99 {}, max {} over {} wake-ups (SCHED_FIFO 80 timer every 1 ms for {} s, nothing loaded); sized loads go above it",
-        b.cpu,
-        human_duration(n.p99.as_nanos() as u64),
-        human_duration(n.max.as_nanos() as u64),
-        n.latencies.len(),
-        noise::RUN.as_secs()
-    )?;
-    writeln!(
-        out,
-        "  isolation      {}",
-        if f.isolated.is_empty() {
-            "no CPU isolated".to_string()
-        } else {
-            format!("CPUs {} isolated", f.isolated)
-        }
-    )?;
-    writeln!(
-        out,
-        "  RT throttling  {}",
-        match (f.rt_runtime_us, f.rt_period_us) {
-            (Some(r), _) if r < 0 => "off (sched_rt_runtime_us=-1)".to_string(),
-            (Some(r), Some(p)) => format!("{r} us of every {p} us"),
-            _ => "unknown".to_string(),
-        }
-    )?;
-    writeln!(
-        out,
-        "  cpufreq        {}",
-        if b.platform.has_cpufreq(b.cpu) {
-            f.governors
-                .get(&b.cpu)
-                .map_or("present".to_string(), |g| format!("governor {g}"))
-        } else {
-            format!("none on CPU {}", b.cpu)
-        }
-    )?;
-    writeln!(
-        out,
-        "  victim         {} on CPU {}; rtwhy and load helpers on CPU {}\n",
-        match b.victim {
-            TimerVictim::Cyclictest =>
-                "cyclictest (SCHED_FIFO 80; ten below an IRQ thread a scenario drives)",
-            TimerVictim::Probe =>
-                "rtwhy's probe (SCHED_FIFO 80; ten below an IRQ thread a scenario drives)",
+    let bench = selftest::Bench {
+        facts: &b.platform.facts,
+        tracefs,
+        bpf,
+        cpu: b.cpu,
+        housekeeping: b.housekeeping,
+        noise: (
+            n.p99.as_nanos() as u64,
+            n.max.as_nanos() as u64,
+            n.latencies.len(),
+            noise::RUN.as_secs(),
+        ),
+        cpufreq: b.platform.has_cpufreq(b.cpu),
+        victim: match b.victim {
+            TimerVictim::Cyclictest => "cyclictest",
+            TimerVictim::Probe => "rtwhy's probe",
         },
-        b.cpu,
-        b.housekeeping
-    )?;
-    Ok(())
-}
-
-fn print_table(out: &mut impl Write, rows: &[ScenarioResult]) -> Result<()> {
-    let wide = rows
-        .iter()
-        .map(|r| r.diagnosis.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(34);
-    // Scenario names run to 34 characters (priority_inversion_preempted_first).
-    let name = rows
-        .iter()
-        .map(|r| r.scenario.len())
-        .max()
-        .unwrap_or(0)
-        .max(22);
-    writeln!(
-        out,
-        "{:<name$} {:>6} {:>10}  {:<wide$} {:<22} {:>6}  verdict",
-        "scenario", "spikes", "worst", "diagnosis", "expected", "share"
-    )?;
-    for r in rows {
-        // A scenario found not inducible after an attempt shows what that attempt saw.
-        let spikes = match r.verdict {
-            Verdict::NotInducible(_) if r.attempts == 0 => "-".to_string(),
-            _ => r.spikes.to_string(),
-        };
-        let worst = if r.worst_ns > 0 {
-            human_duration(r.worst_ns)
-        } else {
-            "-".into()
-        };
-        let share = r
-            .share
-            .map(|x| format!("{:.0}%", x * 100.0))
-            .unwrap_or_else(|| "-".into());
-        let tries = if r.shown < r.attempts {
-            format!(" (best: attempt {} of {})", r.shown, r.attempts)
-        } else if r.attempts > 1 {
-            format!(" (attempt {})", r.attempts)
-        } else {
-            String::new()
-        };
-        writeln!(
-            out,
-            "{:<name$} {:>6} {:>10}  {:<wide$} {:<22} {:>6}  {}{tries}",
-            r.scenario,
-            spikes,
-            worst,
-            r.diagnosis,
-            r.expected.as_str(),
-            share,
-            label(&r.verdict)
-        )?;
-    }
+    };
+    out.write_all(selftest::platform(&bench).as_bytes())?;
     Ok(())
 }
 
@@ -1080,13 +942,6 @@ fn start_cycle(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_most_frequent_first() {
-        let c = [Cause::Hwlat, Cause::Softirq, Cause::Softirq, Cause::Unknown];
-        assert_eq!(cause_counts(&c), "softirq x2, hwlat x1, unknown x1");
-        assert_eq!(cause_counts(&[]), "-");
-    }
 
     #[test]
     fn expectations_parse_or_say_why() {
