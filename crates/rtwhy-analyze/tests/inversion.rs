@@ -316,7 +316,7 @@ fn a_wait_without_a_known_holder_is_not_named() {
 
 #[test]
 fn a_short_idle_stretch_after_a_normal_task_blocked_is_not_throttling() {
-    // The idle-exit spike: a normal task blocks, the CPU idles, H's wake-up comes
+    // An idle-exit spike: a normal task blocks, the CPU idles, H's wake-up comes
     // from another CPU while it idles and H runs 150 us later. No RT task was runnable
     // when the CPU went idle: idle exit, never RT throttling.
     let mut t = Seq::default();

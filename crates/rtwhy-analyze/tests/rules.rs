@@ -627,11 +627,12 @@ fn an_irq_thread_whose_hard_half_came_before_the_window_is_summed_up_without_it(
     assert!(!summary.contains("hard handler"), "{summary}");
 }
 
-/// A capture taken right after the previous one (CI's selftest on a noisy host, stop
-/// 35): the trace begins with the victim's timer firing in idle 1.6 ms after it was due.
-/// Nothing says what CPU 1 did before: that time is not recorded, and no cause is named
-/// for it (it was once called an idle exit, "1.668 ms to leave idle"). In a trace that
-/// began earlier, with CPU 1 silent since, the same time is CPU 1's idle.
+/// A capture taken right after the previous one (the selftest on a noisy host): the
+/// trace begins with the victim's timer firing in idle 1.6 ms after it was due. Nothing
+/// says what CPU 1 did before: that time is not recorded, and no cause is named for it
+/// (calling it an idle exit, "1.668 ms to leave idle", would name a cause the trace does
+/// not show). In a trace that began earlier, with CPU 1 silent since, the same time is
+/// CPU 1's idle.
 #[test]
 fn a_spike_that_began_before_the_recording_names_no_cause_for_the_unrecorded_time() {
     const TIMER: u64 = 0xffff_c900_0000_2000;

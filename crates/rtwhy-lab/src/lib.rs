@@ -7,6 +7,11 @@
 //! changes (undone by [`Tweaks`], also after a crash) and its load: threads that are
 //! bounded in time, stop on request, and never put a SCHED_FIFO busy loop on CPU 0.
 //!
+//! How the selftest judges what a scenario made is here too: [`judge`] (the victim's
+//! spikes against the expected cause), [`noise`] (the CPU's own wake-up latency the
+//! loads are sized above) and [`irq_work`] (whether a device's interrupts can stand out
+//! of that noise at all).
+//!
 //! ```
 //! use rtwhy_lab::{Platform, Scenario};
 //! // A machine with nothing readable: a scenario that needs RPS says why it cannot run.
@@ -18,7 +23,10 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod irq_work;
+pub mod judge;
 pub mod load;
+pub mod noise;
 pub mod platform;
 mod scenarios;
 pub mod tweak;

@@ -202,8 +202,8 @@ impl Histogram {
     }
 }
 
-/// The schema of `overview.json`.
-pub const OVERVIEW_SCHEMA: &str = "rtwhy.overview/1";
+/// The schema of `overview.json` ([`crate::schema::OVERVIEW`]), beside the type it names.
+pub const OVERVIEW_SCHEMA: &str = crate::schema::OVERVIEW;
 
 /// What the breaches of one cause add to a thread's tail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -32,6 +32,7 @@ mod histogram;
 mod prio;
 mod rank;
 pub mod schema;
+pub mod selftest;
 mod session;
 mod time;
 mod timerlat;

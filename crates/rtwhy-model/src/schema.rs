@@ -1,6 +1,8 @@
 //! The names of rtwhy's JSON documents, each with its version: every document carries its
 //! own in a `schema` field, so that a reader knows what it holds before it reads on. A
-//! version goes up with an incompatible change to its document.
+//! version goes up with an incompatible change to its document. Every such name is
+//! defined here; the tests spell them out, so that a change here shows as a change of
+//! the documents.
 
 /// `rtwhy analyze --format json` and a bundle's `analysis.json` (docs/analysis-json.md).
 pub const ANALYSIS: &str = "rtwhy.analysis/2";
@@ -10,3 +12,7 @@ pub const SESSION: &str = "rtwhy.session/2";
 
 /// `rtwhy doctor --format json`.
 pub const DOCTOR: &str = "rtwhy.doctor/1";
+
+/// A recording session's `overview.json` and `rtwhy summary --format json`: every
+/// watched thread's wake-up latency histogram ([`crate::Overview`], docs/analysis-json.md).
+pub const OVERVIEW: &str = "rtwhy.overview/1";

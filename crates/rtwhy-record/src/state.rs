@@ -231,7 +231,7 @@ mod tests {
                     "end_ns": 5})
             })
             .collect();
-        let doc = serde_json::json!({"schema": "rtwhy.session/2", "spikes": list,
+        let doc = serde_json::json!({"schema": rtwhy_model::schema::SESSION, "spikes": list,
             "dropped": {}, "disk": {"budget_bytes": null, "used_bytes": 5000}});
         fs::write(dir.join("session.json"), doc.to_string()).unwrap();
         dir

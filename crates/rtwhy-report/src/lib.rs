@@ -9,6 +9,10 @@
 //! cuts each spike's [`Window`] of events and its decisive trace lines, and hands over
 //! a [`Report`].
 //!
+//! The other documents the binary prints are rendered here too, one file each:
+//! `rtwhy info` ([`info`]), `rtwhy doctor` ([`doctor`]) and `rtwhy selftest`'s table
+//! ([`selftest`]).
+//!
 //! ```
 //! use rtwhy_model::{Nanos, SystemFacts};
 //! use rtwhy_report::{markdown, Report};
@@ -36,6 +40,8 @@
 
 pub mod breaches_svg;
 pub mod bundle;
+pub mod doctor;
+pub mod info;
 pub mod json;
 pub mod lanes;
 pub mod markdown;
@@ -47,6 +53,7 @@ pub mod perfetto_trace;
 mod png;
 mod protobuf;
 pub mod redact;
+pub mod selftest;
 pub mod svg;
 pub mod system;
 pub mod text;

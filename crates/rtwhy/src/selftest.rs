@@ -1,25 +1,24 @@
 //! `rtwhy selftest` and `rtwhy lab`: induce each latency cause with rtwhy-lab, record it
 //! with rtwhy's own recorder, and check that the diagnosis names it.
 //!
-//! Every scenario runs in a recording session of its own: the victim (cyclictest, the
-//! probe, or the scenario's own `lab-high` thread) is the recorded workload, the load
-//! starts once the recorder is armed, and each capture is diagnosed as `rtwhy record`
-//! diagnoses it. Only the victim's spikes that overlap the load's run are judged, and a
-//! scenario passes when the expected cause is the primary cause of the majority of
-//! the latency the load can have added to them (their latency less the time the CPU
-//! was stopped or not recorded, see `judged`; a spike that is under the threshold without
-//! that time is the machine's and not judged; the share is printed per scenario): a
-//! classifier answering at random,
-//! or always with the most common cause, does not reach it (see the tests). The other
-//! causes seen are listed beside it (a shared VM adds its own stalls). "Not inducible here" is decided before anything runs, from what the
-//! kernel allows, or, for the device-interrupt scenario after a failed attempt, from a
-//! measurement: its interrupts' work traced with the load alone, weighed against the
-//! CPU's measured noise, can be the main part of no more than the share a pass needs
-//! (`irq_work`; the numbers in the verdict). Otherwise a
-//! scenario that ran and produced no spike of the victim is a failure, so a broken
-//! recorder cannot pass.
+//! This module turns the arguments into a bench (the victim CPU, its housekeeping CPU,
+//! the victim program, the CPU's noise measured with rtwhy's probe), runs every scenario
+//! in a recording session of its own and prints what became of it. The victim
+//! (cyclictest, the probe, or the scenario's own `lab-high` thread) is the recorded
+//! workload, the load starts once the recorder is armed, and each capture is diagnosed
+//! as `rtwhy record` diagnoses it. The judging is rtwhy-lab's: which spikes count and
+//! how much ([`rtwhy_lab::judge`]), the noise loads are sized above
+//! ([`rtwhy_lab::noise`]), and whether a device's interrupts can stand out of it
+//! ([`rtwhy_lab::irq_work`], traced here by [`crate::irq_work`]).
+//!
+//! A scenario is "not inducible here" when the kernel does not allow it, decided before
+//! anything runs, or, for the device-interrupt scenario after a failed attempt, when its
+//! interrupts' measured work can be the main part of no more than the share a pass needs
+//! (the numbers are in the verdict). Otherwise a scenario that ran and produced no spike
+//! of the victim is a failure, so a broken recorder cannot pass. A failed scenario is
+//! tried again up to `--attempts` times; the table shows the attempt that came nearest.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -30,9 +29,12 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use rtwhy_analyze::{Config, TaskFilter};
+use rtwhy_lab::judge::{expected_share, judge, Tallied, Tally, PASS_SHARE};
+use rtwhy_lab::noise::{self, Noise};
 use rtwhy_lab::tweak::{restore_stale, JOURNAL_DIR};
 use rtwhy_lab::{Load, Placement, Platform, Scenario, Setup, Stop, Tweaks, Victim};
-use rtwhy_model::{human_duration, Bucket, Cause, CpuList, Nanos};
+use rtwhy_model::selftest::{ScenarioResult, Verdict};
+use rtwhy_model::{human_duration, Cause, CpuList, Nanos};
 use rtwhy_record::bpf::{AttachMode, BpfDetector, DetectorConfig};
 use rtwhy_record::events::Preset;
 use rtwhy_record::probe::ProbeConfig;
@@ -40,6 +42,7 @@ use rtwhy_record::session::{
     self, Armed, Capture, DetectorChoice, Observer, SessionConfig, SessionReport, Workload,
 };
 use rtwhy_record::tracefs::Tracefs;
+use rtwhy_report::selftest;
 
 use crate::analyze::analyze_file;
 use crate::cli::{LabArgs, SelftestArgs, VictimArg};
@@ -47,105 +50,6 @@ use crate::irq_work;
 
 /// Exit code after Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
-
-/// The share of the judged spikes' latency the expected cause must be primary for.
-pub const PASS_SHARE: f64 = 0.5;
-
-/// What became of one scenario.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// The expected cause is primary for more than [`PASS_SHARE`] of the latency of the
-    /// victim's spikes during the load.
-    Pass,
-    /// Spikes of the victim, the expected cause primary for too little of their latency.
-    Fail,
-    /// The load ran but the victim was never late enough to be recorded.
-    NoSpike,
-    /// The kernel or hardware does not allow the scenario (not rtwhy's failure).
-    NotInducible(String),
-    /// The scenario could not run (a load or the recorder failed).
-    Error(String),
-    /// Stopped by Ctrl-C.
-    Interrupted,
-}
-
-impl Verdict {
-    fn label(&self) -> String {
-        match self {
-            Verdict::Pass => "pass".into(),
-            Verdict::Fail => "FAIL: diagnosed otherwise".into(),
-            Verdict::NoSpike => "FAIL: no spike of the victim captured".into(),
-            Verdict::NotInducible(why) => format!("not inducible here: {why}"),
-            Verdict::Error(why) => format!("FAIL: {why}"),
-            Verdict::Interrupted => "interrupted".into(),
-        }
-    }
-
-    /// Whether this verdict makes the selftest fail.
-    fn fails(&self) -> bool {
-        matches!(self, Verdict::Fail | Verdict::NoSpike | Verdict::Error(_))
-    }
-}
-
-/// The share of the spikes' latency whose primary cause is `expected` (0 without spikes).
-pub fn expected_share(expected: Cause, spikes: &[(Cause, u64)]) -> f64 {
-    let total: u64 = spikes.iter().map(|(_, l)| *l).sum();
-    if total == 0 {
-        return 0.0;
-    }
-    let hit: u64 = spikes
-        .iter()
-        .filter(|(c, _)| *c == expected)
-        .map(|(_, l)| *l)
-        .sum();
-    hit as f64 / total as f64
-}
-
-/// The verdict on the victim's spikes during the load (primary cause, latency): the
-/// expected cause must be primary for more than half their latency. One spike of the
-/// right cause among many others, or a right cause on the short spikes only, fails.
-pub fn judge(expected: Cause, spikes: &[(Cause, u64)]) -> Verdict {
-    if spikes.is_empty() {
-        Verdict::NoSpike
-    } else if expected_share(expected, spikes) > PASS_SHARE {
-        Verdict::Pass
-    } else {
-        Verdict::Fail
-    }
-}
-
-/// "rt_throttling x2, hwlat x1": the causes seen, most frequent first.
-fn cause_counts(causes: &[Cause]) -> String {
-    let mut n: BTreeMap<&str, usize> = BTreeMap::new();
-    for c in causes {
-        *n.entry(c.as_str()).or_default() += 1;
-    }
-    let mut v: Vec<(&str, usize)> = n.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let parts: Vec<String> = v.iter().map(|(c, k)| format!("{c} x{k}")).collect();
-    if parts.is_empty() {
-        "-".into()
-    } else {
-        parts.join(", ")
-    }
-}
-
-/// One row of the table.
-#[derive(Clone)]
-struct Row {
-    scenario: Scenario,
-    expected: Cause,
-    spikes: usize,
-    diagnosis: String,
-    verdict: Verdict,
-    attempts: u32,
-    /// The attempt the numbers are from: the last, or when every attempt failed, the one
-    /// whose share of the expected cause was largest.
-    shown: u32,
-    worst_ns: u64,
-    /// The expected cause's share of the judged latency.
-    share: Option<f64>,
-}
 
 /// Who the victim of the timer scenarios is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,29 +94,13 @@ impl Bench {
     }
 }
 
-/// How late a timer thread on the victim's CPU wakes with nothing loaded.
-#[derive(Debug, Clone, Default)]
-struct Noise {
-    p99: Duration,
-    max: Duration,
-    /// Every wake-up's latency (ns), shortest first.
-    latencies: Vec<u64>,
-}
-
-/// How long the noise is measured.
-const NOISE_RUN: Duration = Duration::from_secs(2);
-
-/// Measures the victim CPU's own wake-up latency: rtwhy's probe thread at the victim's
-/// priority (SCHED_FIFO 80, every 1 ms) for [`NOISE_RUN`], nothing else loaded. Scenarios
-/// whose load can be sized put their threshold and load above its 99th percentile
-/// (`Scenario::setup_for`): on a quiet machine that changes nothing, in a TCG guest
-/// (wake-ups milliseconds late by themselves) it keeps the machine's own stalls from
-/// being judged as the load's spikes.
+/// Measures the victim CPU's own wake-up latency ([`rtwhy_lab::noise`]): rtwhy's probe
+/// thread at the victim's priority for [`noise::RUN`], nothing else loaded.
 fn measure_noise(cpu: u32, interrupted: &AtomicBool) -> Result<Noise> {
     let probe = rtwhy_record::probe::Probe::start(&ProbeConfig {
         cpus: vec![cpu],
-        interval: Duration::from_millis(1),
-        priority: 80,
+        interval: noise::INTERVAL,
+        priority: noise::PRIORITY,
         // Every wake-up is a "breach": all of them are collected.
         threshold_ns: 0,
     })
@@ -220,21 +108,14 @@ fn measure_noise(cpu: u32, interrupted: &AtomicBool) -> Result<Noise> {
     let mut lat: Vec<u64> = Vec::new();
     let step = Duration::from_millis(100);
     let mut waited = Duration::ZERO;
-    while waited < NOISE_RUN && !interrupted.load(Ordering::Relaxed) {
+    while waited < noise::RUN && !interrupted.load(Ordering::Relaxed) {
         std::thread::sleep(step);
         waited += step;
         lat.extend(probe.breaches().iter().map(|b| b.latency_ns));
     }
     let stats = probe.stop();
-    lat.sort_unstable();
     let max = stats.iter().map(|t| t.max_ns).max().unwrap_or(0);
-    // With fewer than 100 samples (a very slow guest) the nearest rank is the largest.
-    let p99 = rtwhy_model::quantile(&lat, 0.99).unwrap_or(max);
-    Ok(Noise {
-        p99: Duration::from_nanos(p99),
-        max: Duration::from_nanos(max.max(p99)),
-        latencies: lat,
-    })
+    Ok(Noise::from_wakeups(lat, max))
 }
 
 pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
@@ -305,19 +186,10 @@ pub fn run(args: &SelftestArgs) -> Result<ExitCode> {
     if bench.keep.is_none() {
         let _ = std::fs::remove_dir_all(&work);
     }
-    print_table(&mut out, &rows)?;
+    out.write_all(selftest::table(&rows).as_bytes())?;
+    out.write_all(selftest::summary(&rows).as_bytes())?;
     let was_interrupted = interrupted.load(Ordering::Relaxed)
         || rows.iter().any(|r| r.verdict == Verdict::Interrupted);
-    let inducible = rows
-        .iter()
-        .filter(|r| !matches!(r.verdict, Verdict::NotInducible(_)))
-        .count();
-    let passed = rows.iter().filter(|r| r.verdict == Verdict::Pass).count();
-    let not_here = rows.len() - inducible;
-    writeln!(
-        out,
-        "\n{passed} of {inducible} scenarios that can be induced here were diagnosed as expected; {not_here} not inducible here."
-    )?;
     if let Some(dir) = &bench.keep {
         writeln!(out, "captures kept in {}", dir.display())?;
     }
@@ -368,9 +240,9 @@ fn parse_expect(items: &[String]) -> Result<BTreeMap<Scenario, Cause>> {
         .collect()
 }
 
-fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> Row {
-    let mut row = Row {
-        scenario: s,
+fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> ScenarioResult {
+    let mut row = ScenarioResult {
+        scenario: s.name(),
         expected,
         spikes: 0,
         diagnosis: "-".into(),
@@ -380,7 +252,7 @@ fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> R
         worst_ns: 0,
         share: None,
     };
-    let mut best: Option<Row> = None;
+    let mut best: Option<ScenarioResult> = None;
     let mut measured = false;
     if let Err(why) = s.check(&bench.platform, bench.cpu) {
         row.verdict = Verdict::NotInducible(why);
@@ -413,7 +285,7 @@ fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> R
             Ok(Attempt::Done(spikes, worst)) => {
                 let causes: Vec<Cause> = spikes.iter().map(|(c, _)| *c).collect();
                 row.spikes = spikes.len();
-                row.diagnosis = cause_counts(&causes);
+                row.diagnosis = selftest::cause_counts(&causes);
                 row.worst_ns = worst;
                 row.share = (!spikes.is_empty()).then(|| expected_share(expected, &spikes));
                 row.verdict = judge(expected, &spikes);
@@ -447,7 +319,7 @@ fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> R
     }
     // Every attempt failed: the one that came nearest says most.
     match best {
-        Some(b) => Row {
+        Some(b) => ScenarioResult {
             attempts: row.attempts,
             ..b
         },
@@ -458,7 +330,7 @@ fn run_scenario(bench: &Bench, s: Scenario, expected: Cause, attempts: u32) -> R
 /// After a failed attempt of a scenario that drives device interrupts: why it cannot be
 /// induced here when the interrupts' own work, measured with the load alone and weighed
 /// against this CPU's measured noise, can be the main part of no more than
-/// [`PASS_SHARE`] of the judged latency (see [`irq_work::attainable_share`]); `None`
+/// [`PASS_SHARE`] of the judged latency (see [`rtwhy_lab::irq_work::attainable_share`]); `None`
 /// when it can be more (the failure stands) or could not be measured (said, and the
 /// failure stands).
 fn irqs_too_short(bench: &Bench, s: Scenario) -> Option<String> {
@@ -497,7 +369,9 @@ fn irqs_too_short(bench: &Bench, s: Scenario) -> Option<String> {
         work.summary()
     );
     let threshold = bench.setup(s).threshold;
-    let Some(share) = irq_work::attainable_share(&work, &bench.noise.latencies, threshold) else {
+    let Some(share) =
+        rtwhy_lab::irq_work::attainable_share(&work, &bench.noise.latencies, threshold)
+    else {
         eprintln!(
             "rtwhy selftest: {}: nothing to weigh (no burst, or no wake-up of the noise measured)",
             s.name()
@@ -748,48 +622,28 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
         isolated: setup.declare_isolated.then(|| CpuList(vec![cpu])),
         ..Config::default()
     };
-    // A spike in several captures (windows overlap) is judged from the one that
-    // recorded most of it: a capture taken right after the previous one begins inside
-    // the spike it was triggered by.
-    let mut seen: BTreeMap<(i32, u64), (u64, Judged, u64)> = BTreeMap::new();
-    let mut outside = BTreeSet::new();
+    let mut tally = Tally::default();
     for path in &scene.captures {
         let (analysis, _) = analyze_file(path, config.clone())
             .with_context(|| format!("cannot analyse the capture {}", path.display()))?;
-        for spike in analysis.spikes.into_iter().filter(|s| s.cpu == cpu) {
-            let key = (spike.victim.tid, spike.end.0);
-            if runs
-                .as_ref()
-                .is_some_and(|r| !during(r, spike.start.0, spike.end.0))
-            {
-                outside.insert(key);
-                continue;
-            }
-            let unseen = not_recorded(&spike);
-            if seen.get(&key).is_none_or(|(u, ..)| unseen < *u) {
-                let view = (unseen, judged(&spike, threshold), spike.latency_ns);
-                seen.insert(key, view);
-            }
+        for spike in analysis.spikes.iter().filter(|s| s.cpu == cpu) {
+            tally.add(spike, runs.as_ref(), threshold);
         }
     }
-    if !outside.is_empty() {
+    let outside = tally.outside();
+    if outside > 0 {
         eprintln!(
             "rtwhy selftest: {}: {} spike(s) of the victim before or after the load's run not judged (this machine's own latency above {})",
             s.name(),
-            outside.len(),
+            outside,
             human_duration(threshold)
         );
     }
-    let (mut machine, mut spikes, mut worst) = (0usize, Vec::new(), 0u64);
-    for (_, counted, latency) in seen.values() {
-        match counted {
-            Judged::Load(cause, weight) => {
-                spikes.push((*cause, *weight));
-                worst = worst.max(*latency);
-            }
-            Judged::Machine => machine += 1,
-        }
-    }
+    let Tallied {
+        spikes,
+        worst,
+        machine,
+    } = tally.tallied();
     if machine > 0 {
         eprintln!(
             "rtwhy selftest: {}: {machine} spike(s) of the victim during the load not judged: under {} once the time the CPU was stopped (or not recorded) is taken out, the machine's own",
@@ -802,73 +656,12 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
             victim: &command_line,
             load: &load_lines,
             runs,
-            outside: outside.len(),
+            outside,
             ended_by: &report.ended_by,
         };
         write_readme(bench, s, dir, &ran)?;
     }
     Ok(Attempt::Done(spikes, worst))
-}
-
-/// What the selftest judges of one spike of the victim during the load.
-#[derive(Debug, Clone, PartialEq)]
-enum Judged {
-    /// The cause named for the part of its latency the load can have added, and that
-    /// part (the spike's weight in the verdict).
-    Load(Cause, u64),
-    /// That part stays under the threshold: the CPU's stop made it a spike (a stalled
-    /// vCPU, firmware), not the load.
-    Machine,
-}
-
-/// How one spike counts: by the part of its latency a load can have added (from the
-/// events, not from the cause named) and the cause named for that part. Where the stop
-/// was the larger part, `hwlat` is rightly the primary cause and the load's part is
-/// judged by the cause named beside it (none: `unknown`).
-fn judged(spike: &rtwhy_model::Spike, threshold: u64) -> Judged {
-    let load = load_latency(spike);
-    if load < threshold {
-        return Judged::Machine;
-    }
-    let cause = if spike.primary.cause == Cause::Hwlat {
-        spike
-            .contributors
-            .iter()
-            .filter(|f| f.cause != Cause::Hwlat)
-            .max_by(|a, b| a.share.total_cmp(&b.share))
-            .map_or(Cause::Unknown, |f| f.cause)
-    } else {
-        spike.primary.cause
-    };
-    Judged::Load(cause, load)
-}
-
-/// The part of a spike's latency a load can have added: all of it but the stretches the
-/// CPU was stopped (no event at all, then a late timer interrupt: the hypervisor or
-/// firmware, which no load on the CPU causes) and those before the capture began.
-fn load_latency(spike: &rtwhy_model::Spike) -> u64 {
-    let stopped = breakdown_ns(spike, |b| {
-        matches!(
-            b,
-            Bucket::Unaccounted | Bucket::TimerIrqDelay | Bucket::NotRecorded
-        )
-    });
-    spike.latency_ns.saturating_sub(stopped)
-}
-
-/// The part of a spike before its capture began.
-fn not_recorded(spike: &rtwhy_model::Spike) -> u64 {
-    breakdown_ns(spike, |b| *b == Bucket::NotRecorded)
-}
-
-/// The nanoseconds of a spike's breakdown in the buckets `f` picks.
-fn breakdown_ns(spike: &rtwhy_model::Spike, f: impl Fn(&Bucket) -> bool) -> u64 {
-    spike
-        .breakdown
-        .iter()
-        .filter(|i| f(&i.bucket))
-        .map(|i| i.ns)
-        .sum()
 }
 
 /// The trace markers `rtwhy lab` must write to itself for this process's session to see
@@ -893,11 +686,6 @@ fn own_markers() -> Option<String> {
             .collect::<Vec<_>>()
             .join(":"),
     )
-}
-
-/// Whether a spike from `start` to `end` overlaps the load's run.
-fn during(runs: &Range<u64>, start: u64, end: u64) -> bool {
-    end >= runs.start && start <= runs.end
 }
 
 /// What one attempt ran, for its README.
@@ -972,15 +760,9 @@ fn write_readme(bench: &Bench, s: Scenario, dir: &Path, ran: &Ran<'_>) -> Result
     Ok(())
 }
 
+/// What the selftest prints first: the machine's facts and what rtwhy can use of it,
+/// probed here (tracefs, each BPF attach mode), and the bench.
 fn print_platform(out: &mut impl Write, b: &Bench) -> Result<()> {
-    let f = &b.platform.facts;
-    writeln!(out, "platform")?;
-    writeln!(
-        out,
-        "  kernel         {}, preempt={}",
-        f.kernel_release.as_deref().unwrap_or("?"),
-        f.preempt_model().unwrap_or("unknown")
-    )?;
     let tracefs = match Tracefs::open() {
         Ok(t) => {
             let events = Preset::Default.events();
@@ -995,136 +777,40 @@ fn print_platform(out: &mut impl Write, b: &Bench) -> Result<()> {
                     }
                 })
                 .count();
-            format!(
-                "{} ({have} of the {} events rtwhy records exist)",
-                t.root().display(),
-                events.len()
-            )
+            Ok((t.root().display().to_string(), have, events.len()))
         }
-        Err(e) => format!("unusable: {e}"),
+        Err(e) => Err(e.to_string()),
     };
-    writeln!(out, "  tracefs        {tracefs}")?;
-    let modes: Vec<String> = AttachMode::ALL
+    let bpf = AttachMode::ALL
         .iter()
         .map(|&m| {
             let cfg = DetectorConfig {
                 force: Some(m),
                 ..DetectorConfig::default()
             };
-            match BpfDetector::start(&cfg) {
-                Ok(_) => format!("{} ok", m.as_str()),
-                Err(_) => format!("{} no", m.as_str()),
-            }
+            (m.as_str(), BpfDetector::start(&cfg).is_ok())
         })
         .collect();
-    writeln!(out, "  BPF attach     {}", modes.join(", "))?;
     let n = &b.noise;
-    writeln!(
-        out,
-        "  noise          CPU {}: p99 {}, max {} over {} wake-ups (SCHED_FIFO 80 timer every 1 ms for {} s, nothing loaded); sized loads go above it",
-        b.cpu,
-        human_duration(n.p99.as_nanos() as u64),
-        human_duration(n.max.as_nanos() as u64),
-        n.latencies.len(),
-        NOISE_RUN.as_secs()
-    )?;
-    writeln!(
-        out,
-        "  isolation      {}",
-        if f.isolated.is_empty() {
-            "no CPU isolated".to_string()
-        } else {
-            format!("CPUs {} isolated", f.isolated)
-        }
-    )?;
-    writeln!(
-        out,
-        "  RT throttling  {}",
-        match (f.rt_runtime_us, f.rt_period_us) {
-            (Some(r), _) if r < 0 => "off (sched_rt_runtime_us=-1)".to_string(),
-            (Some(r), Some(p)) => format!("{r} us of every {p} us"),
-            _ => "unknown".to_string(),
-        }
-    )?;
-    writeln!(
-        out,
-        "  cpufreq        {}",
-        if b.platform.has_cpufreq(b.cpu) {
-            f.governors
-                .get(&b.cpu)
-                .map_or("present".to_string(), |g| format!("governor {g}"))
-        } else {
-            format!("none on CPU {}", b.cpu)
-        }
-    )?;
-    writeln!(
-        out,
-        "  victim         {} on CPU {}; rtwhy and load helpers on CPU {}\n",
-        match b.victim {
-            TimerVictim::Cyclictest =>
-                "cyclictest (SCHED_FIFO 80; ten below an IRQ thread a scenario drives)",
-            TimerVictim::Probe =>
-                "rtwhy's probe (SCHED_FIFO 80; ten below an IRQ thread a scenario drives)",
+    let bench = selftest::Bench {
+        facts: &b.platform.facts,
+        tracefs,
+        bpf,
+        cpu: b.cpu,
+        housekeeping: b.housekeeping,
+        noise: (
+            n.p99.as_nanos() as u64,
+            n.max.as_nanos() as u64,
+            n.latencies.len(),
+            noise::RUN.as_secs(),
+        ),
+        cpufreq: b.platform.has_cpufreq(b.cpu),
+        victim: match b.victim {
+            TimerVictim::Cyclictest => "cyclictest",
+            TimerVictim::Probe => "rtwhy's probe",
         },
-        b.cpu,
-        b.housekeeping
-    )?;
-    Ok(())
-}
-
-fn print_table(out: &mut impl Write, rows: &[Row]) -> Result<()> {
-    let wide = rows
-        .iter()
-        .map(|r| r.diagnosis.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(34);
-    // Scenario names run to 34 characters (priority_inversion_preempted_first).
-    let name = rows
-        .iter()
-        .map(|r| r.scenario.name().len())
-        .max()
-        .unwrap_or(0)
-        .max(22);
-    writeln!(
-        out,
-        "{:<name$} {:>6} {:>10}  {:<wide$} {:<22} {:>6}  verdict",
-        "scenario", "spikes", "worst", "diagnosis", "expected", "share"
-    )?;
-    for r in rows {
-        // A scenario found not inducible after an attempt shows what that attempt saw.
-        let spikes = match r.verdict {
-            Verdict::NotInducible(_) if r.attempts == 0 => "-".to_string(),
-            _ => r.spikes.to_string(),
-        };
-        let worst = if r.worst_ns > 0 {
-            human_duration(r.worst_ns)
-        } else {
-            "-".into()
-        };
-        let share = r
-            .share
-            .map(|x| format!("{:.0}%", x * 100.0))
-            .unwrap_or_else(|| "-".into());
-        let tries = if r.shown < r.attempts {
-            format!(" (best: attempt {} of {})", r.shown, r.attempts)
-        } else if r.attempts > 1 {
-            format!(" (attempt {})", r.attempts)
-        } else {
-            String::new()
-        };
-        writeln!(
-            out,
-            "{:<name$} {:>6} {:>10}  {:<wide$} {:<22} {:>6}  {}{tries}",
-            r.scenario.name(),
-            spikes,
-            worst,
-            r.diagnosis,
-            r.expected.as_str(),
-            share,
-            r.verdict.label()
-        )?;
-    }
+    };
+    out.write_all(selftest::platform(&bench).as_bytes())?;
     Ok(())
 }
 
@@ -1256,262 +942,6 @@ fn start_cycle(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use rtwhy_model::{
-        BreakdownItem, Comm, Confidence, Finding, Spike, SpikeKind, SpikeSource, TaskRef,
-    };
-
-    #[test]
-    fn only_spikes_overlapping_the_load_are_judged() {
-        let runs = 1_000..2_000;
-        assert!(!during(&runs, 100, 999), "over before the load began");
-        assert!(during(&runs, 900, 1_000), "ends as the load begins");
-        assert!(during(&runs, 1_500, 1_600));
-        assert!(during(&runs, 1_990, 2_500), "began during the load");
-        assert!(!during(&runs, 2_001, 2_100), "after the load ended");
-    }
-
-    #[test]
-    fn verdicts() {
-        let t = Cause::RtThrottling;
-        assert_eq!(judge(t, &[]), Verdict::NoSpike);
-        assert_eq!(judge(t, &[(Cause::Hwlat, 10), (t, 30)]), Verdict::Pass);
-        assert_eq!(judge(t, &[(Cause::Preemption, 5)]), Verdict::Fail);
-        // One spike of the right cause among many others does not pass.
-        let mut many = vec![(t, 2_000)];
-        many.extend(std::iter::repeat_n((Cause::Hwlat, 2_000), 20));
-        assert_eq!(judge(t, &many), Verdict::Fail);
-        // Right on the short spikes, wrong on the long one: the latency decides.
-        assert_eq!(
-            judge(t, &[(t, 1), (t, 1), (t, 1), (Cause::Unknown, 10)]),
-            Verdict::Fail
-        );
-        assert!(Verdict::NoSpike.fails());
-        assert!(!Verdict::NotInducible("x".into()).fails());
-    }
-
-    fn spike(primary: Cause, contributors: &[(Cause, f64)], breakdown: &[(Bucket, u64)]) -> Spike {
-        let finding = |cause, share| Finding {
-            cause,
-            confidence: Confidence::High,
-            share,
-            summary: String::new(),
-            culprit: None,
-        };
-        let breakdown: Vec<BreakdownItem> = breakdown
-            .iter()
-            .map(|(bucket, us)| BreakdownItem {
-                bucket: bucket.clone(),
-                ns: us * 1_000,
-            })
-            .collect();
-        Spike {
-            id: 1,
-            victim: TaskRef {
-                tid: 10,
-                comm: Comm::new("cyclictest"),
-                prio: Some(19),
-                boost: None,
-            },
-            cpu: 1,
-            kind: SpikeKind::TimerWakeup,
-            source: SpikeSource::Events,
-            start: Nanos(0),
-            end: Nanos(breakdown.iter().map(|b| b.ns).sum()),
-            latency_ns: breakdown.iter().map(|b| b.ns).sum(),
-            end_inferred: false,
-            waker: None,
-            primary: finding(primary, 1.0),
-            contributors: contributors.iter().map(|&(c, s)| finding(c, s)).collect(),
-            breakdown,
-            evidence: Vec::new(),
-            remediation: Vec::new(),
-            missing: Vec::new(),
-        }
-    }
-
-    /// Stop 35's CI on a busy host: spikes of the preemption scenario's victim made by a
-    /// stalled vCPU (hwlat, and captures that began inside their spike) outweighed the
-    /// spinner's. A spike the stop or the capture's start made is the machine's; where
-    /// the spinner's part is a spike of its own, it is judged by the cause named for it.
-    #[test]
-    fn the_part_a_stop_or_the_capture_start_adds_is_not_judged() {
-        let spin = || Bucket::Task {
-            comm: Comm::new("lab-spin"),
-            tid: 7,
-            prio: 9,
-            outranks_victim: true,
-            equals_victim: false,
-            kernel_thread: false,
-            boost: None,
-        };
-        let threshold = 150_000;
-        // 2.5 ms late timer interrupt and 60 us of idle exit: the machine's.
-        let stalled = spike(
-            Cause::Hwlat,
-            &[],
-            &[(Bucket::TimerIrqDelay, 2_500), (Bucket::Idle, 60)],
-        );
-        assert_eq!(judged(&stalled, threshold), Judged::Machine);
-        // 1.6 ms before the capture began, then 60 us of idle.
-        let cut = spike(
-            Cause::Unknown,
-            &[],
-            &[(Bucket::NotRecorded, 1_600), (Bucket::Idle, 60)],
-        );
-        assert_eq!(judged(&cut, threshold), Judged::Machine);
-        // The spinner's 300 us inside a 2 ms stop: hwlat is primary, the spinner's
-        // part is judged by the cause named for it.
-        let both = spike(
-            Cause::Hwlat,
-            &[(Cause::Preemption, 0.13)],
-            &[(Bucket::Unaccounted, 2_000), (spin(), 300)],
-        );
-        assert_eq!(
-            judged(&both, threshold),
-            Judged::Load(Cause::Preemption, 300_000)
-        );
-        // Nothing named for it: it counts against the expected cause.
-        let unnamed = spike(
-            Cause::Hwlat,
-            &[],
-            &[(Bucket::Unaccounted, 2_000), (spin(), 300)],
-        );
-        assert_eq!(
-            judged(&unnamed, threshold),
-            Judged::Load(Cause::Unknown, 300_000)
-        );
-        // Without a stop the primary cause is judged, whatever it is.
-        let idle = spike(Cause::IdleExit, &[], &[(Bucket::Idle, 400)]);
-        assert_eq!(
-            judged(&idle, threshold),
-            Judged::Load(Cause::IdleExit, 400_000)
-        );
-        // The weight comes from the events: a wrong name does not shrink it.
-        let wrong = spike(Cause::Softirq, &[], &[(spin(), 300)]);
-        assert_eq!(
-            judged(&wrong, threshold),
-            Judged::Load(Cause::Softirq, 300_000)
-        );
-    }
-
-    /// A small deterministic generator (xorshift): the tests need no `rand`.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
-
-    /// Spike sets shaped like the guest's runs (docs/rt-guest.md): for each scenario,
-    /// 5-120 spikes of 1-40 ms, the load's cause on some, the machine's noise (hwlat,
-    /// unknown, idle_exit) on the rest. The truth is the cause the load put there.
-    fn runs(rng: &mut Rng) -> Vec<(Cause, Vec<(Cause, u64)>)> {
-        let expected = [
-            Cause::RtThrottling,
-            Cause::Preemption,
-            Cause::PriorityInversion,
-            Cause::LockContention,
-            Cause::Softirq,
-            Cause::IrqOnIsolatedCpu,
-        ];
-        let noise = [Cause::Hwlat, Cause::Unknown, Cause::IdleExit];
-        let mut out = Vec::new();
-        for _ in 0..200 {
-            for e in expected {
-                let n = 5 + (rng.next() % 116) as usize;
-                let spikes = (0..n)
-                    .map(|_| {
-                        let lat = 1_000_000 + rng.next() % 39_000_000;
-                        // The load's spikes are the majority of the latency in a run
-                        // whose threshold sits above the noise.
-                        let c = if rng.next() % 10 < 7 {
-                            e
-                        } else {
-                            noise[(rng.next() % 3) as usize]
-                        };
-                        (c, lat)
-                    })
-                    .collect();
-                out.push((e, spikes));
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn chance_does_not_pass() {
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-        let sets = runs(&mut rng);
-        // A classifier that knows the truth passes nearly every run.
-        let truthful = sets
-            .iter()
-            .filter(|(e, s)| judge(*e, s) == Verdict::Pass)
-            .count();
-        assert!(
-            truthful * 10 >= sets.len() * 9,
-            "{truthful} of {}",
-            sets.len()
-        );
-        // One answering at random among the named causes passes almost none.
-        let named: Vec<Cause> = Cause::ALL
-            .iter()
-            .copied()
-            .filter(|c| *c != Cause::Unknown)
-            .collect();
-        let random = sets
-            .iter()
-            .filter(|(e, s)| {
-                let guessed: Vec<(Cause, u64)> = s
-                    .iter()
-                    .map(|(_, l)| (named[(rng.next() % named.len() as u64) as usize], *l))
-                    .collect();
-                judge(*e, &guessed) == Verdict::Pass
-            })
-            .count();
-        assert!(
-            random * 100 <= sets.len(),
-            "random passed {random} of {}",
-            sets.len()
-        );
-        // One always answering the most common cause over all runs passes only the
-        // scenarios that expect that cause: at most one scenario in six, never a selftest.
-        let mut counts: BTreeMap<Cause, usize> = BTreeMap::new();
-        for (_, s) in &sets {
-            for (c, _) in s {
-                *counts.entry(*c).or_default() += 1;
-            }
-        }
-        let common = counts
-            .iter()
-            .max_by_key(|(_, n)| **n)
-            .map(|(c, _)| *c)
-            .unwrap();
-        let constant: Vec<bool> = sets
-            .iter()
-            .map(|(e, s)| {
-                let guessed: Vec<(Cause, u64)> = s.iter().map(|(_, l)| (common, *l)).collect();
-                judge(*e, &guessed) == Verdict::Pass
-            })
-            .collect();
-        assert!(constant
-            .iter()
-            .zip(&sets)
-            .all(|(pass, (e, _))| !*pass || *e == common));
-        // A whole selftest (six scenarios) never passes with a constant answer.
-        for chunk in constant.chunks(6) {
-            assert!(chunk.iter().filter(|p| **p).count() <= 1);
-        }
-    }
-
-    #[test]
-    fn counts_most_frequent_first() {
-        let c = [Cause::Hwlat, Cause::Softirq, Cause::Softirq, Cause::Unknown];
-        assert_eq!(cause_counts(&c), "softirq x2, hwlat x1, unknown x1");
-        assert_eq!(cause_counts(&[]), "-");
-    }
 
     #[test]
     fn expectations_parse_or_say_why() {

@@ -103,10 +103,10 @@ impl Recipe for Inversion {
 
 /// The holder's critical section for `threshold`: 3 ms where the threshold is the usual
 /// 1 ms; above a noisier CPU's threshold, twice the threshold (at most the load's 20 ms).
-/// With priority inheritance the victim waits about this long, so where the section
-/// stayed at 3 ms under a threshold sized from the RT guest's stalls, only waits the
-/// stalls stretched were judged, beside the stalls themselves: lock_contention's share
-/// was 51-53 % in two CI runs (a pass needs more than 50 %).
+/// With priority inheritance the victim waits about this long, so a 3 ms section under a
+/// threshold sized from the RT guest's stalls leaves only the waits the stalls stretched
+/// to be judged, beside the stalls themselves: lock_contention's share is then 51-53 %
+/// (measured twice in the guest), too near the more than 50 % a pass needs.
 fn critical_for(threshold: Duration) -> Duration {
     Duration::from_micros(3000)
         .max(threshold * 2)
