@@ -9,7 +9,7 @@
 use rtwhy_model::{Bucket, Comm, Event, EventKind, Nanos, SoftirqContext, TaskRef};
 
 use crate::history::{Dropped, History};
-use crate::rules::preemption::at_or_above;
+use rtwhy_model::at_or_above;
 
 /// The shortest event-free stretch that may count as a stopped CPU.
 const MIN_STOP: u64 = 50_000;

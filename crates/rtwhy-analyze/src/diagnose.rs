@@ -11,8 +11,9 @@ use crate::breakdown::{self, Replay, TaskNames, Window};
 use crate::ctx::{is_local_timer, ChainLink, Ctx, LockStory};
 use crate::history::Dropped;
 use crate::remedy;
-use crate::rules::{self, preemption::at_or_above};
+use crate::rules;
 use crate::tracker::{next_boost, Episode, Futex, Tracker};
+use rtwhy_model::at_or_above;
 
 /// A cause's share below which the spike is not explained.
 const MIN_PRIMARY_SHARE: f64 = 0.3;

@@ -53,8 +53,8 @@ pub use histogram::{
     Histogram, Overview, SparseHistogram, TailPart, ThreadOverview, HIST_BUCKETS, OVERVIEW_SCHEMA,
 };
 pub use prio::{
-    breaches, is_deadline, is_fifo_rr, is_rt, kernel_prio_from_rt_priority, nice_from_kernel_prio,
-    rt_priority_from_kernel_prio,
+    at_or_above, breaches, is_deadline, is_fifo_rr, is_rt, kernel_prio_from_rt_priority,
+    nice_from_kernel_prio, rt_priority_from_kernel_prio,
 };
 pub use rank::{first, rank, rank_key, worst, SpikeSummary};
 pub use session::SessionDir;

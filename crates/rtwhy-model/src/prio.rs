@@ -19,6 +19,12 @@ pub fn breaches(latency_ns: u64, threshold_ns: u64) -> bool {
     latency_ns >= threshold_ns
 }
 
+/// Whether a task that ran at kernel `prio` outranks or equals a victim of
+/// `victim_prio` (lower is higher); not when the victim's priority was not recorded.
+pub fn at_or_above(prio: i32, victim_prio: Option<i32>) -> bool {
+    victim_prio.is_some_and(|v| prio <= v)
+}
+
 /// Whether a task of kernel `prio` is SCHED_FIFO or SCHED_RR (0..=99): the class RT
 /// bandwidth control (`sched_rt_runtime_us`) limits. SCHED_DEADLINE is not in it.
 pub fn is_fifo_rr(prio: i32) -> bool {

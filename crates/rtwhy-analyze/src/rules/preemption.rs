@@ -17,12 +17,6 @@ pub(crate) fn may_hold(prio: Option<i32>, victim_prio: Option<i32>) -> bool {
     }
 }
 
-/// Whether a task that ran at `prio` outranks or equals a victim of `victim_prio`; not
-/// when the victim's priority was not recorded.
-pub(crate) fn at_or_above(prio: i32, victim_prio: Option<i32>) -> bool {
-    victim_prio.is_some_and(|v| prio <= v)
-}
-
 impl Rule for Preemption {
     fn cause(&self) -> Cause {
         Cause::Preemption
