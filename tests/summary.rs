@@ -60,6 +60,7 @@ fn overview() -> Overview {
         from_ns: 5_000_000_000,
         to_ns: 8_000_000_000,
         wakeups_lost: 0,
+        wakeups_unseen: 0,
         breaches_lost: 0,
         threads: vec![ThreadOverview::new(
             4242,

@@ -40,6 +40,8 @@ pub struct Wakeups {
     not_captured: BTreeMap<i32, Histogram>,
     /// Wake-ups the detector could not count.
     pub lost: u64,
+    /// Wake-ups counted whose switch-in the detector did not see (estimated).
+    pub unseen: u64,
     /// Start of the time covered, CLOCK_MONOTONIC ns.
     pub from_ns: u64,
     /// End of the time covered, CLOCK_MONOTONIC ns.
@@ -147,6 +149,7 @@ impl Wakeups {
             from_ns: self.from_ns,
             to_ns: self.to_ns,
             wakeups_lost: self.lost,
+            wakeups_unseen: self.unseen,
             breaches_lost,
             threads,
         }

@@ -17,6 +17,7 @@
 //!     from_ns: 0,
 //!     to_ns: 2_000_000_000,
 //!     wakeups_lost: 0,
+//!     wakeups_unseen: 0,
 //!     breaches_lost: 0,
 //!     threads: vec![ThreadOverview::new(7, "app".into(), &[(1, h)], &[("irq".into(), tail)])],
 //! };
@@ -363,6 +364,7 @@ mod tests {
             from_ns: 1_000,
             to_ns: 3_000_001_000,
             wakeups_lost: 0,
+            wakeups_unseen: 0,
             breaches_lost: 2,
             threads,
         }

@@ -355,6 +355,7 @@ mod tests {
             from_ns: 0,
             to_ns: 60_000_000_000,
             wakeups_lost: 0,
+            wakeups_unseen: 0,
             breaches_lost: 0,
             threads: vec![ThreadOverview::new(
                 7,
