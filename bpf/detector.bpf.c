@@ -89,8 +89,14 @@ struct thread_state {
 	u8 fired;        /* the timer ran (hrtimer_expire_entry) */
 	u8 asleep;       /* switched out sleeping (classic tracepoints only) */
 	u8 queued;       /* the pending wake-up found the thread still queued */
-	u8 pad[5];
+	u8 counted;      /* the switch-in at `switched_in` counted a wake-up */
+	u8 exiting;      /* exited: its state goes at its last switch-out (see on_exit) */
+	u8 pad[3];
 	u64 nvcsw;       /* its voluntary switches at that wake-up (when queued) */
+	u64 switched_in; /* its last switch-in seen since its last switch-out, 0: none */
+	u64 ran;         /* its se.sum_exec_runtime at its last switch-out, 0: unknown */
+	u64 unseen_expiry; /* a sleep timer that ran out with no wake-up seen (see unseen) */
+	u64 slept_expiry;  /* the expiry of the timer armed at its last switch-out, 0: none */
 };
 
 struct {
@@ -150,12 +156,14 @@ struct {
 } events SEC(".maps");
 
 /* Counts of what could not be kept: LOST_BREACHES, breaches dropped because the ring
- * buffer was full; LOST_WAKEUPS, wake-ups not counted because `hists` was full. */
+ * buffer was full; LOST_WAKEUPS, wake-ups not counted because `hists` was full. And
+ * UNSEEN_WAKEUPS: wake-ups counted whose switch-in no program saw (see `unseen`). */
 #define LOST_BREACHES 0
 #define LOST_WAKEUPS 1
+#define UNSEEN_WAKEUPS 2
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, u32);
 	__type(value, u64);
 } lost SEC(".maps");
@@ -296,6 +304,10 @@ static __always_inline void on_timer_start(struct hrtimer *timer, s64 softexpire
 	st = thread_get_or_create(tid);
 	if (!st)
 		return;
+	/* Its previous sleep timer is still armed as far as seen and has run out, and the
+	 * thread runs: it was woken by it, unseen (see `unseen`). */
+	if (st->timer && st->expiry && !st->waking && st->expiry <= bpf_ktime_get_ns())
+		st->unseen_expiry = st->expiry;
 	st->timer = key;
 	st->expiry = softexpires;
 	st->fired = 0;
@@ -492,7 +504,12 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 	struct breach *e;
 	u64 now, latency;
 
-	if (!st || !st->waking)
+	if (!st)
+		return;
+	now = bpf_ktime_get_ns();
+	st->switched_in = now;
+	st->counted = 0;
+	if (!st->waking)
 		return;
 	if (st->queued) {
 		st->queued = 0;
@@ -503,13 +520,13 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 			return;
 		}
 	}
-	now = bpf_ktime_get_ns();
 	latency = now - st->origin;
 	if ((rt_only && next_prio >= 100) || now < st->origin) {
 		st->waking = 0;
 		return;
 	}
 	count_wakeup(next_tid, next_comm, latency);
+	st->counted = 1;
 	if (latency < threshold_ns) {
 		st->waking = 0;
 		return;
@@ -542,6 +559,59 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 	bpf_ringbuf_submit(e, 0);
 }
 
+/*
+ * A tracked thread `prev` is switched out. Sometimes no program ran for its wake-up, or
+ * for its wake-up and switch-in, although the kernel did both: the sched tracepoints'
+ * ftrace records are there, yet sched_waking and sched_switch did not call this object's
+ * programs (seen on the project's VMs while the machine's own agent threads held the
+ * CPU). Its sleep timer then ran out with no wake-up seen (found when it armed the next
+ * one: `unseen_expiry`; or, when it switches out without arming another, as when it
+ * exits, found then: the timer it slept on is still armed and has run out), or its
+ * wake-up is still pending: it was woken all the same.
+ * Its switch-in is the one seen, if any; else its switch-out less the CPU time it ran
+ * since the previous one (se.sum_exec_runtime, brought up to this switch by the
+ * scheduler). Counted in UNSEEN_WAKEUPS too; never a breach (no capture can start
+ * from it).
+ */
+static __always_inline void unseen(struct task_struct *prev, const bool direct)
+{
+	struct thread_state *st;
+	u32 tid = READ_FIELD(direct, prev, pid);
+	u64 now, ran, ran_since, origin, switch_in = 0;
+
+	st = bpf_map_lookup_elem(&threads, &tid);
+	if (!st)
+		return;
+	ran = READ_FIELD(direct, prev, se.sum_exec_runtime);
+	now = bpf_ktime_get_ns();
+	/* A queued wake-up is on_switch_in's to judge (it came while the thread ran). */
+	origin = st->waking && !st->queued ? st->origin : st->unseen_expiry;
+	if (!origin && !st->waking && st->timer && st->expiry &&
+	    st->expiry == st->slept_expiry && st->expiry <= now) {
+		origin = st->expiry;
+		forget_timer(st);
+	}
+	if (origin && !(st->switched_in && st->counted)) {
+		ran_since = ran - st->ran;
+		if (st->switched_in)
+			switch_in = st->switched_in;
+		else if (st->ran && ran >= st->ran && now > ran_since)
+			switch_in = now - ran_since;
+		if (switch_in >= origin) {
+			count_wakeup(tid, &prev->comm, switch_in - origin);
+			count_lost(UNSEEN_WAKEUPS);
+		}
+		if (!st->queued)
+			st->waking = 0;
+	}
+	st->unseen_expiry = 0;
+	st->switched_in = 0;
+	st->ran = ran;
+	st->slept_expiry = st->timer ? st->expiry : 0;
+	if (st->exiting)
+		bpf_map_delete_elem(&threads, &tid);
+}
+
 static __always_inline void on_fork(u32 parent_tgid, u32 child_tgid)
 {
 	u32 all = TRACK_ALL_THREADS;
@@ -554,8 +624,20 @@ static __always_inline void on_fork(u32 parent_tgid, u32 child_tgid)
 		bpf_map_update_elem(&tracked_tgid, &child_tgid, &all, BPF_ANY);
 }
 
-/* The current task exits: drop its state, and its process once the last thread goes. */
-static __always_inline void on_exit(void)
+/* Whether task_switch will look at the current task's switch-out (see unseen). */
+static __always_inline bool switch_seen(void)
+{
+	struct task_struct *cur = (void *)bpf_get_current_task();
+
+	return !rt_only || BPF_CORE_READ(cur, prio) < 100;
+}
+
+/*
+ * The current task exits: drop its state, and its process once the last thread goes.
+ * With `at_switch` (the flavours that look at the thread's switch-out) its state stays
+ * until its last switch-out, which counts a last wake-up no program saw (see unseen).
+ */
+static __always_inline void on_exit(const bool at_switch)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id, tgid = id >> 32;
@@ -565,7 +647,9 @@ static __always_inline void on_exit(void)
 	if (!bpf_map_lookup_elem(&tracked_tgid, &tgid))
 		return;
 	st = bpf_map_lookup_elem(&threads, &tid);
-	if (st) {
+	if (st && at_switch) {
+		st->exiting = 1;
+	} else if (st) {
 		forget_timer(st);
 		bpf_map_delete_elem(&threads, &tid);
 	}
@@ -618,6 +702,9 @@ static __always_inline void task_switch(void *ctx, struct task_struct *prev,
 					struct task_struct *next, const bool direct)
 {
 	s32 prio = READ_FIELD(direct, next, prio);
+
+	if (!rt_only || READ_FIELD(direct, prev, prio) < 100)
+		unseen(prev, direct);
 
 	/* A normal task switched in was never measured (its waking was not): leave
 	 * before the map lookup. */
@@ -683,7 +770,7 @@ int BPF_PROG(btf_sched_process_fork, struct task_struct *parent, struct task_str
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(btf_sched_process_exit)
 {
-	on_exit();
+	on_exit(switch_seen());
 	return 0;
 }
 
@@ -738,7 +825,7 @@ int BPF_PROG(raw_sched_process_fork, struct task_struct *parent, struct task_str
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(raw_sched_process_exit)
 {
-	on_exit();
+	on_exit(switch_seen());
 	return 0;
 }
 
@@ -831,6 +918,6 @@ int tp_task_newtask(struct trace_event_raw_task_newtask *ctx)
 SEC("tracepoint/sched/sched_process_exit")
 int tp_sched_process_exit(void *ctx)
 {
-	on_exit();
+	on_exit(false);
 	return 0;
 }

@@ -80,11 +80,16 @@ struct signal_struct {
 	atomic_t live;
 } __attribute__((preserve_access_index));
 
+struct sched_entity {
+	u64 sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int on_cpu;
 	int on_rq;
 	int prio;
 	unsigned long nvcsw;
+	struct sched_entity se;
 	struct sched_rt_entity rt;
 	pid_t pid;
 	pid_t tgid;

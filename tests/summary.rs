@@ -62,6 +62,7 @@ fn overview() -> Overview {
         from_unix_ns: None,
         sessions: Vec::new(),
         wakeups_lost: 0,
+        wakeups_unseen: 0,
         breaches_lost: 0,
         threads: vec![ThreadOverview::new(
             4242,

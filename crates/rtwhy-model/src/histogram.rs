@@ -324,6 +324,11 @@ pub struct Overview {
     pub sessions: Vec<String>,
     /// Wake-ups the detector could not count (its table of threads was full).
     pub wakeups_lost: u64,
+    /// Wake-ups in the histograms that the BPF detector found after the fact: the kernel
+    /// ran none of its programs at their wake-up or switch-in, and the thread's switch-in
+    /// was estimated from its switch-out and its CPU time (bpf/detector.bpf.c, `unseen`).
+    #[serde(default)]
+    pub wakeups_unseen: u64,
     /// Breaches the detector measured and could not report (ring buffer full): in the
     /// histograms, in no tail.
     pub breaches_lost: u64,

@@ -167,6 +167,7 @@ impl std::fmt::Debug for BpfDetector {
 /// Indices of the `lost` map (see `detector.bpf.c`).
 const LOST_BREACHES: u32 = 0;
 const LOST_WAKEUPS: u32 = 1;
+const UNSEEN_WAKEUPS: u32 = 2;
 
 /// Values of the `tracked_tgid` map (see `detector.bpf.c`).
 const TRACK_ALL_THREADS: u32 = 1;
@@ -275,6 +276,12 @@ impl BpfDetector {
     /// Wake-ups not counted because the kernel's table of histograms was full.
     pub fn wakeups_lost(&self) -> u64 {
         self.lost_count(LOST_WAKEUPS)
+    }
+
+    /// Wake-ups counted although no program ran at their wake-up or switch-in (found at
+    /// the thread's switch-out; `unseen` in `bpf/detector.bpf.c`).
+    pub fn wakeups_unseen(&self) -> u64 {
+        self.lost_count(UNSEEN_WAKEUPS)
     }
 
     /// Every measured wake-up so far, per thread and CPU, with the thread's name: the

@@ -841,6 +841,7 @@ impl Runner<'_> {
                     w.set(at, &comm, h);
                 }
                 w.lost = d.wakeups_lost();
+                w.unseen = d.wakeups_unseen();
             }
             Detector::Tracefs(d) => w.adopt(d.wakeups()),
             Detector::Timerlat(d) => w.adopt(d.wakeups()),

@@ -40,6 +40,8 @@ pub struct Wakeups {
     not_captured: BTreeMap<i32, Histogram>,
     /// Wake-ups the detector could not count.
     pub lost: u64,
+    /// Wake-ups counted whose switch-in the detector did not see (estimated).
+    pub unseen: u64,
     /// Start of the time covered, CLOCK_MONOTONIC ns.
     pub from_ns: u64,
     /// End of the time covered, CLOCK_MONOTONIC ns.
@@ -149,6 +151,7 @@ impl Wakeups {
             from_unix_ns: None,
             sessions: Vec::new(),
             wakeups_lost: self.lost,
+            wakeups_unseen: self.unseen,
             breaches_lost,
             threads,
         }
