@@ -200,6 +200,7 @@ fn assemble_session(dir: &Path) {
         from_unix_ns: None,
         sessions: Vec::new(),
         wakeups_lost: 0,
+        wakeups_unseen: 0,
         breaches_lost: 0,
         threads: vec![ThreadOverview::new(
             4189,

@@ -497,6 +497,7 @@ impl Overview {
             to_ns: end.max(0) as u64,
             from_unix_ns: first.and_then(|o| o.from_unix_ns),
             wakeups_lost: parts.iter().map(|(_, o)| o.wakeups_lost).sum(),
+            wakeups_unseen: parts.iter().map(|(_, o)| o.wakeups_unseen).sum(),
             breaches_lost: parts.iter().map(|(_, o)| o.breaches_lost).sum(),
             threads: combined,
             sessions: parts.iter().map(|(name, _)| name.clone()).collect(),
@@ -575,6 +576,7 @@ mod tests {
             from_unix_ns: unix,
             sessions: Vec::new(),
             wakeups_lost: 1,
+            wakeups_unseen: 0,
             breaches_lost: 0,
             threads,
         }

@@ -34,7 +34,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, OpenObject, PrintLevel, Ring
 
 use crate::{RecordError, Result};
 
-pub use hist::ThreadCpu;
+pub use hist::{bounded, ThreadCpu, MAX_THREAD_CPUS};
 pub use record::{parse_breach, BREACH_SIZE};
 
 #[allow(
@@ -303,7 +303,7 @@ impl BpfDetector {
             if std::path::Path::new(&format!("/proc/{}", at.tid)).exists() {
                 out.push((at, comm, h));
             } else if self.hists.delete(&key).is_ok() {
-                let at = crate::wakeups::bounded(&self.retired, at);
+                let at = bounded(&self.retired, at);
                 let slot = self.retired.entry(at).or_default();
                 if slot.0.is_empty() {
                     slot.0 = comm;

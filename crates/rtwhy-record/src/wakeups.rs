@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rtwhy_model::{Histogram, Overview, ThreadOverview, OVERVIEW_SCHEMA};
 
-pub use crate::bpf::ThreadCpu;
+pub use crate::bpf::{bounded, ThreadCpu, MAX_THREAD_CPUS};
 
 /// The breaches a session's captures diagnosed: per thread, per cause key, their
 /// latencies.
@@ -14,23 +14,6 @@ pub type DiagnosedTail = BTreeMap<i32, BTreeMap<String, Histogram>>;
 
 /// The tail part of breaches no capture diagnosed.
 pub const NOT_CAPTURED: &str = "not_captured";
-
-/// Thread-CPU pairs kept apart: a session whose threads come and go for days keeps the
-/// first this many, and counts the wake-ups of those after them on each CPU under tid 0.
-pub const MAX_THREAD_CPUS: usize = 4096;
-
-/// Where the histogram of `at` goes in `table`: its own entry while there is room (or
-/// it has one), else the CPU's entry for every other thread (tid 0).
-pub fn bounded<V>(table: &BTreeMap<ThreadCpu, V>, at: ThreadCpu) -> ThreadCpu {
-    if table.len() < MAX_THREAD_CPUS || table.contains_key(&at) {
-        at
-    } else {
-        ThreadCpu {
-            tid: 0,
-            cpu: at.cpu,
-        }
-    }
-}
 
 /// Wake-up histograms of one session so far.
 #[derive(Debug, Clone, Default)]

@@ -22,6 +22,7 @@
 //!     from_unix_ns: None,
 //!     sessions: Vec::new(),
 //!     wakeups_lost: 0,
+//!     wakeups_unseen: 0,
 //!     breaches_lost: 0,
 //!     threads: vec![ThreadOverview::new(7, "app".into(), &[(1, h)], &[("irq".into(), tail)])],
 //! };
@@ -335,6 +336,7 @@ mod tests {
             from_unix_ns: None,
             sessions: Vec::new(),
             wakeups_lost: 0,
+            wakeups_unseen: 0,
             breaches_lost: 0,
             threads,
         }

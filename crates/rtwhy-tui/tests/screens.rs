@@ -526,6 +526,7 @@ fn assembled_session() -> (tempfile::TempDir, App) {
         from_unix_ns: None,
         sessions: Vec::new(),
         wakeups_lost: 0,
+        wakeups_unseen: 0,
         breaches_lost: 0,
         threads: vec![a, b],
     };

@@ -2,6 +2,7 @@
 //! hist_key` and values `struct wakeup_hist`, read at the offsets the skeleton's
 //! generated types give, from byte strings never trusted to be whole.
 
+use std::collections::BTreeMap;
 use std::mem::{offset_of, size_of};
 
 use rtwhy_model::{Comm, Histogram};
@@ -15,6 +16,23 @@ pub struct ThreadCpu {
     pub tid: i32,
     /// CPU.
     pub cpu: u32,
+}
+
+/// Thread-CPU pairs kept apart: a session whose threads come and go for days keeps the
+/// first this many, and counts the wake-ups of those after them on each CPU under tid 0.
+pub const MAX_THREAD_CPUS: usize = 4096;
+
+/// Where the histogram of `at` goes in `table`: its own entry while there is room (or
+/// it has one), else the CPU's entry for every other thread (tid 0).
+pub fn bounded<V>(table: &BTreeMap<ThreadCpu, V>, at: ThreadCpu) -> ThreadCpu {
+    if table.len() < MAX_THREAD_CPUS || table.contains_key(&at) {
+        at
+    } else {
+        ThreadCpu {
+            tid: 0,
+            cpu: at.cpu,
+        }
+    }
 }
 
 fn u64_at(data: &[u8], at: usize) -> Option<u64> {
