@@ -176,12 +176,17 @@ fi
 if [ "$hist" = 1 ]; then
     # Every wake-up of cyclictest's thread on the isolated CPU in rtwhy's histogram, as in
     # cyclictest's own (tests/record_live.rs checks the same here with BPF; BPF is refused
-    # in the guest, so this is the tracefs detector): the same count, p50 and p99 at or
-    # below cyclictest's (its samples also hold the context switch and the return to user
-    # space), the maximum within one bucket. No breach: the threshold is above TCG's noise.
+    # in the guest, so this is the tracefs detector): the same count; p50, p99 and the
+    # maximum at most one bucket above cyclictest's. Not closer: its samples also hold the
+    # context switch and the return to user space, and TCG stops the vCPU for
+    # milliseconds anywhere (hwlat verdicts of tens of ms in every run), also between a
+    # switch-in and cyclictest's clock read: one CI run's maximum was 13.4 ms to
+    # cyclictest and 9.83 ms to rtwhy, three runs by hand agreed within a bucket (6.075
+    # against 6.052 ms, 6.683 against 6.627, 12.497 against 12.439). The wake-ups above
+    # 4 ms are captured (five at most) so a disagreement can be read from its trace.
     t0=$SECONDS
     hdir=$RTWHY_GUEST_SHARED/hist
-    bounded 300 hist "$exe" record --threshold 50ms --recorder-cpus 0 --out "$hdir" -- \
+    bounded 300 hist "$exe" record --threshold 4ms --max-spikes 5 --min-gap 100ms --recorder-cpus 0 --out "$hdir" -- \
         cyclictest -m -q -p 80 -i 1000 -a 1 -t 1 -l 2000 -h 10000 -D 120 \
         >"$RTWHY_GUEST_SHARED/hist-cyclictest.txt" 2>"$RTWHY_GUEST_SHARED/hist-record.err"
     code=$?
@@ -223,11 +228,11 @@ print(f"rt-guest-test: histogram ({o['detector']}): rtwhy {t['wakeups']} wake-up
 bad = []
 if t["wakeups"] != samples:
     bad.append(f"rtwhy counted {t['wakeups']} wake-ups, cyclictest took {samples} samples")
-for what, a, b in (("p50", mine[0], theirs[0]), ("p99", mine[1], theirs[1])):
-    if a >= b + 1000:
-        bad.append(f"{what}: rtwhy {a} ns is above cyclictest's {b} ns")
-if abs(bucket(mine[2]) - bucket(theirs[2])) > 1:
-    bad.append(f"max: rtwhy {mine[2]} ns and cyclictest {theirs[2]} ns are more than one bucket apart")
+for what, a, b in (("p50", mine[0], theirs[0]), ("p99", mine[1], theirs[1]), ("max", mine[2], theirs[2])):
+    if bucket(a) > bucket(b) + 1:
+        bad.append(f"{what}: rtwhy {a} ns is more than one bucket above cyclictest's {b} ns")
+    elif bucket(b) > bucket(a) + 1:
+        print(f"rt-guest-test: {what}: cyclictest's {b} ns is {bucket(b) - bucket(a)} buckets above rtwhy's {a} ns (its samples end later)")
 for b in bad:
     print(f"rt-guest-test: FAIL: {b}")
 sys.exit(1 if bad else 0)
