@@ -182,11 +182,12 @@ if [ "$hist" = 1 ]; then
     # milliseconds anywhere (hwlat verdicts of tens of ms in every run), also between a
     # switch-in and cyclictest's clock read: one CI run's maximum was 13.4 ms to
     # cyclictest and 9.83 ms to rtwhy, three runs by hand agreed within a bucket (6.075
-    # against 6.052 ms, 6.683 against 6.627, 12.497 against 12.439). The wake-ups above
-    # 4 ms are captured (five at most) so a disagreement can be read from its trace.
+    # against 6.052 ms, 6.683 against 6.627, 12.497 against 12.439). No breach: the
+    # threshold is above TCG's noise (--max-spikes would end the session, and stop
+    # cyclictest, before its last sample).
     t0=$SECONDS
     hdir=$RTWHY_GUEST_SHARED/hist
-    bounded 300 hist "$exe" record --threshold 4ms --max-spikes 5 --min-gap 100ms --recorder-cpus 0 --out "$hdir" -- \
+    bounded 300 hist "$exe" record --threshold 50ms --recorder-cpus 0 --out "$hdir" -- \
         cyclictest -m -q -p 80 -i 1000 -a 1 -t 1 -l 2000 -h 10000 -D 120 \
         >"$RTWHY_GUEST_SHARED/hist-cyclictest.txt" 2>"$RTWHY_GUEST_SHARED/hist-record.err"
     code=$?
