@@ -10,6 +10,8 @@
 #   C1 (pinned throughput only) `rtwhy record --recorder-cpus 1`: rtwhy's own threads kept
 #      off CPU 0, where the benchmark runs, which leaves the in-kernel cost (events, BPF)
 #   (an rtwhy without --recorder-cpus runs under `taskset -c N` instead)
+#   D  (with --before, real-time row only) as C, with the --before binary: an older rtwhy
+#      measured in the same run, interleaved (A B C D A B C D ...)
 # and prints a Markdown table of:
 #   1. throughput of `perf bench sched pipe` (pinned to CPU 0; pinned to CPU 1 at
 #      SCHED_FIFO 10, the recorded command real-time; and unpinned)
@@ -17,7 +19,7 @@
 #   3. breach-to-freeze delay and dead time of the captures of a cyclictest disturbed by a
 #      bounded SCHED_FIFO 95 spinner on CPU 1 (300 us every 50 ms plus 0-1 ms random)
 #   4. start-up: session.armed.armed_after_ns of every rtwhy run
-# Usage: scripts/bench-record.sh [--reps N] [--only throughput|rt] [--rtwhy PATH] [--keep DIR]
+# Usage: scripts/bench-record.sh [--reps N] [--only throughput|rt] [--rtwhy PATH] [--before PATH] [--keep DIR]
 #   --reps N      repetitions per condition (default 5)
 #   --only throughput  section 1 alone (about 40 s per repetition: --reps 12 fits the
 #                 budget), for a tighter paired C/B than the whole run's 5 repetitions
@@ -25,6 +27,8 @@
 #                 (about 10 s per repetition: --reps 50 fits the budget), for a paired
 #                 C/B on the one row where the detector does its whole work
 #   --rtwhy PATH  use this rtwhy binary instead of building target/release/rtwhy
+#   --before PATH an older rtwhy binary, run as condition D in the real-time row beside C
+#                 (the detector's cost before and after a change, in one run)
 #   --keep DIR    copy the raw outputs (perf/cyclictest output, session.json) to DIR
 # Needs root. Everything it makes (tracefs instance, temp dir, child processes) is removed on
 # any exit; every child is bounded by `timeout`, and no run starts that could end after
@@ -36,6 +40,7 @@ ROOT=$PWD
 REPS=5
 ONLY=
 RTWHY=
+BEFORE=
 KEEP=
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -44,8 +49,9 @@ while [ $# -gt 0 ]; do
             case $2 in throughput|rt) ;; *) echo "bench-record: --only takes throughput or rt" >&2; exit 2 ;; esac
             ONLY=$2; shift 2 ;;
         --rtwhy) RTWHY=$2; shift 2 ;;
+        --before) BEFORE=$2; shift 2 ;;
         --keep) KEEP=$2; shift 2 ;;
-        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-record: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -114,6 +120,7 @@ if [ -z "$RTWHY" ]; then
     RTWHY="$("$ROOT/scripts/target-dir.sh")/release/rtwhy"
 fi
 [ -x "$RTWHY" ] || { echo "bench-record: no rtwhy binary at $RTWHY" >&2; exit 2; }
+[ -z "$BEFORE" ] || [ -x "$BEFORE" ] || { echo "bench-record: no rtwhy binary at $BEFORE (--before)" >&2; exit 2; }
 # C0/C1 keep rtwhy's own threads on one CPU: with --recorder-cpus where rtwhy has it, else
 # by running rtwhy under taskset (the command sets its own affinity in every workload here)
 RECORDER_CPUS=0
@@ -206,7 +213,7 @@ plain_on() {
     echo 1 > "$PLAIN/tracing_on"
 }
 
-# cond_run COND NAME LIMIT RTWHY_ARGS -- CMD...: runs CMD in condition A, B, C, C0 or C1.
+# cond_run COND NAME LIMIT RTWHY_ARGS -- CMD...: runs CMD in condition A, B, C, C0, C1 or D.
 cond_run() {
     local cond=$1 name=$2 limit=$3; shift 3
     local rargs=()
@@ -215,9 +222,10 @@ cond_run() {
     case $cond in
         A) run "$limit" "$name" "$@" ;;
         B) plain_on; run "$limit" "$name" "$@"; remove_plain ;;
-        C|C0|C1)
-            local pre=()
-            if [ "$cond" != C ]; then
+        C|C0|C1|D)
+            local pre=() bin=$RTWHY
+            [ "$cond" != D ] || bin=$BEFORE
+            if [ "$cond" = C0 ] || [ "$cond" = C1 ]; then
                 if [ "$RECORDER_CPUS" = 1 ]; then
                     rargs+=(--recorder-cpus "${cond#C}")
                 else
@@ -226,7 +234,7 @@ cond_run() {
             fi
             local try
             for try in 1 2; do
-                run "$limit" "$name" "${pre[@]}" "$RTWHY" record "${rargs[@]}" --out "$RAW/$name.rec" -- "$@"
+                run "$limit" "$name" "${pre[@]}" "$bin" record "${rargs[@]}" --out "$RAW/$name.rec" -- "$@"
                 # rtwhy failed before arming (status 2, no session.json): say so, retry once
                 [ "$(cat "$RAW/$name.rc" 2>/dev/null)" = 2 ] && [ ! -f "$RAW/$name.rec/session.json" ] || break
                 echo "bench-record: $name: rtwhy failed to start: $(tail -1 "$RAW/$name.err")" >&2
@@ -257,7 +265,7 @@ for rep in $(seq "$REPS"); do
     # so any threshold under that captures several times a run, and the captures' saving
     # and diagnosis weigh on the row (runs before 2026-11-27 used -t 10ms and did):
     # -t 1s captures nothing, and the detector's work per event is the same.
-    for cond in A B C; do
+    for cond in A B C ${BEFORE:+D}; do
         say "throughput rt      rep $rep $cond"
         cond_run $cond "pipe-rt-$cond-$rep" 60 -t 1s --duration 3600s -- \
             taskset -c 1 chrt -f 10 perf bench sched pipe -l $PIPE_RT_LOOPS
@@ -297,10 +305,11 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 say "done; load average: $LOAD_END"
 
 # --- report
-python3 - "$RAW" "$REPS" "$PIPE_PINNED_LOOPS" "$PIPE_FREE_LOOPS" "$LOAD_START" "$LOAD_END" "$RTWHY" "$RECORDER_CPUS" "$ONLY" "$PIPE_RT_LOOPS" <<'EOF'
+python3 - "$RAW" "$REPS" "$PIPE_PINNED_LOOPS" "$PIPE_FREE_LOOPS" "$LOAD_START" "$LOAD_END" "$RTWHY" "$RECORDER_CPUS" "$ONLY" "$PIPE_RT_LOOPS" "$BEFORE" <<'EOF'
 import glob, json, math, os, re, statistics, sys
 raw, reps, pinned_loops, free_loops = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 load_start, load_end, rtwhy, only, rt_loops = sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[9], sys.argv[10]
+before = sys.argv[11]
 pin = (lambda n: "--recorder-cpus %d" % n) if sys.argv[8] == "1" else (lambda n: "under taskset -c %d" % n)
 
 def med(v):
@@ -339,8 +348,9 @@ def note_armed(name):
     return s
 
 print("## rtwhy record overhead: results\n")
-print("%s, %s, rtwhy %s; load average %s at the start, %s at the end\n" % (
-    os.uname().release, "%d CPUs" % os.cpu_count(), rtwhy, load_start, load_end))
+print("%s, %s, rtwhy %s%s; load average %s at the start, %s at the end\n" % (
+    os.uname().release, "%d CPUs" % os.cpu_count(), rtwhy,
+    " (D: the same under the older rtwhy %s)" % before if before else "", load_start, load_end))
 print("### 1. Throughput: `perf bench sched pipe`, ops/s, median of %d\n" % reps)
 print("| workload | rtwhy's threads | A: no tracing | B: plain instance | C: `rtwhy record` | B/A | C/A | C/B | loss of C beyond B |")
 print("|---|---|---|---|---|---|---|---|---|")
@@ -348,7 +358,7 @@ samples = {}
 paired = []
 for variant, cconds, label in (
         ("pinned", ("C", "C1"), "`taskset -c 0 perf bench sched pipe -l %s`" % pinned_loops),
-        ("rt", ("C",), "`taskset -c 1 chrt -f 10 perf bench sched pipe -l %s` (recorded command real-time, `-t 1s`)" % rt_loops),
+        ("rt", ("C", "D") if before else ("C",), "`taskset -c 1 chrt -f 10 perf bench sched pipe -l %s` (recorded command real-time, `-t 1s`)" % rt_loops),
         ("free", ("C",), "`perf bench sched pipe -l %s` (unpinned)" % free_loops)):
     if only == "rt" and variant != "rt":
         continue
@@ -364,7 +374,7 @@ for variant, cconds, label in (
         samples[(variant, cond)] = v
         m[cond] = med([x for x in v if x is not None])
     for c in cconds:
-        where = "anywhere" if c == "C" else "CPU 1 (`%s`)" % pin(1)
+        where = {"C": "anywhere", "D": "anywhere, older rtwhy (D)"}.get(c, "CPU 1 (`%s`)" % pin(1))
         print("| %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f | %.1f %% |" % (
             label, where, m["A"], m["B"], m[c], m["B"] / m["A"], m[c] / m["A"], m[c] / m["B"],
             100 * (1 - m[c] / m["B"])))
@@ -374,6 +384,12 @@ for variant, cconds, label in (
         if r:
             paired.append("- %s %s/B: median %.3f (loss beyond B %.1f %%), middle half %.3f-%.3f, %d repetitions, %d captures taken" % (
                 variant, c, med(r), 100 * (1 - med(r)), pct(r, .25), pct(r, .75), len(r), captured.get(c, 0)))
+    if "D" in cconds:
+        # C and D of one repetition ran back to back: the newer rtwhy against the older one
+        r = sorted(cv / dv for dv, cv in zip(samples[(variant, "D")], samples[(variant, "C")]) if dv and cv)
+        if r:
+            paired.append("- %s C/D (newer over older rtwhy): median %.3f, middle half %.3f-%.3f, %d repetitions" % (
+                variant, med(r), pct(r, .25), pct(r, .75), len(r)))
 print("\nC/B within each repetition (B and C ran back to back), median and middle half:\n")
 print("\n".join(paired))
 print("\nSamples (ops/s, in run order):\n")

@@ -298,6 +298,25 @@ impl ThreadOverview {
             tail,
         }
     }
+
+    /// Wake-ups in the buckets wholly at or above `threshold_ns` that no breach of the
+    /// tail accounts for: counted by the detector, never reported as a breach (found at
+    /// the thread's switch-out, `wakeups_unseen`, or their report lost, `breaches_lost`).
+    pub fn unreported_above(&self, threshold_ns: u64) -> u64 {
+        let in_tail = |lower_ns: u64| -> u64 {
+            self.tail
+                .iter()
+                .flat_map(|p| p.buckets.iter())
+                .filter(|b| b.lower_ns == lower_ns)
+                .map(|b| b.count)
+                .sum()
+        };
+        self.buckets
+            .iter()
+            .filter(|b| b.lower_ns >= threshold_ns)
+            .map(|b| b.count.saturating_sub(in_tail(b.lower_ns)))
+            .sum()
+    }
 }
 
 /// A session's overview (`overview.json`): every watched thread's histogram over the

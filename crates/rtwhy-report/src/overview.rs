@@ -90,6 +90,14 @@ pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
                 .collect();
             writeln!(out, "  {:<8} tail: {}", "", parts.join(", "))?;
         }
+        let unreported = t.unreported_above(o.threshold_ns);
+        if unreported > 0 {
+            writeln!(
+                out,
+                "  {:<8} above the threshold, no breach reported: {unreported} (found at the thread's switch-out, or the report lost)",
+                ""
+            )?;
+        }
     }
     if o.wakeups_lost > 0 || o.breaches_lost > 0 {
         writeln!(
@@ -572,5 +580,10 @@ mod tests {
         assert!(row.contains(&human_duration(h.quantile(0.5))), "{row}");
         assert!(row.ends_with(&human_duration(70_000)), "{row}");
         assert!(!text.contains("tail:"), "{text}");
+        // Its 70 us wake-up is above the threshold and in no tail.
+        assert!(
+            text.contains("above the threshold, no breach reported: 1 "),
+            "{text}"
+        );
     }
 }

@@ -30,6 +30,11 @@ pub const PANEL_PITCH: f64 = 24.0 + PLOT_H + 46.0;
 pub const MAX_PANELS: usize = 8;
 /// Colour of the wake-ups under the threshold.
 pub const UNDER: &str = "#0072b2";
+/// Colour of the wake-ups above the threshold that were never reported as a breach
+/// ([`ThreadOverview::unreported_above`]): the same family as [`UNDER`], lighter.
+pub const UNREPORTED: &str = "#56b4e9";
+/// Their name in the legend and the bars' titles.
+const UNREPORTED_LABEL: &str = "above the threshold, no breach reported";
 
 /// The colour of a tail part: `cause` is a cause's key (docs/causes.md),
 /// `undiagnosed` or `not_captured`. The first colours are the Okabe-Ito palette's.
@@ -158,6 +163,7 @@ pub fn render_linked(o: &Overview, link: BarLink<'_>) -> String {
     let (lo, hi) = bucket_range(&drawn, o.threshold_ns);
     // Every cause drawn, with its breaches, for the legend.
     let mut causes: BTreeMap<String, u64> = BTreeMap::new();
+    let mut unreported = 0;
     for (n, t) in drawn.iter().enumerate() {
         let max_count = t.buckets.iter().map(|b| b.count).max().unwrap_or(1).max(1);
         let axes = Axes {
@@ -170,6 +176,7 @@ pub fn render_linked(o: &Overview, link: BarLink<'_>) -> String {
         for p in &t.tail {
             *causes.entry(p.cause.clone()).or_default() += p.count;
         }
+        unreported += t.unreported_above(o.threshold_ns);
     }
     if o.threads.len() > drawn.len() {
         let _ = writeln!(
@@ -179,7 +186,7 @@ pub fn render_linked(o: &Overview, link: BarLink<'_>) -> String {
             o.threads.len() - drawn.len()
         );
     }
-    legend(&mut s, legend_top + 14.0, &causes);
+    legend(&mut s, legend_top + 14.0, &causes, unreported);
     s.push_str("</svg>\n");
     s
 }
@@ -244,14 +251,16 @@ fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes, lin
             })
             .collect();
         let breaches: u64 = parts.iter().map(|p| p.2).sum();
+        // The rest of a bar: under the threshold, unless the whole bucket lies above it
+        // (a bucket that holds the threshold is drawn as under it).
+        let rest = if b.lower_ns >= threshold_ns {
+            (UNREPORTED, UNREPORTED_LABEL)
+        } else {
+            (UNDER, "under the threshold")
+        };
         parts.insert(
             0,
-            (
-                UNDER,
-                "under the threshold",
-                b.count.saturating_sub(breaches),
-                None,
-            ),
+            (rest.0, rest.1, b.count.saturating_sub(breaches), None),
         );
         let total = b.count.max(breaches);
         let h = axes.height(total);
@@ -320,9 +329,13 @@ fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes, lin
     s.push_str("</g>\n");
 }
 
-/// The legend: the wake-ups under the threshold, then each cause with its breaches.
-fn legend(s: &mut String, y: f64, causes: &BTreeMap<String, u64>) {
+/// The legend: the wake-ups under the threshold, those above it that were no breach
+/// (where there are any), then each cause with its breaches.
+fn legend(s: &mut String, y: f64, causes: &BTreeMap<String, u64>, unreported: u64) {
     let mut items = vec![(UNDER, "under the threshold".to_string())];
+    if unreported > 0 {
+        items.push((UNREPORTED, format!("{UNREPORTED_LABEL} ({unreported})")));
+    }
     let mut by_count: Vec<(&String, &u64)> = causes.iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     for (cause, n) in by_count {
@@ -430,6 +443,51 @@ mod tests {
         assert!(svg.contains(">preemption (2)<"), "{svg}");
         assert!(svg.contains(">not captured (1)<"), "{svg}");
         assert!(svg.contains("cyclictest:7  1013 wake-ups"), "{svg}");
+    }
+
+    #[test]
+    fn wake_ups_above_the_threshold_that_were_no_breach_have_their_own_colour() {
+        // Two more wake-ups at 250 us the detector counted and never reported (found at
+        // the thread's switch-out): the bar holds 5, the tail 3.
+        let mut o = overview();
+        let t = &mut o.threads[0];
+        t.buckets
+            .iter_mut()
+            .filter(|b| b.lower_ns == bucket_lower(bucket_of(250_000)))
+            .for_each(|b| b.count += 2);
+        assert_eq!(t.unreported_above(o.threshold_ns), 2);
+        // Under the threshold nothing is unreported, whatever the tail holds.
+        assert_eq!(t.unreported_above(u64::MAX), 0);
+        let svg = render(&o);
+        let pic = render_png(&svg, "overview.png");
+        let (lo, hi) = bucket_range(&[&o.threads[0]], o.threshold_ns);
+        let axes = Axes {
+            lo,
+            hi,
+            decades: 3,
+            top: FIRST_PANEL + 24.0,
+        };
+        let bw = axes.bar_width();
+        let mid = PLOT_LEFT + (bucket_of(250_000) - lo) as f64 * bw + bw / 2.0 - 0.5;
+        // Bottom up: the 2 unreported, then 2 preemption, then 1 not captured.
+        let (bottom, h) = (axes.bottom(), axes.height(5));
+        assert_eq!(pic.pixel(mid, bottom - 2.0), rgb(UNREPORTED));
+        assert_eq!(
+            pic.pixel(mid, bottom - h / 2.0),
+            rgb(cause_colour("preemption"))
+        );
+        assert_eq!(
+            pic.pixel(mid, bottom - h + 2.0),
+            rgb(cause_colour("not_captured"))
+        );
+        // The 6 us bar stays the colour of the wake-ups under the threshold.
+        let six = PLOT_LEFT + (bucket_of(6_000) - lo) as f64 * bw + bw / 2.0 - 0.5;
+        assert_eq!(pic.pixel(six, bottom - 2.0), rgb(UNDER));
+        assert!(
+            svg.contains(">above the threshold, no breach reported (2)<"),
+            "{svg}"
+        );
+        assert!(!render(&overview()).contains("no breach reported"));
     }
 
     #[test]

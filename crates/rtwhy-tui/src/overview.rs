@@ -33,7 +33,7 @@ use rtwhy_model::{bucket_of, ThreadOverview};
 use crate::app::App;
 use crate::fmt::{counted, fmt_dur};
 use crate::session::{bar_rows, decades, stack, Bar, HistLayout, Session};
-use crate::theme::{cause_glyph, cause_label, UNDER};
+use crate::theme::{cause_glyph, cause_label, UNDER, UNREPORTED};
 
 /// Where the overview's boxes go on a screen of a given size (the status line below).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,7 +261,13 @@ fn histogram(
     for (c, bar) in bars.iter().enumerate() {
         let x = x0 + c as u16 * layout.col_w;
         let rows = bar_rows(bar.count, dec, plot_h);
-        let mut parts: Vec<(char, Style, u64)> = vec![(UNDER, t.under(), bar.under())];
+        // A column wholly above the threshold holds no wake-up under it.
+        let rest = if layout.range_ns(c).0 >= session.overview.threshold_ns {
+            UNREPORTED
+        } else {
+            UNDER
+        };
+        let mut parts: Vec<(char, Style, u64)> = vec![(rest, t.under(), bar.under())];
         parts.extend(
             bar.causes
                 .iter()
@@ -354,6 +360,11 @@ fn histogram(
         Span::styled("┆", t.warn()),
         Span::raw(" threshold  "),
     ];
+    let unreported = th.unreported_above(session.overview.threshold_ns);
+    if unreported > 0 {
+        legend.push(Span::styled(UNREPORTED.to_string(), t.under()));
+        legend.push(Span::raw(format!(" above, no breach {unreported}  ")));
+    }
     for p in &th.tail {
         legend.push(Span::styled(
             cause_glyph(&p.cause).to_string(),

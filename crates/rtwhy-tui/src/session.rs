@@ -243,8 +243,8 @@ impl Bar {
             .fold(0u64, |a, (_, n)| a.saturating_add(*n))
     }
 
-    /// Wake-ups under the threshold (the detector may have reported fewer breaches than
-    /// it counted: `breaches_lost`; those count as under).
+    /// Wake-ups that were no breach: under the threshold, or (in a column wholly above
+    /// it) counted and never reported as a breach (`wakeups_unseen`, `breaches_lost`).
     pub fn under(&self) -> u64 {
         self.count.saturating_sub(self.breaches())
     }

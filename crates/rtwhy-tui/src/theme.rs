@@ -140,6 +140,9 @@ pub fn bucket_glyph(i: usize) -> char {
 
 /// Glyph of a histogram bar's wake-ups under the threshold.
 pub const UNDER: char = '█';
+/// A bar's wake-ups above the threshold that were never reported as a breach
+/// (`ThreadOverview::unreported_above`): [`UNDER`]'s colour, lighter.
+pub const UNREPORTED: char = '▒';
 
 /// A tail part's glyph in the overview's bars and legend: `cause` is a cause's key
 /// (docs/causes.md), `undiagnosed` or `not_captured`. Causes the timeline draws keep

@@ -470,7 +470,8 @@ fn an_rtla_trace_lists_its_timerlat_periods() {
 /// recorded session is small enough to be a fixture): cyclictest:4189's capture 1 is
 /// `preemption.dat` (265.0 us, preemption), cyclictest:13472's capture 2 is `hwlat.dat`
 /// (8.356 ms, hwlat) and its capture 3 was deleted (listed, not on disk). Threshold
-/// 150 us; besides, each thread has wake-ups under it and breaches no capture diagnosed.
+/// 150 us; besides, each thread has wake-ups under it and breaches no capture diagnosed,
+/// and cyclictest:13472 one wake-up at 5 ms the detector counted and never reported.
 fn assembled_session() -> (tempfile::TempDir, App) {
     use rtwhy_model::{Histogram, Overview, ThreadOverview, OVERVIEW_SCHEMA};
     let dir = tempfile::tempdir().unwrap();
@@ -513,7 +514,13 @@ fn assembled_session() -> (tempfile::TempDir, App) {
         "cyclictest".into(),
         &[(
             1,
-            hist(&[(4_000, 900), (12_000, 30), (8_100_000, 1), (8_356_000, 1)]),
+            hist(&[
+                (4_000, 900),
+                (12_000, 30),
+                (5_000_000, 1),
+                (8_100_000, 1),
+                (8_356_000, 1),
+            ]),
         )],
         &[("hwlat".into(), hist(&[(8_100_000, 1), (8_356_000, 1)]))],
     );
@@ -625,6 +632,27 @@ fn a_bar_lists_its_captures_and_one_deleted_is_not_opened() {
         crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Esc),
     );
     assert!(!a.at.in_list && !a.quit);
+}
+
+#[test]
+fn a_wake_up_above_the_threshold_that_was_no_breach_is_drawn_apart() {
+    let (_dir, mut a) = assembled_session();
+    draw(&a, 120, 40);
+    // cyclictest:4189 has none: no such glyph, no such legend.
+    assert!(!screen(&a, 120, 40).contains("no breach"));
+    a.apply(Action::Down);
+    let s = screen(&a, 120, 40);
+    assert!(s.contains("▒ above, no breach 1"), "{s}");
+    // Its bar, at 5 ms, is one column of that glyph, left of the 8 ms hwlat bar.
+    let at = |l: &str, g: char| l.chars().position(|c| c == g);
+    let bar: Vec<usize> = s
+        .lines()
+        .filter(|l| !l.contains("threshold"))
+        .filter_map(|l| at(l, '▒'))
+        .collect();
+    assert!(!bar.is_empty() && bar.iter().all(|c| *c == bar[0]), "{s}");
+    let hwlat = s.lines().find_map(|l| at(l, '?').filter(|_| l.contains('│')));
+    assert!(hwlat.is_some_and(|h| h > bar[0]), "{s}");
 }
 
 #[test]
