@@ -1083,15 +1083,6 @@ fn ctrl_c_in_the_selftest_stops_every_load_and_restores_every_setting() {
     assert!(journals.is_empty(), "journal left: {journals:?}");
 }
 
-/// Bytes of the files in a session directory.
-fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.metadata().unwrap().len())
-        .sum()
-}
-
 /// Files a writer left half-done (`.NAME.tmpPID`).
 fn temporaries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
@@ -1169,7 +1160,7 @@ fn an_unattended_session_stays_under_its_disk_budget_through_a_storm_and_sighup(
         s["session"]["breaches_rate_limited"].as_u64().unwrap() > 0,
         "{all}"
     );
-    let on_disk = dir_bytes(&out);
+    let on_disk = tree_bytes(&out);
     assert!(
         on_disk <= budget,
         "{on_disk} bytes in the directory > {budget}\n{all}"
