@@ -37,6 +37,18 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo --version
 . scripts/spaceless-target.sh
 
+# A whole run writes about 20 GiB: the debug and release builds (5-7 GiB), the clean
+# Debian root of fresh-check.sh with its own build under /var/tmp (6-8 GiB), the guests'
+# images and kernels. Too little space fails late, in the middle of a build, so say it
+# first, with where the space is short.
+free_gib() { df --output=avail -BG "$1" 2>/dev/null | tail -1 | tr -dc 0-9; }
+for d in . /var/tmp; do
+    f=$(free_gib "$d")
+    if [ -n "$f" ] && [ "$f" -lt 20 ]; then
+        echo "warning: only ${f} GiB free on the file system of $(cd "$d" && pwd -P); a whole run writes about 20 GiB (builds, a clean Debian root, the guests): free space first if it stops with 'No space left on device'" >&2
+    fi
+done
+
 if ! mountpoint -q /sys/kernel/tracing 2>/dev/null && [ "$(id -u)" -eq 0 ]; then
     mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 fi
