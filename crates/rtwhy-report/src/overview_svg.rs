@@ -258,10 +258,7 @@ fn panel(s: &mut String, t: &ThreadOverview, threshold_ns: u64, axes: &Axes, lin
         } else {
             (UNDER, "under the threshold")
         };
-        parts.insert(
-            0,
-            (rest.0, rest.1, b.count.saturating_sub(breaches), None),
-        );
+        parts.insert(0, (rest.0, rest.1, b.count.saturating_sub(breaches), None));
         let total = b.count.max(breaches);
         let h = axes.height(total);
         let x = PLOT_LEFT + (i - axes.lo) as f64 * bw;

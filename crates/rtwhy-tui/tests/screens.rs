@@ -651,7 +651,9 @@ fn a_wake_up_above_the_threshold_that_was_no_breach_is_drawn_apart() {
         .filter_map(|l| at(l, '▒'))
         .collect();
     assert!(!bar.is_empty() && bar.iter().all(|c| *c == bar[0]), "{s}");
-    let hwlat = s.lines().find_map(|l| at(l, '?').filter(|_| l.contains('│')));
+    let hwlat = s
+        .lines()
+        .find_map(|l| at(l, '?').filter(|_| l.contains('│')));
     assert!(hwlat.is_some_and(|h| h > bar[0]), "{s}");
 }
 

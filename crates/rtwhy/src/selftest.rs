@@ -462,13 +462,19 @@ impl Observer for Scene<'_> {
     }
 }
 
-fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
-    let setup = bench.setup(s);
-    let threshold = setup.threshold.as_nanos() as u64;
-    let run_secs = setup.run.as_secs().max(1);
+/// The scenario's victim: what runs, its thread's name, and its command line as the
+/// selftest's README prints it. cyclictest's own report goes into `dir`.
+fn victim(
+    bench: &Bench,
+    s: Scenario,
+    setup: &Setup,
+    dir: &Path,
+) -> Result<(Workload, String, String)> {
     let cpu = bench.cpu;
     let prio = s.victim_prio(&bench.platform, cpu);
-    let (workload, victim_comm, command_line) = match setup.victim {
+    let threshold = setup.threshold.as_nanos() as u64;
+    let run_secs = setup.run.as_secs().max(1);
+    Ok(match setup.victim {
         Victim::Timer { interval_us } => match bench.victim {
             TimerVictim::Cyclictest => {
                 let argv: Vec<String> = [
@@ -539,8 +545,20 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
             let line = format!("rtwhy lab {} --cpu {cpu}", s.name());
             (Workload::Command(argv), "lab-high".to_string(), line)
         }
-    };
-    let cfg = SessionConfig {
+    })
+}
+
+/// The recording session of one attempt: the selftest's capture windows and the
+/// recorder kept on the housekeeping CPU, as `rtwhy record` records by default.
+fn session_config(
+    bench: &Bench,
+    setup: &Setup,
+    workload: Workload,
+    dir: &Path,
+) -> Result<SessionConfig> {
+    let threshold = setup.threshold.as_nanos() as u64;
+    let run_secs = setup.run.as_secs().max(1);
+    Ok(SessionConfig {
         threshold_ns: threshold,
         before: Duration::from_millis(200),
         after: Duration::from_millis(5),
@@ -569,7 +587,17 @@ fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
         probe: rtwhy_record::timerlat::ProbeChoice::Rtwhy,
         // As `rtwhy record` records by default.
         lean: true,
-    };
+    })
+}
+
+/// One attempt at a scenario: the victim recorded under its load, the load stopped and
+/// every setting restored whatever happened, then each capture analysed and judged.
+fn run_once(bench: &Bench, s: Scenario, dir: &Path) -> Result<Attempt> {
+    let setup = bench.setup(s);
+    let threshold = setup.threshold.as_nanos() as u64;
+    let cpu = bench.cpu;
+    let (workload, victim_comm, command_line) = victim(bench, s, &setup, dir)?;
+    let cfg = session_config(bench, &setup, workload, dir)?;
     let mut scene = Scene {
         bench,
         scenario: s,
