@@ -114,9 +114,10 @@ impl Codec {
 ///
 /// The expected size is only a claim from the file: `out` starts with what the input can
 /// plausibly expand to (or the memory it already holds, reused from an earlier chunk)
-/// and grows only as output really arrives, so a lying header costs no memory. When `out` holds the whole frame (the usual case) libzstd decodes it in
-/// one pass straight into `out`; otherwise it streams through its window, whose size a
-/// frame may declare only up to 8 MiB or the expected size, whichever is larger.
+/// and grows only as output really arrives, so a lying header costs no memory. When `out` has room for the expected size (the usual
+/// case) libzstd decodes the frames in one pass straight into `out`; otherwise it streams
+/// through its window, whose size a frame may declare only up to 8 MiB or the expected
+/// size, whichever is larger.
 fn zstd_into(
     dctx: &mut DCtx<'static>,
     data: &[u8],
@@ -127,6 +128,19 @@ fn zstd_into(
     out.clear();
     // Exact: an amortized reserve could double the buffer past the claim.
     out.reserve_exact(expected.min(data.len().saturating_mul(32).saturating_add(4096)));
+    // Whole frames straight into `out` when it has room for the claim: the streaming
+    // decoder below passes every byte through its window and copies it out again (when
+    // a frame does not state its size, as trace-cmd's do not), which costs a copy and the
+    // window's fresh pages. Only an exact fit is taken; anything else (an error, a short
+    // or empty output) is decided by the streaming decoder, so that what is accepted and
+    // every error message stay the same.
+    if expected > 0 && out.capacity() >= expected {
+        dctx.reset(ResetDirective::SessionOnly).map_err(name)?;
+        if dctx.decompress(out, data).is_ok() && out.len() == expected {
+            return Ok(());
+        }
+        out.clear();
+    }
     dctx.reset(ResetDirective::SessionOnly).map_err(name)?;
     let window_log = usize::BITS - expected.saturating_sub(1).leading_zeros();
     dctx.set_parameter(DParameter::WindowLogMax(window_log.clamp(23, 31)))
