@@ -114,10 +114,10 @@ impl Codec {
 ///
 /// The expected size is only a claim from the file: `out` starts with what the input can
 /// plausibly expand to (or the memory it already holds, reused from an earlier chunk)
-/// and grows only as output really arrives, so a lying header costs no memory. When `out` has room for the expected size (the usual
-/// case) libzstd decodes the frames in one pass straight into `out`; otherwise it streams
-/// through its window, whose size a frame may declare only up to 8 MiB or the expected
-/// size, whichever is larger.
+/// and grows only as output really arrives, so a lying header costs no memory. When
+/// `out` has room for the expected size (the usual case) libzstd decodes the frames in
+/// one pass straight into `out`; otherwise it streams through its window, whose size a
+/// frame may declare only up to 8 MiB or the expected size, whichever is larger.
 fn zstd_into(
     dctx: &mut DCtx<'static>,
     data: &[u8],
