@@ -15,10 +15,6 @@ use crate::rules;
 use crate::tracker::{next_boost, Episode, Futex, Tracker};
 use rtwhy_model::at_or_above;
 
-/// A cause's share below which the spike is not explained.
-const MIN_PRIMARY_SHARE: f64 = 0.3;
-/// A cause's share from which it is listed as a contributor.
-const MIN_CONTRIBUTOR_SHARE: f64 = 0.1;
 /// Idle states from this index on are deep enough for a slow exit (state 0/1 are
 /// polling and halt on x86 and the VMs here).
 const DEEP_IDLE_STATE: u32 = 2;
@@ -376,12 +372,12 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         missing.insert(0, not_recorded_note(ep, unseen));
     }
     let (primary, contributors): (Finding, Vec<Finding>) = match ranked.first() {
-        Some(&(cause, ns)) if share(ns) >= MIN_PRIMARY_SHARE => {
+        Some(&(cause, ns)) if share(ns) >= rules::PRIMARY_SHARE => {
             let primary = finding(cause, ns);
             let contributors = ranked
                 .iter()
                 .skip(1)
-                .filter(|(_, ns)| share(*ns) >= MIN_CONTRIBUTOR_SHARE)
+                .filter(|(_, ns)| share(*ns) >= rules::CONTRIBUTOR_SHARE)
                 .map(|&(c, ns)| finding(c, ns))
                 .collect();
             (primary, contributors)
@@ -399,13 +395,13 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
                 .sum::<u64>();
             let mut summary = if replay.dropped.is_some() {
                 "no cause can be named: the events of this window are incomplete".to_string()
-            } else if share(unseen) >= MIN_PRIMARY_SHARE {
+            } else if share(unseen) >= rules::PRIMARY_SHARE {
                 format!(
                     "no cause can be named: the recording of CPU {} begins {} into this spike",
                     ep.cpu,
                     human_duration(unseen)
                 )
-            } else if share(idle) >= MIN_PRIMARY_SHARE {
+            } else if share(idle) >= rules::PRIMARY_SHARE {
                 format!(
                     "CPU {} stayed idle for {} after {} was woken for it, and the trace does not say why (a slow idle exit, a late wake-up IPI, or a stopped CPU)",
                     ep.cpu,
@@ -442,7 +438,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
             };
             let contributors = ranked
                 .iter()
-                .filter(|(_, ns)| share(*ns) >= MIN_CONTRIBUTOR_SHARE)
+                .filter(|(_, ns)| share(*ns) >= rules::CONTRIBUTOR_SHARE)
                 .map(|&(c, ns)| finding(c, ns))
                 .collect();
             (primary, contributors)
@@ -488,13 +484,7 @@ fn first_holding(checked: &mut rules::Checked, candidates: &[Cause], ctx: &Ctx<'
 
 impl Ctx<'_> {
     fn finding(&self, cause: Cause, share: f64) -> Finding {
-        let mut confidence = if share >= 0.7 {
-            Confidence::High
-        } else if share >= 0.4 {
-            Confidence::Medium
-        } else {
-            Confidence::Low
-        };
+        let mut confidence = rules::confidence(share);
         let summary = match rules::rule(cause) {
             Some(r) => r.summary(self, share, &mut confidence),
             None => "not enough evidence".to_string(),

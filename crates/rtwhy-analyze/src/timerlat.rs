@@ -38,18 +38,14 @@
 use std::collections::VecDeque;
 
 use crate::intmap::IntMap;
+use crate::rules::idle_exit::MAX_IDLE_EXIT_UNRECORDED;
 use crate::rules::kernel_nonpreemptible::{function_of, IDLE, IRQ_ENABLE};
+use crate::rules::{self, PRIMARY_SHARE};
 use rtwhy_model::{
     policy_of, softirq_name, BlockingThread, Cause, Comm, Confidence, CpuList, Event, EventKind,
     Evidence, Finding, Interference, Nanos, NoiseSource, OsnoiseKind, OsnoiseRecord,
     TimerlatContext, TimerlatSpike,
 };
-
-/// Share of the latency a cause must explain to be named (docs/causes.md).
-const PRIMARY_SHARE: f64 = 0.3;
-
-/// Longest timer delay out of idle still called an idle exit (docs/causes.md, idle_exit).
-const IDLE_EXIT_MAX_NS: u64 = 500_000;
 
 /// The kernel `trace` file prints microseconds: a sample's time may be up to this late.
 const TEXT_SLACK_NS: u64 = 1_000;
@@ -900,23 +896,15 @@ impl TimerlatAnalyzer {
         if ns == 0 || share(ns) < PRIMARY_SHARE {
             return (
                 unknown(format!(
-                    "no single interference explains 30 % of the {} latency of {}: {breakdown}",
+                    "no single interference explains {:.0} % of the {} latency of {}: {breakdown}",
+                    PRIMARY_SHARE * 100.0,
                     s.context.as_str(),
                     us(total)
                 )),
                 evidence,
             );
         }
-        let conf = |sh: f64, cap: Confidence| {
-            let c = if sh >= 0.7 {
-                Confidence::High
-            } else if sh >= 0.4 {
-                Confidence::Medium
-            } else {
-                Confidence::Low
-            };
-            c.min(cap)
-        };
+        let conf = |sh: f64, cap: Confidence| rules::confidence(sh).min(cap);
         let finding = |cause: Cause, sh: f64, cap: Confidence, summary: String| Finding {
             cause,
             confidence: conf(sh, cap),
@@ -1000,7 +988,7 @@ impl TimerlatAnalyzer {
                         );
                     }
                 }
-                if s.exit_from_idle && ns <= IDLE_EXIT_MAX_NS {
+                if s.exit_from_idle && ns <= MAX_IDLE_EXIT_UNRECORDED {
                     return (
                         finding(
                             Cause::IdleExit,
@@ -1202,15 +1190,11 @@ impl TimerlatAnalyzer {
         let total = s.latency_ns.max(1);
         let sh = dur as f64 / total as f64;
         if pid == 0 {
-            if s.exit_from_idle && dur <= IDLE_EXIT_MAX_NS {
+            if s.exit_from_idle && dur <= MAX_IDLE_EXIT_UNRECORDED {
                 return (
                     Finding {
                         cause: Cause::IdleExit,
-                        confidence: if sh >= 0.7 {
-                            Confidence::High
-                        } else {
-                            Confidence::Medium
-                        },
+                        confidence: rules::confidence(sh).max(Confidence::Medium),
                         share: sh,
                         summary: format!(
                             "CPU {} was idle when the timer fired and took {} more to switch from idle to the timerlat thread",
@@ -1224,9 +1208,10 @@ impl TimerlatAnalyzer {
             }
             return (
                 unknown(format!(
-                    "the idle task kept CPU {} for {} after the timer IRQ woke the timerlat thread: longer than an exit from idle (0.5 ms) and nothing recorded says what held it (a stopped vCPU leaves no event)",
+                    "the idle task kept CPU {} for {} after the timer IRQ woke the timerlat thread: longer than an exit from idle ({} ms) and nothing recorded says what held it (a stopped vCPU leaves no event)",
                     s.cpu,
-                    us(dur)
+                    us(dur),
+                    MAX_IDLE_EXIT_UNRECORDED as f64 / 1e6
                 )),
                 evidence,
             );
@@ -1257,13 +1242,7 @@ impl TimerlatAnalyzer {
             (Some(v), Some(o)) if o <= v => (
                 Finding {
                     cause: Cause::Preemption,
-                    confidence: if sh >= 0.7 {
-                        Confidence::High
-                    } else if sh >= 0.4 {
-                        Confidence::Medium
-                    } else {
-                        Confidence::Low
-                    },
+                    confidence: rules::confidence(sh),
                     share: sh,
                     summary: format!(
                         "{comm}:{pid} ({}) ran {} on CPU {} while timerlat/{} ({}) waited: it outranks or equals the measuring thread",
@@ -1291,11 +1270,7 @@ impl TimerlatAnalyzer {
             (Some(v), Some(o)) => (
                 Finding {
                     cause: Cause::KernelNonpreemptible,
-                    confidence: Confidence::Medium.min(if sh >= 0.4 {
-                        Confidence::Medium
-                    } else {
-                        Confidence::Low
-                    }),
+                    confidence: rules::confidence(sh).min(Confidence::Medium),
                     share: sh,
                     summary: format!(
                         "{comm}:{pid} ({}) kept CPU {} for {} after the timer woke timerlat/{} ({}), which outranks it; the preemption model was not recorded",

@@ -8,7 +8,8 @@ use crate::ctx::Ctx;
 pub(crate) struct IdleExit;
 
 /// Without recorded idle states, the longest exit any real C-state (or a VM's halt) is
-/// taken to need: real hardware declares tens to hundreds of microseconds.
+/// taken to need: real hardware declares tens to hundreds of microseconds. Timerlat
+/// traces record no idle states: their idle exits are bounded by this.
 pub(crate) const MAX_IDLE_EXIT_UNRECORDED: u64 = 500_000;
 
 /// The longest idle exit CPU `cpu` can take: its deepest idle state's exit latency from

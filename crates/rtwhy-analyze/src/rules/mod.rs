@@ -21,6 +21,27 @@ mod priority_inversion;
 pub(crate) mod rt_throttling;
 mod softirq;
 
+/// A cause's share of the latency from which it is named primary (docs/causes.md).
+pub(crate) const PRIMARY_SHARE: f64 = 0.3;
+/// A cause's share of the latency from which it is listed as a contributor.
+pub(crate) const CONTRIBUTOR_SHARE: f64 = 0.1;
+/// A cause's share of the latency from which a finding is of medium confidence.
+pub(crate) const MEDIUM_SHARE: f64 = 0.4;
+/// A cause's share of the latency from which a finding is of high confidence.
+pub(crate) const HIGH_SHARE: f64 = 0.7;
+
+/// A finding's confidence from its cause's share of the latency alone: a rule raises or
+/// lowers it where its events are decisive or thin (docs/causes.md).
+pub(crate) fn confidence(share: f64) -> Confidence {
+    if share >= HIGH_SHARE {
+        Confidence::High
+    } else if share >= MEDIUM_SHARE {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    }
+}
+
 /// A cause's rule.
 pub(crate) trait Rule: Sync {
     /// The cause it names.

@@ -145,7 +145,10 @@ impl Rule for RtThrottling {
             .facts
             .kernel_version_number()
             .is_some_and(|v| v >= (6, 12));
-        if matches!(ctx.throttle, Some(Ok(_))) && *confidence < Confidence::High && share >= 0.4 {
+        if matches!(ctx.throttle, Some(Ok(_)))
+            && *confidence < Confidence::High
+            && share >= super::MEDIUM_SHARE
+        {
             *confidence = Confidence::High;
         }
         format!(
