@@ -42,6 +42,7 @@ mod diagnose;
 mod history;
 mod intmap;
 mod line;
+mod period;
 pub mod pipeline;
 mod refusals;
 mod remedy;

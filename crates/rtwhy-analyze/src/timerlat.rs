@@ -38,39 +38,16 @@
 use std::collections::VecDeque;
 
 use crate::intmap::IntMap;
-use crate::rules::idle_exit::MAX_IDLE_EXIT_UNRECORDED;
-use crate::rules::kernel_nonpreemptible::{function_of, IDLE, IRQ_ENABLE};
+use crate::period::{describe, us, Answer, Part, PeriodCtx};
 use crate::rules::{self, PRIMARY_SHARE};
 use rtwhy_model::{
-    policy_of, softirq_name, BlockingThread, Cause, Comm, Confidence, CpuList, Event, EventKind,
-    Evidence, Finding, Interference, Nanos, NoiseSource, OsnoiseKind, OsnoiseRecord,
-    TimerlatContext, TimerlatSpike,
+    softirq_name, BlockingThread, Cause, Comm, Confidence, CpuList, Event, EventKind, Evidence,
+    Finding, Interference, Nanos, NoiseSource, OsnoiseKind, OsnoiseRecord, TimerlatContext,
+    TimerlatSpike,
 };
 
 /// The kernel `trace` file prints microseconds: a sample's time may be up to this late.
 const TEXT_SLACK_NS: u64 = 1_000;
-
-/// Handler names of per-CPU interrupts as the osnoise tracer prints them: not devices.
-/// x86's system vectors, and arm64's generic timer and IPIs (`irq_noise: arch_timer:11`,
-/// `irq_noise: IPI:6` in the arm64 PREEMPT_RT guest, docs/arm64.md).
-const SYSTEM_VECTORS: [&str; 16] = [
-    "local_timer",
-    "irq_work",
-    "reschedule",
-    "call_function",
-    "call_function_single",
-    "thermal_apic",
-    "threshold_apic",
-    "deferred_error",
-    "spurious_apic",
-    "error_apic",
-    "x86_platform_ipi",
-    "posted_msi_notification",
-    "kvm_posted_intr_ipi",
-    "hyperv_callback",
-    "arch_timer",
-    "IPI",
-];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -826,7 +803,7 @@ impl TimerlatAnalyzer {
         }
         // Candidates, largest first: (ns, what).
         #[derive(Clone, Copy)]
-        enum Part {
+        enum Largest {
             Delay,
             Blocking,
             Irq,
@@ -857,12 +834,12 @@ impl TimerlatAnalyzer {
                 })
         };
         let mut parts = vec![
-            (s.irq_handler_delay_ns.unwrap_or(0), Part::Delay),
-            (s.blocking_thread.duration_ns, Part::Blocking),
-            (TimerlatSpike::sum(&s.irq), Part::Irq),
-            (TimerlatSpike::sum(&s.softirq), Part::Softirq),
-            (TimerlatSpike::sum(&s.thread), Part::Thread),
-            (TimerlatSpike::sum(&s.nmi), Part::Nmi),
+            (s.irq_handler_delay_ns.unwrap_or(0), Largest::Delay),
+            (s.blocking_thread.duration_ns, Largest::Blocking),
+            (TimerlatSpike::sum(&s.irq), Largest::Irq),
+            (TimerlatSpike::sum(&s.softirq), Largest::Softirq),
+            (TimerlatSpike::sum(&s.thread), Largest::Thread),
+            (TimerlatSpike::sum(&s.nmi), Largest::Nmi),
         ];
         if s.context == TimerlatContext::Irq {
             parts.truncate(1);
@@ -904,16 +881,9 @@ impl TimerlatAnalyzer {
                 evidence,
             );
         }
-        let conf = |sh: f64, cap: Confidence| rules::confidence(sh).min(cap);
-        let finding = |cause: Cause, sh: f64, cap: Confidence, summary: String| Finding {
-            cause,
-            confidence: conf(sh, cap),
-            share: sh,
-            summary,
-            culprit: None,
-        };
-        match part {
-            Part::Delay => {
+        let (top_irq, top_softirq, thread_comm);
+        let part = match part {
+            Largest::Delay => {
                 let Some((start, _, line)) = &p.timer_irq else {
                     return (unknown(breakdown), evidence);
                 };
@@ -922,156 +892,28 @@ impl TimerlatAnalyzer {
                     line,
                     format!("the timer's IRQ handler began {} after the expiry", us(ns)),
                 ));
-                if let Some((i, line)) = prev_irq {
-                    if share(i.duration_ns.min(ns)) >= PRIMARY_SHARE {
-                        evidence.push(ev(
-                            i.start,
-                            line,
-                            format!("{} ran {} across the expiry", i.name, us(i.duration_ns)),
-                        ));
-                        let device = is_device_irq(&i.name);
-                        let cause = if !device {
-                            Cause::Unknown
-                        } else if self.isolated(s.cpu) {
-                            Cause::IrqOnIsolatedCpu
-                        } else {
-                            Cause::Irq
-                        };
-                        if cause != Cause::Unknown {
-                            return (
-                                finding(
-                                    cause,
-                                    share(i.duration_ns.min(ns)),
-                                    Confidence::Medium,
-                                    format!(
-                                        "IRQ {} ({}) ran {} on CPU {} across the timer's expiry and delayed its handler by up to that",
-                                        i.id, i.name, us(i.duration_ns), s.cpu
-                                    ),
-                                ),
-                                evidence,
-                            );
-                        }
-                    }
+                let across =
+                    prev_irq.filter(|(i, _)| share(i.duration_ns.min(ns)) >= PRIMARY_SHARE);
+                if let Some((i, line)) = across {
+                    evidence.push(ev(
+                        i.start,
+                        line,
+                        format!("{} ran {} across the expiry", i.name, us(i.duration_ns)),
+                    ));
                 }
                 // The CPU's silence before the handler: from its last recorded event
                 // (or the expiry, when that came later) to the handler's start.
                 let silence = before_irq.longest_silence(s.expected, *start);
-                let gap = silence.map_or(0, |(g, _, _)| g);
-                let event_free = share(gap) >= PRIMARY_SHARE;
-                // The stack rtla saves at the timer IRQ (-s): the innermost interrupted
-                // frame is where the pending interrupt was finally taken.
-                let inner = interrupted(&s.stack);
-                let idle_frame = inner.iter().find(|f| IDLE.contains(&function_of(f)));
-                if let (Some(first), None) = (inner.first(), idle_frame) {
-                    if IRQ_ENABLE.contains(&function_of(first))
-                        && !before_irq.other_cpu_silent(s.expected, *start)
-                    {
-                        let holder = inner
-                            .iter()
-                            .find(|f| {
-                                let f = function_of(f);
-                                !IRQ_ENABLE.contains(&f) || f == "multi_cpu_stop"
-                            })
-                            .unwrap_or(first);
-                        return (
-                            finding(
-                                Cause::KernelNonpreemptible,
-                                share(ns),
-                                Confidence::Medium,
-                                format!(
-                                    "the timer's IRQ handler began {} after the expiry on CPU {}, taken in {first}, which turns interrupts back on: {holder} had them off until then (the stack at the IRQ)",
-                                    us(ns),
-                                    s.cpu
-                                ),
-                            ),
-                            evidence,
-                        );
-                    }
+                Part::Delay {
+                    ns,
+                    across: across.map(|(i, _)| i),
+                    silence,
+                    others_silent: before_irq.other_cpu_silent(s.expected, *start),
+                    others_silent_in_silence: silence
+                        .is_some_and(|(_, from, to)| before_irq.other_cpu_silent(from, to)),
                 }
-                if s.exit_from_idle && ns <= MAX_IDLE_EXIT_UNRECORDED {
-                    return (
-                        finding(
-                            Cause::IdleExit,
-                            share(ns),
-                            Confidence::High,
-                            format!(
-                                "CPU {} was idle when its timer was due and took {} to enter the handler: an exit from idle",
-                                s.cpu,
-                                us(ns)
-                            ),
-                        ),
-                        evidence,
-                    );
-                }
-                if let (true, Some((_, since, until))) = (event_free, silence) {
-                    let what = if s.blocking_thread.pid == 0 {
-                        "idle (halted)"
-                    } else {
-                        "running a task"
-                    };
-                    // A stack that does not show the idle loop leaves open that the
-                    // interrupted code itself had interrupts off (an inlined
-                    // local_irq_restore leaves no frame of its own).
-                    let others_silent = before_irq.other_cpu_silent(since, until);
-                    let (cap, stack_note) = match (idle_frame, inner.first()) {
-                        (None, Some(f)) if others_silent => (
-                            Confidence::Medium,
-                            format!("; another CPU recorded nothing over the same stretch, so the machine was stopped and the timer was taken where CPU {} resumed ({f})", s.cpu),
-                        ),
-                        (Some(f), _) => (
-                            Confidence::Medium,
-                            format!("; the stack at the IRQ shows the CPU halted in {f}, interrupts on"),
-                        ),
-                        (None, Some(f)) => (
-                            Confidence::Low,
-                            format!("; the stack at the IRQ shows it taken in {f}, which may itself have kept interrupts off (the stack cannot tell)"),
-                        ),
-                        (None, None) => (Confidence::Medium, String::new()),
-                    };
-                    return (
-                        finding(
-                            Cause::Hwlat,
-                            share(gap),
-                            cap,
-                            format!(
-                                "CPU {} was {what} and recorded no event for {} (from {:.6} to {:.6}) between its timer's expiry and the handler, which began {} after the expiry: the CPU was stopped (SMI or hypervisor){stack_note}",
-                                s.cpu,
-                                us(gap),
-                                since.as_secs_f64(),
-                                until.as_secs_f64(),
-                                us(ns),
-                            ),
-                        ),
-                        evidence,
-                    );
-                }
-                let why = match silence {
-                    None => format!("the trace holds no event of CPU {} before the handler, so how long it was silent is not known", s.cpu),
-                    Some((g, from, to)) => format!(
-                        "CPU {}'s longest event-free stretch between the expiry and the handler was {} (from {:.6} to {:.6})",
-                        s.cpu,
-                        us(g),
-                        from.as_secs_f64(),
-                        to.as_secs_f64()
-                    )
-                };
-                let open = match (idle_frame, inner.first()) {
-                    (Some(f), _) => format!("the stack at the IRQ shows the CPU halted in {f}, interrupts on, but nothing recorded rules out an interrupt handler or another stop before it"),
-                    (None, Some(f)) => format!("the stack at the IRQ shows it taken in {f}; nothing recorded says whether interrupts were off in the kernel or the CPU was stopped"),
-                    (None, None) => "nothing recorded says whether interrupts were off in the kernel or the CPU was stopped (`rtla timerlat -s` saves the stack at the IRQ)".to_owned(),
-                };
-                (
-                    unknown(format!(
-                        "the timer's IRQ handler began {} late ({:.0} %) with {} on CPU {}; {why}; {open}",
-                        us(ns),
-                        share(ns) * 100.0,
-                        s.blocking_thread.comm.as_deref().unwrap_or("a task"),
-                        s.cpu,
-                    )),
-                    evidence,
-                )
             }
-            Part::Irq => {
+            Largest::Irq => {
                 let Some((i, line)) = top(&p.irq) else {
                     return (unknown(breakdown), evidence);
                 };
@@ -1085,38 +927,10 @@ impl TimerlatAnalyzer {
                         us(i.duration_ns)
                     ),
                 ));
-                if !is_device_irq(&i.name) || share(i.duration_ns) < PRIMARY_SHARE {
-                    return (
-                        unknown(format!(
-                            "IRQ handlers ran {} before the thread, the largest {} ({}, {}), not a device IRQ: {breakdown}",
-                            us(ns), i.name, i.id, us(i.duration_ns)
-                        )),
-                        evidence,
-                    );
-                }
-                let cause = if self.isolated(s.cpu) {
-                    Cause::IrqOnIsolatedCpu
-                } else {
-                    Cause::Irq
-                };
-                (
-                    finding(
-                        cause,
-                        share(i.duration_ns),
-                        Confidence::High,
-                        format!(
-                            "device IRQ {} ({}) ran {} on CPU {}{} between the timer IRQ and the thread",
-                            i.id,
-                            i.name,
-                            us(i.duration_ns),
-                            s.cpu,
-                            if cause == Cause::IrqOnIsolatedCpu { ", an isolated CPU," } else { "" }
-                        ),
-                    ),
-                    evidence,
-                )
+                top_irq = i;
+                Part::Irq { ns, top: &top_irq }
             }
-            Part::Softirq => {
+            Largest::Softirq => {
                 let Some((i, line)) = top(&p.softirq) else {
                     return (unknown(breakdown), evidence);
                 };
@@ -1125,32 +939,16 @@ impl TimerlatAnalyzer {
                     &line,
                     format!("softirq {} ran {}", i.name, us(i.duration_ns)),
                 ));
-                (
-                    finding(
-                        Cause::Softirq,
-                        share(ns),
-                        Confidence::High,
-                        format!(
-                            "softirqs ran {} on CPU {} before the thread, most {} ({})",
-                            us(ns),
-                            s.cpu,
-                            i.name,
-                            us(i.duration_ns)
-                        ),
-                    ),
-                    evidence,
-                )
+                top_softirq = i;
+                Part::Softirq {
+                    ns,
+                    top: &top_softirq,
+                }
             }
-            Part::Nmi => (
-                unknown(format!(
-                    "NMIs ran {} before the thread; rtwhy has no cause for NMIs: {breakdown}",
-                    us(ns)
-                )),
-                evidence,
-            ),
-            Part::Blocking | Part::Thread => {
+            Largest::Nmi => Part::Nmi { ns },
+            Largest::Blocking | Largest::Thread => {
                 let (comm, pid, dur, line, start) = match part {
-                    Part::Blocking => {
+                    Largest::Blocking => {
                         let Some((c, d, l, start)) = &p.blocking else {
                             return (unknown(breakdown), evidence);
                         };
@@ -1174,141 +972,51 @@ impl TimerlatAnalyzer {
                     &line,
                     format!("{comm}:{pid} ran {} before the thread", us(dur)),
                 ));
-                self.thread_verdict(s, &comm, pid, dur, evidence)
+                let victim_prio = self
+                    .comm
+                    .iter()
+                    .find(|(_, c)| c.to_string() == format!("timerlat/{}", s.cpu))
+                    .and_then(|(p, _)| self.prio.get(p))
+                    .copied();
+                thread_comm = comm;
+                Part::Thread {
+                    comm: &thread_comm,
+                    pid,
+                    ns: dur,
+                    prio: self.prio.get(&pid).copied(),
+                    victim_prio,
+                    preempt_rt: self.saw_ktimers,
+                }
             }
-        }
+        };
+        let period = PeriodCtx {
+            spike: s,
+            part,
+            isolated: self.isolated(s.cpu),
+        };
+        (self.judge(&period), evidence)
     }
 
-    fn thread_verdict(
-        &self,
-        s: &TimerlatSpike,
-        comm: &str,
-        pid: i32,
-        dur: u64,
-        evidence: Vec<Evidence>,
-    ) -> (Finding, Vec<Evidence>) {
-        let total = s.latency_ns.max(1);
-        let sh = dur as f64 / total as f64;
-        if pid == 0 {
-            if s.exit_from_idle && dur <= MAX_IDLE_EXIT_UNRECORDED {
-                return (
-                    Finding {
-                        cause: Cause::IdleExit,
-                        confidence: rules::confidence(sh).max(Confidence::Medium),
-                        share: sh,
-                        summary: format!(
-                            "CPU {} was idle when the timer fired and took {} more to switch from idle to the timerlat thread",
-                            s.cpu,
-                            us(dur)
-                        ),
-                        culprit: None,
-                    },
-                    evidence,
-                );
-            }
-            return (
-                unknown(format!(
-                    "the idle task kept CPU {} for {} after the timer IRQ woke the timerlat thread: longer than an exit from idle ({} ms) and nothing recorded says what held it (a stopped vCPU leaves no event)",
-                    s.cpu,
-                    us(dur),
-                    MAX_IDLE_EXIT_UNRECORDED as f64 / 1e6
-                )),
-                evidence,
-            );
-        }
-        if comm.starts_with("migration/") {
-            return (
-                Finding {
-                    cause: Cause::Migration,
-                    confidence: Confidence::High,
-                    share: sh,
-                    summary: format!(
-                        "the stopper thread {comm} held CPU {} for {}",
-                        s.cpu,
-                        us(dur)
-                    ),
-                    culprit: None,
-                },
-                evidence,
-            );
-        }
-        let victim_prio = self
-            .comm
-            .iter()
-            .find(|(_, c)| c.to_string() == format!("timerlat/{}", s.cpu))
-            .and_then(|(p, _)| self.prio.get(p));
-        let other_prio = self.prio.get(&pid);
-        match (victim_prio, other_prio) {
-            (Some(v), Some(o)) if o <= v => (
-                Finding {
-                    cause: Cause::Preemption,
-                    confidence: rules::confidence(sh),
-                    share: sh,
-                    summary: format!(
-                        "{comm}:{pid} ({}) ran {} on CPU {} while timerlat/{} ({}) waited: it outranks or equals the measuring thread",
-                        policy_of(*o),
-                        us(dur),
-                        s.cpu,
-                        s.cpu,
-                        policy_of(*v)
-                    ),
-                    culprit: None,
-                },
-                evidence,
-            ),
-            (Some(v), Some(o)) if self.saw_ktimers => (
-                unknown(format!(
-                    "{comm}:{pid} ({}) kept CPU {} for {} although timerlat/{} ({}) outranks it, on a PREEMPT_RT kernel (ktimers threads) that preempts it at once: not kernel_nonpreemptible; the events do not say what held it",
-                    policy_of(*o),
-                    s.cpu,
-                    us(dur),
-                    s.cpu,
-                    policy_of(*v)
-                )),
-                evidence,
-            ),
-            (Some(v), Some(o)) => (
-                Finding {
-                    cause: Cause::KernelNonpreemptible,
-                    confidence: rules::confidence(sh).min(Confidence::Medium),
-                    share: sh,
-                    summary: format!(
-                        "{comm}:{pid} ({}) kept CPU {} for {} after the timer woke timerlat/{} ({}), which outranks it; the preemption model was not recorded",
-                        policy_of(*o),
-                        s.cpu,
-                        us(dur),
-                        s.cpu,
-                        policy_of(*v)
-                    ),
-                    culprit: None,
-                },
-                evidence,
-            ),
-            _ => (
-                unknown(format!(
-                    "{comm}:{pid} ran {} ({:.0} %) on CPU {} between the timer IRQ and the timerlat thread; the priorities were not recorded (sched:sched_switch), so preemption cannot be told from a non-preemptible section",
-                    us(dur),
-                    sh * 100.0,
-                    s.cpu
-                )),
-                evidence,
-            ),
+    /// The rules' verdict on a period: the cause the first of them names, else the first
+    /// refusal, else the breakdown (NMIs have no cause).
+    fn judge(&self, period: &PeriodCtx<'_>) -> Finding {
+        match rules::judge(period) {
+            Answer::Names(f) => f,
+            Answer::Refuses(why) => unknown(why),
+            Answer::Pass => unknown(match period.part {
+                Part::Nmi { ns } => format!(
+                    "NMIs ran {} before the thread; rtwhy has no cause for NMIs: {}",
+                    us(ns),
+                    period.breakdown()
+                ),
+                _ => period.breakdown(),
+            }),
         }
     }
 
     fn isolated(&self, cpu: u32) -> bool {
         self.isolated.as_ref().is_some_and(|l| l.contains(cpu))
     }
-}
-
-/// The frames the timer interrupt interrupted: those after the interrupt entry
-/// (`asm_sysvec_apic_timer_interrupt`, ...), innermost first.
-fn interrupted(stack: &[String]) -> &[String] {
-    stack
-        .iter()
-        .position(|f| function_of(f).starts_with("asm_"))
-        .and_then(|i| stack.get(i + 1..))
-        .unwrap_or(&[])
 }
 
 fn unknown(summary: String) -> Finding {
@@ -1318,46 +1026,6 @@ fn unknown(summary: String) -> Finding {
         share: 0.0,
         summary,
         culprit: None,
-    }
-}
-
-fn is_device_irq(desc: &str) -> bool {
-    desc != "nmi" && !SYSTEM_VECTORS.contains(&desc)
-}
-
-fn us(ns: u64) -> String {
-    format!("{:.2} us", ns as f64 / 1000.0)
-}
-
-/// The breakdown in words, for verdicts that name no cause.
-fn describe(s: &TimerlatSpike) -> String {
-    let mut parts = Vec::new();
-    if let Some(d) = s.irq_handler_delay_ns {
-        parts.push(format!("IRQ handler delay {}", us(d)));
-    }
-    if s.blocking_thread.duration_ns > 0 {
-        parts.push(format!(
-            "blocking thread {}:{} {}",
-            s.blocking_thread.comm.as_deref().unwrap_or("?"),
-            s.blocking_thread.pid,
-            us(s.blocking_thread.duration_ns)
-        ));
-    }
-    for (what, list) in [
-        ("NMI", &s.nmi),
-        ("IRQ", &s.irq),
-        ("softirq", &s.softirq),
-        ("thread", &s.thread),
-    ] {
-        let sum = TimerlatSpike::sum(list);
-        if sum > 0 {
-            parts.push(format!("{what} interference {}", us(sum)));
-        }
-    }
-    if parts.is_empty() {
-        "no osnoise event recorded in the period (record with `-e osnoise`)".into()
-    } else {
-        parts.join(", ")
     }
 }
 
@@ -1631,5 +1299,73 @@ mod tests {
         let s = a.finish();
         assert_eq!(s[0].irq_handler_delay_ns, Some(305_000));
         assert_ne!(s[0].primary.cause, Cause::Hwlat, "{:?}", s[0].primary);
+    }
+
+    /// A period in which `comm`:300 (kernel prio `prio`), current at the timer IRQ, held
+    /// the CPU 400 us of the 450 us before timerlat/1 (kernel prio 4) ran; `also` is a
+    /// task seen switched in before it.
+    fn held_by(comm: &str, prio: i32, also: Option<&str>) -> TimerlatSpike {
+        let switch = |ts, prev: (&str, i32, i32), next: (&str, i32, i32)| Event {
+            ts: Nanos(ts),
+            cpu: 1,
+            pid: prev.1,
+            kind: EventKind::SchedSwitch {
+                prev_comm: Comm::new(prev.0),
+                prev_pid: prev.1,
+                prev_prio: prev.2,
+                prev_state: rtwhy_model::TaskState(0),
+                next_comm: Comm::new(next.0),
+                next_pid: next.1,
+                next_prio: next.2,
+            },
+        };
+        let mut a = TimerlatAnalyzer::new(Nanos(100_000), None);
+        if let Some(other) = also {
+            a.push_event(&switch(100_000, ("swapper/1", 0, 120), (other, 20, 98)));
+        }
+        a.push_event(&switch(200_000, ("timerlat/1", 9, 4), (comm, 300, prio)));
+        a.push_record(&sample(1_012_000, 300, 7, TimerlatContext::Irq, 12_000));
+        a.push_record(&irq(1_013_000, "local_timer", 236, 1_010_000, 3_000));
+        a.push_record(&rec(
+            1_440_000,
+            300,
+            OsnoiseKind::Noise {
+                source: NoiseSource::Thread {
+                    comm: Comm::new(comm),
+                    pid: 300,
+                },
+                start: Nanos(1_013_000),
+                duration_ns: 400_000,
+            },
+        ));
+        a.push_record(&sample(1_450_000, 9, 7, TimerlatContext::Thread, 450_000));
+        let mut s = a.finish();
+        assert_eq!(s.len(), 1);
+        s.remove(0)
+    }
+
+    #[test]
+    fn the_stopper_thread_is_migration_before_it_is_preemption() {
+        // migration/1 runs at FIFO 99, above timerlat/1: preemption's rule would name
+        // it too, and migration comes first.
+        let s = held_by("migration/1", 0, None);
+        assert_eq!(s.primary.cause, Cause::Migration, "{:?}", s.primary);
+        assert_eq!(s.primary.confidence, Confidence::High);
+        assert_eq!(held_by("spin", 0, None).primary.cause, Cause::Preemption);
+    }
+
+    #[test]
+    fn a_lower_task_holding_the_cpu_is_refused_on_preempt_rt() {
+        let s = held_by("spin", 120, None);
+        assert_eq!(s.primary.cause, Cause::KernelNonpreemptible);
+        // 89 % of the latency, capped at medium: the preemption model was not recorded.
+        assert_eq!(s.primary.confidence, Confidence::Medium);
+        let s = held_by("spin", 120, Some("ktimers/1"));
+        assert_eq!(s.primary.cause, Cause::Unknown);
+        assert!(
+            s.primary.summary.contains("PREEMPT_RT"),
+            "{}",
+            s.primary.summary
+        );
     }
 }

@@ -5,6 +5,8 @@ use rtwhy_model::{human_duration, Bucket, Cause, Confidence};
 
 use super::{kernel_nonpreemptible, Rule};
 use crate::ctx::Ctx;
+use crate::period::{us, Answer, Part, PeriodCtx};
+use crate::rules::PRIMARY_SHARE;
 
 pub(crate) struct Hwlat;
 
@@ -93,5 +95,87 @@ impl Rule for Hwlat {
     /// The CPU itself: what stopped it (firmware, the hypervisor) leaves no event.
     fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
         Some(format!("CPU {} stopped", ctx.ep.cpu))
+    }
+
+    /// The CPU recorded nothing and ran no handler for the primary share of the latency
+    /// between the timer's expiry and its handler: it was stopped. Else the delay is
+    /// refused, saying what the trace leaves open.
+    fn period(&self, period: &PeriodCtx<'_>) -> Answer {
+        let Part::Delay {
+            ns,
+            silence,
+            others_silent_in_silence,
+            ..
+        } = &period.part
+        else {
+            return Answer::Pass;
+        };
+        let s = period.spike;
+        let cpu = period.cpu();
+        let inner = period.interrupted();
+        let idle_frame = inner
+            .iter()
+            .find(|f| kernel_nonpreemptible::IDLE.contains(&kernel_nonpreemptible::function_of(f)));
+        match silence {
+            Some((gap, since, until)) if period.share(*gap) >= PRIMARY_SHARE => {
+                let what = if s.blocking_thread.pid == 0 {
+                    "idle (halted)"
+                } else {
+                    "running a task"
+                };
+                // A stack that does not show the idle loop leaves open that the
+                // interrupted code itself had interrupts off (an inlined
+                // local_irq_restore leaves no frame of its own).
+                let (cap, stack_note) = match (idle_frame, inner.first()) {
+                    (None, Some(f)) if *others_silent_in_silence => (
+                        Confidence::Medium,
+                        format!("; another CPU recorded nothing over the same stretch, so the machine was stopped and the timer was taken where CPU {cpu} resumed ({f})"),
+                    ),
+                    (Some(f), _) => (
+                        Confidence::Medium,
+                        format!("; the stack at the IRQ shows the CPU halted in {f}, interrupts on"),
+                    ),
+                    (None, Some(f)) => (
+                        Confidence::Low,
+                        format!("; the stack at the IRQ shows it taken in {f}, which may itself have kept interrupts off (the stack cannot tell)"),
+                    ),
+                    (None, None) => (Confidence::Medium, String::new()),
+                };
+                period.names(
+                    Cause::Hwlat,
+                    *gap,
+                    super::confidence(period.share(*gap)).min(cap),
+                    format!(
+                        "CPU {cpu} was {what} and recorded no event for {} (from {:.6} to {:.6}) between its timer's expiry and the handler, which began {} after the expiry: the CPU was stopped (SMI or hypervisor){stack_note}",
+                        us(*gap),
+                        since.as_secs_f64(),
+                        until.as_secs_f64(),
+                        us(*ns),
+                    ),
+                )
+            }
+            _ => {
+                let why = match silence {
+                    None => format!("the trace holds no event of CPU {cpu} before the handler, so how long it was silent is not known"),
+                    Some((g, from, to)) => format!(
+                        "CPU {cpu}'s longest event-free stretch between the expiry and the handler was {} (from {:.6} to {:.6})",
+                        us(*g),
+                        from.as_secs_f64(),
+                        to.as_secs_f64()
+                    ),
+                };
+                let open = match (idle_frame, inner.first()) {
+                    (Some(f), _) => format!("the stack at the IRQ shows the CPU halted in {f}, interrupts on, but nothing recorded rules out an interrupt handler or another stop before it"),
+                    (None, Some(f)) => format!("the stack at the IRQ shows it taken in {f}; nothing recorded says whether interrupts were off in the kernel or the CPU was stopped"),
+                    (None, None) => "nothing recorded says whether interrupts were off in the kernel or the CPU was stopped (`rtla timerlat -s` saves the stack at the IRQ)".to_owned(),
+                };
+                Answer::Refuses(format!(
+                    "the timer's IRQ handler began {} late ({:.0} %) with {} on CPU {cpu}; {why}; {open}",
+                    us(*ns),
+                    period.share(*ns) * 100.0,
+                    s.blocking_thread.comm.as_deref().unwrap_or("a task"),
+                ))
+            }
+        }
     }
 }

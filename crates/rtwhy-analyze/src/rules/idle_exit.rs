@@ -4,6 +4,7 @@ use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Nanos, SpikeKind};
 
 use super::Rule;
 use crate::ctx::Ctx;
+use crate::period::{us, Answer, Part, PeriodCtx};
 
 pub(crate) struct IdleExit;
 
@@ -178,5 +179,43 @@ impl Rule for IdleExit {
 
     fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
         Some(format!("idle exit on CPU {}", ctx.ep.cpu))
+    }
+
+    /// The CPU was idle at the expiry and took at most [`MAX_IDLE_EXIT_UNRECORDED`] to
+    /// enter the timer's handler, or to switch from idle to the timerlat thread; idle
+    /// that kept the CPU longer is refused.
+    fn period(&self, period: &PeriodCtx<'_>) -> Answer {
+        let cpu = period.cpu();
+        let from_idle = period.spike.exit_from_idle;
+        match &period.part {
+            Part::Delay { ns, .. } if from_idle && *ns <= MAX_IDLE_EXIT_UNRECORDED => {
+                period.names(
+                    Cause::IdleExit,
+                    *ns,
+                    super::confidence(period.share(*ns)),
+                    format!(
+                        "CPU {cpu} was idle when its timer was due and took {} to enter the handler: an exit from idle",
+                        us(*ns)
+                    ),
+                )
+            }
+            Part::Thread { pid: 0, ns, .. } if from_idle && *ns <= MAX_IDLE_EXIT_UNRECORDED => {
+                period.names(
+                    Cause::IdleExit,
+                    *ns,
+                    super::confidence(period.share(*ns)).max(Confidence::Medium),
+                    format!(
+                        "CPU {cpu} was idle when the timer fired and took {} more to switch from idle to the timerlat thread",
+                        us(*ns)
+                    ),
+                )
+            }
+            Part::Thread { pid: 0, ns, .. } => Answer::Refuses(format!(
+                "the idle task kept CPU {cpu} for {} after the timer IRQ woke the timerlat thread: longer than an exit from idle ({} ms) and nothing recorded says what held it (a stopped vCPU leaves no event)",
+                us(*ns),
+                MAX_IDLE_EXIT_UNRECORDED as f64 / 1e6
+            )),
+            _ => Answer::Pass,
+        }
     }
 }

@@ -6,6 +6,8 @@ use rtwhy_model::{human_duration, softirq_name, Bucket, Cause, Confidence};
 
 use super::Rule;
 use crate::ctx::Ctx;
+use crate::period::{us, Answer, Part, PeriodCtx};
+use crate::rules::PRIMARY_SHARE;
 
 pub(crate) struct Irq;
 
@@ -45,6 +47,25 @@ impl Rule for Irq {
 
     fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
         irq_culprit(ctx, Cause::Irq)
+    }
+
+    /// A device IRQ that ran across the timer's expiry or before the thread; a handler
+    /// that is no device's, or too short, refuses the IRQ part.
+    fn period(&self, period: &PeriodCtx<'_>) -> Answer {
+        match period_irq(period, Cause::Irq) {
+            Answer::Pass => match &period.part {
+                Part::Irq { ns, top } => Answer::Refuses(format!(
+                    "IRQ handlers ran {} before the thread, the largest {} ({}, {}), not a device IRQ: {}",
+                    us(*ns),
+                    top.name,
+                    top.id,
+                    us(top.duration_ns),
+                    period.breakdown()
+                )),
+                _ => Answer::Pass,
+            },
+            named => named,
+        }
     }
 }
 
@@ -211,4 +232,79 @@ pub(super) fn irq_advice(ctx: &Ctx<'_>, cause: Cause) -> Vec<String> {
         ));
     }
     v
+}
+
+/// Handler names of per-CPU interrupts as the osnoise tracer prints them: not devices.
+/// x86's system vectors, and arm64's generic timer and IPIs (`irq_noise: arch_timer:11`,
+/// `irq_noise: IPI:6` in the arm64 PREEMPT_RT guest, docs/arm64.md).
+const SYSTEM_VECTORS: [&str; 16] = [
+    "local_timer",
+    "irq_work",
+    "reschedule",
+    "call_function",
+    "call_function_single",
+    "thermal_apic",
+    "threshold_apic",
+    "deferred_error",
+    "spurious_apic",
+    "error_apic",
+    "x86_platform_ipi",
+    "posted_msi_notification",
+    "kvm_posted_intr_ipi",
+    "hyperv_callback",
+    "arch_timer",
+    "IPI",
+];
+
+/// Whether an osnoise `irq_noise` (or `nmi_noise`) of handler `desc` is a device's.
+fn is_device_irq(desc: &str) -> bool {
+    desc != "nmi" && !SYSTEM_VECTORS.contains(&desc)
+}
+
+/// A timerlat period's device IRQ named as `cause` (`irq` or `irq_on_isolated_cpu`): one
+/// that ran across the timer's expiry (it delayed the handler), or the one that ran
+/// longest between the timer IRQ and the thread, for the primary share.
+pub(super) fn period_irq(period: &PeriodCtx<'_>, cause: Cause) -> Answer {
+    let cpu = period.cpu();
+    match &period.part {
+        Part::Delay {
+            ns,
+            across: Some(i),
+            ..
+        } if is_device_irq(&i.name) => {
+            let part = i.duration_ns.min(*ns);
+            period.names(
+                cause,
+                part,
+                super::confidence(period.share(part)).min(Confidence::Medium),
+                format!(
+                    "IRQ {} ({}) ran {} on CPU {cpu} across the timer's expiry and delayed its handler by up to that",
+                    i.id,
+                    i.name,
+                    us(i.duration_ns)
+                ),
+            )
+        }
+        Part::Irq { top, .. }
+            if is_device_irq(&top.name) && period.share(top.duration_ns) >= PRIMARY_SHARE =>
+        {
+            period.names(
+                cause,
+                top.duration_ns,
+                super::confidence(period.share(top.duration_ns)),
+                format!(
+                    "device IRQ {} ({}) ran {} on CPU {cpu}{} between the timer IRQ and the thread",
+                    top.id,
+                    top.name,
+                    us(top.duration_ns),
+                    if cause == Cause::IrqOnIsolatedCpu {
+                        ", an isolated CPU,"
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        }
+        _ => Answer::Pass,
+    }
 }

@@ -4,6 +4,7 @@ use rtwhy_model::{Bucket, Cause, Confidence};
 
 use super::Rule;
 use crate::ctx::{is_local_timer, softirq_in_irq_thread, Ctx};
+use crate::period::{Answer, PeriodCtx};
 
 pub(crate) struct IrqOnIsolatedCpu;
 
@@ -52,5 +53,13 @@ impl Rule for IrqOnIsolatedCpu {
 
     fn culprit(&self, ctx: &Ctx<'_>) -> Option<String> {
         super::irq::irq_culprit(ctx, Cause::IrqOnIsolatedCpu)
+    }
+
+    /// A device IRQ across the timer's expiry or before the thread, on an isolated CPU.
+    fn period(&self, period: &PeriodCtx<'_>) -> Answer {
+        if !period.isolated {
+            return Answer::Pass;
+        }
+        super::irq::period_irq(period, Cause::IrqOnIsolatedCpu)
     }
 }

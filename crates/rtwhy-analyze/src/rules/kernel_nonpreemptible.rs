@@ -5,7 +5,9 @@ use rtwhy_model::{human_duration, Bucket, Cause, Confidence, EventKind, SpikeKin
 use super::Rule;
 use crate::breakdown::silent_cpus;
 use crate::ctx::Ctx;
+use crate::period::{us, Answer, Part, PeriodCtx};
 use crate::tracker::Episode;
+use rtwhy_model::policy_of;
 
 /// Functions that turn interrupts back on: a timer interrupt that was held off is
 /// delivered right there, so its stack's innermost interrupted frame is one of these,
@@ -295,6 +297,75 @@ impl Rule for KernelNonpreemptible {
         match task.and_then(|i| ctx.who(&i.bucket)) {
             Some(who) => Some(format!("{who} on CPU {cpu}")),
             None => Some(format!("CPU {cpu} with interrupts off")),
+        }
+    }
+
+    /// The timer's handler was taken where kernel code turned interrupts back on (the
+    /// stack rtla saves at the IRQ), no other CPU silent over the delay; or a task the
+    /// timerlat thread outranks kept the CPU after the timer woke it, on a kernel not
+    /// known to be PREEMPT_RT. The idle task holds no kernel section.
+    fn period(&self, period: &PeriodCtx<'_>) -> Answer {
+        let cpu = period.cpu();
+        match &period.part {
+            Part::Delay {
+                ns, others_silent, ..
+            } => {
+                let inner = period.interrupted();
+                let Some(first) = inner.first() else {
+                    return Answer::Pass;
+                };
+                if inner.iter().any(|f| IDLE.contains(&function_of(f)))
+                    || !IRQ_ENABLE.contains(&function_of(first))
+                    || *others_silent
+                {
+                    return Answer::Pass;
+                }
+                let holder = inner
+                    .iter()
+                    .find(|f| {
+                        let f = function_of(f);
+                        !IRQ_ENABLE.contains(&f) || f == "multi_cpu_stop"
+                    })
+                    .unwrap_or(first);
+                period.names(
+                    Cause::KernelNonpreemptible,
+                    *ns,
+                    super::confidence(period.share(*ns)).min(Confidence::Medium),
+                    format!(
+                        "the timer's IRQ handler began {} after the expiry on CPU {cpu}, taken in {first}, which turns interrupts back on: {holder} had them off until then (the stack at the IRQ)",
+                        us(*ns)
+                    ),
+                )
+            }
+            Part::Thread {
+                comm,
+                pid,
+                ns,
+                prio: Some(o),
+                victim_prio: Some(v),
+                preempt_rt,
+            } if *pid != 0 && o > v => {
+                if *preempt_rt {
+                    return Answer::Refuses(format!(
+                        "{comm}:{pid} ({}) kept CPU {cpu} for {} although timerlat/{cpu} ({}) outranks it, on a PREEMPT_RT kernel (ktimers threads) that preempts it at once: not kernel_nonpreemptible; the events do not say what held it",
+                        policy_of(*o),
+                        us(*ns),
+                        policy_of(*v)
+                    ));
+                }
+                period.names(
+                    Cause::KernelNonpreemptible,
+                    *ns,
+                    super::confidence(period.share(*ns)).min(Confidence::Medium),
+                    format!(
+                        "{comm}:{pid} ({}) kept CPU {cpu} for {} after the timer woke timerlat/{cpu} ({}), which outranks it; the preemption model was not recorded",
+                        policy_of(*o),
+                        us(*ns),
+                        policy_of(*v)
+                    ),
+                )
+            }
+            _ => Answer::Pass,
         }
     }
 }

@@ -4,6 +4,7 @@ use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Event, EventKind};
 
 use super::Rule;
 use crate::ctx::{Ctx, Move};
+use crate::period::{us, Answer, Part, PeriodCtx};
 use crate::tracker::{Episode, Tracker};
 
 pub(crate) struct Migration;
@@ -153,6 +154,25 @@ impl Rule for Migration {
         {
             Some(i) => Some(format!("{} on CPU {cpu}", ctx.who(&i.bucket)?)),
             None => Some(format!("a migration to CPU {cpu}")),
+        }
+    }
+
+    /// The stopper thread `migration/N` held the CPU before the timerlat thread.
+    fn period(&self, period: &PeriodCtx<'_>) -> Answer {
+        match &period.part {
+            Part::Thread { comm, pid, ns, .. } if *pid != 0 && is_stopper(comm.as_bytes()) => {
+                period.names(
+                    Cause::Migration,
+                    *ns,
+                    Confidence::High,
+                    format!(
+                        "the stopper thread {comm} held CPU {} for {}",
+                        period.cpu(),
+                        us(*ns)
+                    ),
+                )
+            }
+            _ => Answer::Pass,
         }
     }
 }

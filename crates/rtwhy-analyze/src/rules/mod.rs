@@ -2,11 +2,13 @@
 //! (docs/causes.md, "Evidence required"). The classifier asks these rules before it
 //! gives a stretch of a spike to a cause, and again before a finding is printed: a
 //! cause whose preconditions fail is never named; the next candidate, or `unknown`
-//! saying what was missing, is.
+//! saying what was missing, is. Timerlat periods ask the same rules
+//! ([`Rule::period`]), in their order of precedence.
 
 use rtwhy_model::{Bucket, Cause, Confidence};
 
 use crate::ctx::Ctx;
+use crate::period::{Answer, PeriodCtx};
 
 mod frequency_ramp;
 mod hwlat;
@@ -63,6 +65,12 @@ pub(crate) trait Rule: Sync {
         let item = ctx.top_item(|b| self.shows(ctx, b))?;
         Some(format!("{} on CPU {}", ctx.who(&item.bucket)?, ctx.ep.cpu))
     }
+
+    /// The verdict on a timerlat period whose largest part may be this cause's kind: the
+    /// cause's words and thresholds for what rtla's analysis breaks a period into.
+    fn period(&self, _period: &PeriodCtx<'_>) -> Answer {
+        Answer::Pass
+    }
 }
 
 /// The rule of `cause` (`None` for `unknown`).
@@ -70,21 +78,40 @@ pub(crate) fn rule(cause: Cause) -> Option<&'static dyn Rule> {
     RULES.iter().copied().find(|r| r.cause() == cause)
 }
 
-/// Every rule; `unknown` has none (it needs nothing).
+/// Every rule, in order of precedence: where two may explain the same time, the earlier
+/// names it (the more specific cause first: a device IRQ on an isolated CPU before any
+/// IRQ, interrupts held off before an idle exit, both before a stopped CPU). `unknown`
+/// has none (it needs nothing).
 static RULES: [&dyn Rule; 12] = [
+    &migration::Migration,
     &rt_throttling::RtThrottling,
-    &softirq::Softirq,
     &irq_on_isolated_cpu::IrqOnIsolatedCpu,
     &irq::Irq,
-    &hwlat::Hwlat,
-    &frequency_ramp::FrequencyRamp,
-    &idle_exit::IdleExit,
-    &priority_inversion::PriorityInversion,
-    &lock_contention::LockContention,
+    &softirq::Softirq,
     &preemption::Preemption,
     &kernel_nonpreemptible::KernelNonpreemptible,
-    &migration::Migration,
+    &idle_exit::IdleExit,
+    &hwlat::Hwlat,
+    &priority_inversion::PriorityInversion,
+    &lock_contention::LockContention,
+    &frequency_ramp::FrequencyRamp,
 ];
+
+/// The verdict on a timerlat period: the first rule, in order of precedence, that names
+/// its cause; else the first rule's refusal; else [`Answer::Pass`] (no rule's kind).
+pub(crate) fn judge(period: &PeriodCtx<'_>) -> Answer {
+    let mut refused = None;
+    for r in RULES {
+        match r.period(period) {
+            Answer::Names(f) => return Answer::Names(f),
+            Answer::Refuses(why) => {
+                refused.get_or_insert(why);
+            }
+            Answer::Pass => {}
+        }
+    }
+    refused.map_or(Answer::Pass, Answer::Refuses)
+}
 
 /// Whether `cause` may be named for the spike in `ctx`.
 pub(crate) fn preconditions(cause: Cause, ctx: &Ctx<'_>) -> Result<(), String> {

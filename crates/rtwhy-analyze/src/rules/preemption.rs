@@ -4,6 +4,8 @@ use rtwhy_model::{human_duration, Bucket, Cause, Confidence};
 
 use super::Rule;
 use crate::ctx::Ctx;
+use crate::period::{us, Answer, Part, PeriodCtx};
+use rtwhy_model::policy_of;
 
 pub(crate) struct Preemption;
 
@@ -107,5 +109,43 @@ impl Rule for Preemption {
 
     fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
         matches!(bucket, Bucket::Task { .. } | Bucket::IrqThread { .. })
+    }
+
+    /// A task that outranks or equals the timerlat thread ran before it; without the
+    /// priorities, the task's part is refused (it may have kept the CPU in the kernel).
+    /// The idle task preempts nobody.
+    fn period(&self, period: &PeriodCtx<'_>) -> Answer {
+        let Part::Thread {
+            comm,
+            pid,
+            ns,
+            prio,
+            victim_prio,
+            ..
+        } = &period.part
+        else {
+            return Answer::Pass;
+        };
+        let cpu = period.cpu();
+        match (victim_prio, prio) {
+            _ if *pid == 0 => Answer::Pass,
+            (Some(v), Some(o)) if o <= v => period.names(
+                Cause::Preemption,
+                *ns,
+                super::confidence(period.share(*ns)),
+                format!(
+                    "{comm}:{pid} ({}) ran {} on CPU {cpu} while timerlat/{cpu} ({}) waited: it outranks or equals the measuring thread",
+                    policy_of(*o),
+                    us(*ns),
+                    policy_of(*v)
+                ),
+            ),
+            (Some(_), Some(_)) => Answer::Pass,
+            _ => Answer::Refuses(format!(
+                "{comm}:{pid} ran {} ({:.0} %) on CPU {cpu} between the timer IRQ and the timerlat thread; the priorities were not recorded (sched:sched_switch), so preemption cannot be told from a non-preemptible section",
+                us(*ns),
+                period.share(*ns) * 100.0
+            )),
+        }
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::Rule;
 use crate::ctx::Ctx;
+use crate::period::{us, Answer, Part, PeriodCtx};
 
 pub(crate) struct Softirq;
 
@@ -138,5 +139,24 @@ impl Rule for Softirq {
 
     fn shows(&self, _ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
         matches!(bucket, Bucket::Softirq { .. })
+    }
+
+    /// Softirqs ran longest between the timer IRQ and the thread.
+    fn period(&self, period: &PeriodCtx<'_>) -> Answer {
+        let Part::Softirq { ns, top } = &period.part else {
+            return Answer::Pass;
+        };
+        period.names(
+            Cause::Softirq,
+            *ns,
+            super::confidence(period.share(*ns)),
+            format!(
+                "softirqs ran {} on CPU {} before the thread, most {} ({})",
+                us(*ns),
+                period.cpu(),
+                top.name,
+                us(top.duration_ns)
+            ),
+        )
     }
 }
