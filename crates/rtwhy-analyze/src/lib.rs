@@ -249,7 +249,7 @@ impl Analyzer {
     /// [`not_nonpreemptible`] to every spike, and a caller that took spikes with
     /// [`Analyzer::take_settled`] applies it to those.
     pub fn preempt_rt_learned_late(&self) -> bool {
-        self.tracker.rt_threads_seen() && self.tracker.facts.preempt_model().is_none()
+        rules::kernel_nonpreemptible::preempt_rt_inferred(&self.tracker)
     }
 
     /// Whether a spike was diagnosed again since [`Analyzer::take_rediagnosed`].
@@ -314,24 +314,9 @@ impl Analyzer {
 }
 
 /// A spike diagnosed before the trace's first `ktimers/N` thread could not know the
-/// kernel was PREEMPT_RT; kernel_nonpreemptible's precondition fails once it is known
-/// (found on a timerlat trace from the PREEMPT_RT guest whose first spike ended 16 ms
-/// before ktimers/0 first ran): that verdict becomes unknown, and is dropped from the
-/// contributors. For every spike when [`Analyzer::preempt_rt_learned_late`].
+/// kernel was PREEMPT_RT: its kernel_nonpreemptible verdict becomes unknown, and is
+/// dropped from the contributors (the rule's own check, applied late). For every spike
+/// when [`Analyzer::preempt_rt_learned_late`].
 pub fn not_nonpreemptible(s: &mut Spike) {
-    if s.primary.cause == rtwhy_model::Cause::KernelNonpreemptible {
-        s.primary = rtwhy_model::Finding {
-            cause: rtwhy_model::Cause::Unknown,
-            confidence: rtwhy_model::Confidence::Low,
-            share: s.primary.share,
-            summary: format!(
-                "not kernel_nonpreemptible: the kernel is PREEMPT_RT (ktimers/N threads run later in the trace); {}",
-                s.primary.summary
-            ),
-            culprit: None,
-        };
-        s.remediation.clear();
-    }
-    s.contributors
-        .retain(|c| c.cause != rtwhy_model::Cause::KernelNonpreemptible);
+    rules::kernel_nonpreemptible::refuse_learned_late(s);
 }

@@ -361,7 +361,7 @@ impl TimerlatAnalyzer {
         if pid == 0 {
             return;
         }
-        if comm.as_bytes().starts_with(b"ktimers/") {
+        if rules::kernel_nonpreemptible::preempt_rt_only(comm.as_bytes()) {
             self.saw_ktimers = true;
         }
         self.prio.insert(pid, prio);

@@ -1,12 +1,14 @@
 //! `kernel_nonpreemptible`: a lower-priority task kept the CPU after the wake-up.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, EventKind, SpikeKind, SpikeSource};
+use rtwhy_model::{
+    human_duration, Bucket, Cause, Confidence, EventKind, Finding, Spike, SpikeKind, SpikeSource,
+};
 
 use super::Rule;
 use crate::breakdown::silent_cpus;
 use crate::ctx::Ctx;
 use crate::period::{us, Answer, Part, PeriodCtx};
-use crate::tracker::Episode;
+use crate::tracker::{Episode, Tracker};
 use rtwhy_model::policy_of;
 
 /// Functions that turn interrupts back on: a timer interrupt that was held off is
@@ -114,13 +116,53 @@ pub(crate) enum Model {
 }
 
 pub(crate) fn model(ctx: &Ctx<'_>) -> Model {
-    if let Some(m) = ctx.tr.facts.preempt_model() {
+    model_of(ctx.tr)
+}
+
+fn model_of(tr: &Tracker) -> Model {
+    if let Some(m) = tr.facts.preempt_model() {
         return Model::Recorded(m.to_string());
     }
-    if ctx.tr.rt_threads_seen() {
+    if tr.rt_threads_seen() {
         return Model::InferredRt;
     }
     Model::Unknown
+}
+
+/// Whether a thread named `comm` runs only on PREEMPT_RT kernels: `ktimers/N` runs the
+/// timer softirqs there.
+pub(crate) fn preempt_rt_only(comm: &[u8]) -> bool {
+    comm.starts_with(b"ktimers/")
+}
+
+/// Whether the trace showed the kernel to be PREEMPT_RT, the preemption model not
+/// recorded: spikes diagnosed before it showed it may name this cause wrongly
+/// ([`refuse_learned_late`]).
+pub(crate) fn preempt_rt_inferred(tr: &Tracker) -> bool {
+    matches!(model_of(tr), Model::InferredRt)
+}
+
+/// A spike diagnosed before the trace's first `ktimers/N` thread could not know the
+/// kernel was PREEMPT_RT; this rule's precondition fails once it is known (found on a
+/// timerlat trace from the PREEMPT_RT guest whose first spike ended 16 ms before
+/// ktimers/0 first ran): that verdict becomes unknown, and is dropped from the
+/// contributors.
+pub(crate) fn refuse_learned_late(s: &mut Spike) {
+    if s.primary.cause == Cause::KernelNonpreemptible {
+        s.primary = Finding {
+            cause: Cause::Unknown,
+            confidence: Confidence::Low,
+            share: s.primary.share,
+            summary: format!(
+                "not kernel_nonpreemptible: the kernel is PREEMPT_RT (ktimers/N threads run later in the trace); {}",
+                s.primary.summary
+            ),
+            culprit: None,
+        };
+        s.remediation.clear();
+    }
+    s.contributors
+        .retain(|c| c.cause != Cause::KernelNonpreemptible);
 }
 
 impl Rule for KernelNonpreemptible {
