@@ -398,21 +398,31 @@ mod tests {
         }
     }
 
+    /// The axes of the first thread's panel, three decades high (the fixture's 1000
+    /// wake-ups).
+    fn first_panel(o: &Overview) -> Axes {
+        let (lo, hi) = bucket_range(&[&o.threads[0]], o.threshold_ns);
+        Axes {
+            lo,
+            hi,
+            decades: 3,
+            top: FIRST_PANEL + 24.0,
+        }
+    }
+
+    /// The x of the middle of the bar that holds `ns`.
+    fn bar_mid(axes: &Axes, ns: u64) -> f64 {
+        let bw = axes.bar_width();
+        PLOT_LEFT + (bucket_of(ns) - axes.lo) as f64 * bw + bw / 2.0 - 0.5
+    }
+
     #[test]
     fn bars_stand_where_their_latencies_are_and_the_tail_is_coloured_by_cause() {
         let o = overview();
         let svg = render(&o);
         let pic = render_png(&svg, "overview.png");
-        let t = &o.threads[0];
-        let (lo, hi) = bucket_range(&[t], o.threshold_ns);
-        let axes = Axes {
-            lo,
-            hi,
-            decades: 3,
-            top: FIRST_PANEL + 24.0,
-        };
-        let bw = axes.bar_width();
-        let mid = |ns: u64| PLOT_LEFT + (bucket_of(ns) - lo) as f64 * bw + bw / 2.0 - 0.5;
+        let axes = first_panel(&o);
+        let mid = |ns: u64| bar_mid(&axes, ns);
         let y_at = |count: u64| axes.bottom() - axes.height(count);
         // The 6 us bar: 1000 wake-ups, three decades up, all under the threshold.
         assert_eq!(pic.pixel(mid(6_000), y_at(1000) + 2.0), rgb(UNDER));
@@ -457,15 +467,8 @@ mod tests {
         assert_eq!(t.unreported_above(u64::MAX), 0);
         let svg = render(&o);
         let pic = render_png(&svg, "overview.png");
-        let (lo, hi) = bucket_range(&[&o.threads[0]], o.threshold_ns);
-        let axes = Axes {
-            lo,
-            hi,
-            decades: 3,
-            top: FIRST_PANEL + 24.0,
-        };
-        let bw = axes.bar_width();
-        let mid = PLOT_LEFT + (bucket_of(250_000) - lo) as f64 * bw + bw / 2.0 - 0.5;
+        let axes = first_panel(&o);
+        let mid = bar_mid(&axes, 250_000);
         // Bottom up: the 2 unreported, then 2 preemption, then 1 not captured.
         let (bottom, h) = (axes.bottom(), axes.height(5));
         assert_eq!(pic.pixel(mid, bottom - 2.0), rgb(UNREPORTED));
@@ -478,7 +481,7 @@ mod tests {
             rgb(cause_colour("not_captured"))
         );
         // The 6 us bar stays the colour of the wake-ups under the threshold.
-        let six = PLOT_LEFT + (bucket_of(6_000) - lo) as f64 * bw + bw / 2.0 - 0.5;
+        let six = bar_mid(&axes, 6_000);
         assert_eq!(pic.pixel(six, bottom - 2.0), rgb(UNDER));
         assert!(
             svg.contains(">above the threshold, no breach reported (2)<"),
