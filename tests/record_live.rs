@@ -1368,7 +1368,9 @@ fn every_wakeup_of_cyclictest_is_in_rtwhys_histogram_as_in_its_own() {
     // the threshold (20 ms) keeps captures out of the way.
     let mut args = record_cyclictest_args(&["-t", "20ms"], &out, "30");
     args.extend_from_slice(&["-l", "5000", "-h", "10000"]);
+    let stolen_before = steal_ns(1);
     let o = run(&args);
+    let stolen = steal_ns(1).saturating_sub(stolen_before);
     let all = text(&o);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{all}");
     let theirs = CyclictestHistogram::parse(&String::from_utf8_lossy(&o.stdout))
@@ -1398,7 +1400,7 @@ fn every_wakeup_of_cyclictest_is_in_rtwhys_histogram_as_in_its_own() {
         theirs.max_us * 1000,
     );
     let report = format!(
-        "rtwhy: {} wake-ups ({} found at the switch-out), p50/p99/max {mine:?} ns; cyclictest: {} samples ({} over its range), {their:?} ns\n--- rtwhy's stderr\n{}",
+        "rtwhy: {} wake-ups ({} found at the switch-out), p50/p99/max {mine:?} ns; cyclictest: {} samples ({} over its range), {their:?} ns; CPU 1 stolen by the hypervisor meanwhile: {stolen} ns\n--- rtwhy's stderr\n{}",
         n("wakeups"),
         overview["wakeups_unseen"],
         theirs.samples(),
@@ -1419,20 +1421,39 @@ fn every_wakeup_of_cyclictest_is_in_rtwhys_histogram_as_in_its_own() {
     // each of its quantiles is at or above rtwhy's (to its whole microseconds). The gap
     // was 1-4 us at the p50 and 3-14 us at the p99 here: two or three buckets between 8
     // and 64 us, where this VM's p50 and p99 sit. The one-bucket agreement is asked of
-    // the maximum, where the delay both see dwarfs it.
+    // the maximum, where the delay both see dwarfs that path; unless the hypervisor took
+    // CPU 1 away on it (one CI run: rtwhy 1.718 ms, cyclictest 1.996 ms, two buckets),
+    // which no tracepoint of the guest sees: then the difference must fit in the time
+    // stolen from CPU 1 during the run (/proc/stat, in whole ticks: some steal counted,
+    // and the difference within it and one tick).
     for (what, a, b) in [("p50", mine.0, their.0), ("p99", mine.1, their.1)] {
         assert!(
             a < b + 1000,
             "{what}: rtwhy {a} ns is above cyclictest's {b} ns\n{report}"
         );
     }
+    let apart = buckets_apart(mine.2, their.2);
     assert!(
-        buckets_apart(mine.2, their.2) <= 1,
-        "max: rtwhy {} ns and cyclictest {} ns are {} buckets apart\n{report}",
+        apart <= 1
+            || (stolen > 0 && their.2 > mine.2 && their.2 - mine.2 <= stolen + STEAL_TICK_NS),
+        "max: rtwhy {} ns and cyclictest {} ns are {apart} buckets apart, more than CPU 1 lost to the hypervisor\n{report}",
         mine.2,
         their.2,
-        buckets_apart(mine.2, their.2)
     );
+}
+
+/// The granularity of /proc/stat's times: USER_HZ is 100 on every architecture rtwhy runs on.
+const STEAL_TICK_NS: u64 = 10_000_000;
+
+/// The time the hypervisor ran something else while `cpu` had work (/proc/stat's
+/// `steal`), in ns; 0 where the kernel does not count it.
+fn steal_ns(cpu: usize) -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let name = format!("cpu{cpu}");
+    stat.lines()
+        .find(|l| l.split_whitespace().next() == Some(name.as_str()))
+        .and_then(|l| l.split_whitespace().nth(8)?.parse::<u64>().ok())
+        .map_or(0, |ticks| ticks * STEAL_TICK_NS)
 }
 
 /// Bytes under `dir`, every level down.
