@@ -97,6 +97,8 @@ struct thread_state {
 	u64 ran;         /* its se.sum_exec_runtime at its last switch-out, 0: unknown */
 	u64 unseen_expiry; /* a sleep timer that ran out with no wake-up seen (see unseen) */
 	u64 slept_expiry;  /* the expiry of the timer armed at its last switch-out, 0: none */
+	u32 hist_slot;   /* the slot in hist_slots of its histogram on CPU hist_cpu - 1 */
+	u32 hist_cpu;    /* that CPU + 1; 0: none yet */
 };
 
 struct {
@@ -173,8 +175,14 @@ struct {
  * log-linear histogram (no event per wake-up): 8 buckets of 128 ns below 1024 ns, then 8
  * buckets per power of two (bucket i >= 8 starts at (8 + (i - 8) % 8) << ((i - 8) / 8 + 7)
  * ns), the last bucket open-ended (from about 16 s). crates/rtwhy-model/src/histogram.rs
- * computes the same buckets. User space reads the table, and
- * moves the histograms of exited threads out of it (crates/rtwhy-record/src/bpf.rs).
+ * computes the same buckets.
+ *
+ * The histograms live in the slots of an array, `hists` says which slot is whose, and a
+ * thread's state remembers the slot of the CPU it was last switched in on: a wake-up
+ * there costs an array index, not a hash lookup (the switch path of a tracked thread
+ * is what real-time users pay for). User space reads the table, and moves the
+ * histograms of exited threads out of it: it deletes their `hists` entries, zeroes their
+ * slots and gives them back in `free_slots` (crates/rtwhy-record/src/bpf.rs).
  */
 #define HIST_BUCKETS 200
 #define MAX_HISTS 1024
@@ -185,6 +193,8 @@ struct hist_key {
 };
 
 struct wakeup_hist {
+	u32 tid; /* the slot's owner, with cpu: a state's remembered slot is checked */
+	u32 cpu;
 	u64 count;
 	u64 sum;
 	u64 max;
@@ -195,20 +205,28 @@ struct wakeup_hist {
 /* Never written or read: puts `struct wakeup_hist` into the skeleton's types. */
 struct wakeup_hist wakeup_hist_layout;
 
+/* (tid, cpu) -> its slot in hist_slots. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_HISTS);
 	__type(key, struct hist_key);
-	__type(value, struct wakeup_hist);
+	__type(value, u32);
 } hists SEC(".maps");
 
-/* An all-zero histogram, the initial value of a new entry (too big for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, MAX_HISTS);
 	__type(key, u32);
 	__type(value, struct wakeup_hist);
-} hist_zero SEC(".maps");
+} hist_slots SEC(".maps");
+
+/* The free slots, zeroed: user space puts every slot here at load, and gives back those
+ * it moves out. Last in, first out: a slot given back is the next one taken. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK);
+	__uint(max_entries, MAX_HISTS);
+	__type(value, u32);
+} free_slots SEC(".maps");
 
 /* ---- the logic, shared by the three flavours ---- */
 
@@ -459,27 +477,56 @@ static __always_inline u32 hist_bucket(u64 ns)
 	return i < HIST_BUCKETS ? i : HIST_BUCKETS - 1;
 }
 
-/*
- * One measured wake-up of `tid`, switched in on this CPU. Only this CPU writes the
- * entry of (tid, this CPU), and a thread is switched in on one CPU at a time: plain
- * increments.
- */
-static __always_inline void count_wakeup(u32 tid, const void *comm, u64 latency)
+/* The histogram of `tid` (state `st`) on this CPU, with a slot taken for it if it has
+ * none; NULL when every slot is taken. */
+static __always_inline struct wakeup_hist *hist_of(struct thread_state *st, u32 tid)
 {
-	struct hist_key key = { .tid = tid, .cpu = bpf_get_smp_processor_id() };
-	struct wakeup_hist *h = bpf_map_lookup_elem(&hists, &key);
-	u32 zero = 0, i;
+	u32 cpu = bpf_get_smp_processor_id();
+	struct hist_key key = { .tid = tid, .cpu = cpu };
+	struct wakeup_hist *h;
+	u32 slot, *at;
+
+	if (st->hist_cpu == cpu + 1) {
+		slot = st->hist_slot;
+		h = bpf_map_lookup_elem(&hist_slots, &slot);
+		if (h && h->tid == tid && h->cpu == cpu)
+			return h;
+	}
+	at = bpf_map_lookup_elem(&hists, &key);
+	if (at) {
+		slot = *at;
+	} else {
+		if (bpf_map_pop_elem(&free_slots, &slot))
+			return NULL;
+		if (bpf_map_update_elem(&hists, &key, &slot, BPF_NOEXIST)) {
+			bpf_map_push_elem(&free_slots, &slot, 0);
+			return NULL;
+		}
+	}
+	h = bpf_map_lookup_elem(&hist_slots, &slot);
+	if (!h)
+		return NULL;
+	h->tid = tid;
+	h->cpu = cpu;
+	st->hist_slot = slot;
+	st->hist_cpu = cpu + 1;
+	return h;
+}
+
+/*
+ * One measured wake-up of `tid` (state `st`), switched in on this CPU. Only this CPU
+ * writes the histogram of (tid, this CPU), and a thread is switched in on one CPU at a
+ * time: plain increments.
+ */
+static __always_inline void count_wakeup(struct thread_state *st, u32 tid, const void *comm,
+					 u64 latency)
+{
+	struct wakeup_hist *h = hist_of(st, tid);
+	u32 i;
 
 	if (!h) {
-		h = bpf_map_lookup_elem(&hist_zero, &zero);
-		if (!h)
-			return;
-		bpf_map_update_elem(&hists, &key, h, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&hists, &key);
-		if (!h) {
-			count_lost(LOST_WAKEUPS);
-			return;
-		}
+		count_lost(LOST_WAKEUPS);
+		return;
 	}
 	if ((h->count & 1023) == 0)
 		bpf_probe_read_kernel_str(h->comm, sizeof(h->comm), comm);
@@ -492,13 +539,23 @@ static __always_inline void count_wakeup(u32 tid, const void *comm, u64 latency)
 		h->buckets[i]++;
 }
 
+/* The time of this switch: read at the first call of a program run that needs it (0 in
+ * `*clock`: not read yet), so a switch that concerns no tracked thread reads no clock
+ * and one that switches a tracked thread out and another in reads it once. */
+static __always_inline u64 now_once(u64 *clock)
+{
+	if (!*clock)
+		*clock = bpf_ktime_get_ns();
+	return *clock;
+}
+
 /* `next_tid` is being switched in; count its pending wake-up, and emit a breach when it
  * was late. `next` is its task where the program has it (NULL: classic tracepoints,
  * which never leave a wake-up queued). */
 static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 					 const void *next_comm, u32 prev_tid,
 					 const void *prev_comm, struct task_struct *next,
-					 const bool direct)
+					 u64 *clock, const bool direct)
 {
 	struct thread_state *st = bpf_map_lookup_elem(&threads, &next_tid);
 	struct breach *e;
@@ -506,7 +563,7 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 
 	if (!st)
 		return;
-	now = bpf_ktime_get_ns();
+	now = now_once(clock);
 	st->switched_in = now;
 	st->counted = 0;
 	if (!st->waking)
@@ -525,7 +582,7 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 		st->waking = 0;
 		return;
 	}
-	count_wakeup(next_tid, next_comm, latency);
+	count_wakeup(st, next_tid, next_comm, latency);
 	st->counted = 1;
 	if (latency < threshold_ns) {
 		st->waking = 0;
@@ -573,7 +630,7 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
  * scheduler). Counted in UNSEEN_WAKEUPS too; never a breach (no capture can start
  * from it).
  */
-static __always_inline void unseen(struct task_struct *prev, const bool direct)
+static __always_inline void unseen(struct task_struct *prev, u64 *clock, const bool direct)
 {
 	struct thread_state *st;
 	u32 tid = READ_FIELD(direct, prev, pid);
@@ -583,7 +640,7 @@ static __always_inline void unseen(struct task_struct *prev, const bool direct)
 	if (!st)
 		return;
 	ran = READ_FIELD(direct, prev, se.sum_exec_runtime);
-	now = bpf_ktime_get_ns();
+	now = now_once(clock);
 	/* A queued wake-up is on_switch_in's to judge (it came while the thread ran). */
 	origin = st->waking && !st->queued ? st->origin : st->unseen_expiry;
 	if (!origin && !st->waking && st->timer && st->expiry &&
@@ -598,7 +655,7 @@ static __always_inline void unseen(struct task_struct *prev, const bool direct)
 		else if (st->ran && ran >= st->ran && now > ran_since)
 			switch_in = now - ran_since;
 		if (switch_in >= origin) {
-			count_wakeup(tid, &prev->comm, switch_in - origin);
+			count_wakeup(st, tid, &prev->comm, switch_in - origin);
 			count_lost(UNSEEN_WAKEUPS);
 		}
 		if (!st->queued)
@@ -684,7 +741,7 @@ static __always_inline void task_waking(struct task_struct *p, const bool direct
 	 * all the same, as late as it is behind its expiry; never a breach (the lateness
 	 * that caused it was one). */
 	if ((u64)p == bpf_get_current_task()) {
-		count_wakeup(tid, &p->comm, st->waking - st->origin);
+		count_wakeup(st, tid, &p->comm, st->waking - st->origin);
 		st->waking = 0;
 		return;
 	}
@@ -702,16 +759,17 @@ static __always_inline void task_switch(void *ctx, struct task_struct *prev,
 					struct task_struct *next, const bool direct)
 {
 	s32 prio = READ_FIELD(direct, next, prio);
+	u64 clock = 0;
 
 	if (!rt_only || READ_FIELD(direct, prev, prio) < 100)
-		unseen(prev, direct);
+		unseen(prev, &clock, direct);
 
 	/* A normal task switched in was never measured (its waking was not): leave
 	 * before the map lookup. */
 	if (rt_only && prio >= 100)
 		return;
 	on_switch_in(ctx, READ_FIELD(direct, next, pid), prio, &next->comm,
-		     READ_FIELD(direct, prev, pid), &prev->comm, next, direct);
+		     READ_FIELD(direct, prev, pid), &prev->comm, next, &clock, direct);
 }
 
 static __always_inline void task_fork(struct task_struct *parent, struct task_struct *child)
@@ -847,6 +905,7 @@ int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
 	u32 prev_tid = (u32)id;
 	long state = ctx->prev_state;
 	struct thread_state *st;
+	u64 clock = 0;
 
 	if (state != 0 && !(state & TP_STATE_PREEMPTED) && prev_tid != 0 &&
 	    is_tracked(prev_tid, id >> 32)) {
@@ -857,7 +916,7 @@ int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
 		}
 	}
 	on_switch_in(ctx, ctx->next_pid, ctx->next_prio, ctx->next_comm, ctx->prev_pid,
-		     ctx->prev_comm, NULL, false);
+		     ctx->prev_comm, NULL, &clock, false);
 	return 0;
 }
 

@@ -149,7 +149,11 @@ pub struct BpfDetector {
     tracked_tgid: MapHandle,
     tracked_tid: MapHandle,
     lost: MapHandle,
+    /// (thread, CPU) -> the slot of its histogram in `hist_slots`.
     hists: MapHandle,
+    hist_slots: MapHandle,
+    /// The slots free for the kernel to take.
+    free_slots: MapHandle,
     /// Histograms of threads that exited, moved out of the kernel's table.
     retired: std::collections::BTreeMap<ThreadCpu, (String, rtwhy_model::Histogram)>,
     links: Vec<Link>,
@@ -294,7 +298,10 @@ impl BpfDetector {
             let Some(at) = hist::parse_key(&key) else {
                 continue;
             };
-            let Ok(Some(value)) = self.hists.lookup(&key, MapFlags::ANY) else {
+            let Ok(Some(slot)) = self.hists.lookup(&key, MapFlags::ANY) else {
+                continue;
+            };
+            let Ok(Some(value)) = self.hist_slots.lookup(&slot, MapFlags::ANY) else {
                 continue;
             };
             let Some((comm, h)) = hist::parse_value(&value) else {
@@ -303,6 +310,12 @@ impl BpfDetector {
             if std::path::Path::new(&format!("/proc/{}", at.tid)).exists() {
                 out.push((at, comm, h));
             } else if self.hists.delete(&key).is_ok() {
+                // The slot goes back zeroed; a failure leaves it out of use (counted
+                // as lost wake-ups once every slot is).
+                let zero = vec![0u8; value.len()];
+                if self.hist_slots.update(&slot, &zero, MapFlags::ANY).is_ok() {
+                    let _ = self.free_slots.update(&[], &slot, MapFlags::ANY);
+                }
                 let at = bounded(&self.retired, at);
                 let slot = self.retired.entry(at).or_default();
                 if slot.0.is_empty() {
@@ -434,6 +447,13 @@ fn load_and_attach(
         .map_err(|e| ("opening the BPF object", e))?;
     let open = configure(open, cfg, mode).map_err(|e| ("configuring the BPF object", e))?;
     let mut skel: DetectorSkel<'_> = open.load().map_err(|e| ("loading programs", e))?;
+    // Every histogram slot free before the first program runs.
+    let free_slots = MapHandle::try_from(&skel.maps.free_slots).map_err(|e| ("opening maps", e))?;
+    for slot in 0..skel.maps.hist_slots.max_entries() {
+        free_slots
+            .update(&[], &slot.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| ("filling the histograms' free slots", e))?;
+    }
     skel.attach().map_err(|e| ("attaching programs", e))?;
 
     let links = take_links(&mut skel.links);
@@ -444,6 +464,7 @@ fn load_and_attach(
     let tracked_tid = handle(&maps.tracked_tid).map_err(|e| ("opening maps", e))?;
     let lost = handle(&maps.lost).map_err(|e| ("opening maps", e))?;
     let hists = handle(&maps.hists).map_err(|e| ("opening maps", e))?;
+    let hist_slots = handle(&maps.hist_slots).map_err(|e| ("opening maps", e))?;
 
     let received = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&received);
@@ -471,6 +492,8 @@ fn load_and_attach(
         tracked_tid,
         lost,
         hists,
+        hist_slots,
+        free_slots,
         retired: std::collections::BTreeMap::new(),
         links,
     })

@@ -102,7 +102,16 @@ struct ForkingShell(Child);
 
 impl ForkingShell {
     fn spawn(prio: u32) -> ForkingShell {
-        let script = format!("read go; cyclictest {}; :", cyclictest_args(prio).join(" "));
+        ForkingShell::spawn_loops(prio, 2000)
+    }
+
+    /// The same with cyclictest's thread taking `loops` samples.
+    fn spawn_loops(prio: u32, loops: u64) -> ForkingShell {
+        let mut args = cyclictest_args(prio);
+        if let Some(l) = args.iter().position(|a| a == "-l") {
+            args[l + 1] = loops.to_string();
+        }
+        let script = format!("read go; cyclictest {}; :", args.join(" "));
         let child = Command::new("sh")
             .args(["-c", &script])
             .process_group(0)
@@ -591,4 +600,65 @@ fn timers_of_another_callback_are_left_alone() {
             breaches.len()
         );
     }
+}
+
+// A thread's histogram lives in a slot of the kernel's table; when the thread has exited,
+// `wakeups` moves the histogram out and gives the slot back, zeroed, and the next new
+// thread takes that very slot (the free slots are a stack). So the second cyclictest's
+// thread starts from zero, and the first's wake-ups stay reported under its own tid.
+#[test]
+fn an_exited_threads_histogram_slot_starts_the_next_thread_from_zero() {
+    if !live_capable() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = DetectorConfig {
+        threshold_ns: 20_000_000,
+        rt_only: true,
+        force: None,
+        stack: false,
+        sleeper_fn: sleeper_fn(),
+    };
+    let mut detector = BpfDetector::start(&cfg).expect("detector");
+    const LOOPS: u64 = 500;
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let mut shell = ForkingShell::spawn_loops(80, LOOPS);
+        detector
+            .track_process(i32::try_from(shell.0.id()).expect("pid"))
+            .expect("track_process");
+        shell.go();
+        let mut tids = HashSet::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline && shell.0.try_wait().ok().flatten().is_none() {
+            for child in shell.children() {
+                tids_of(child, &mut tids);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            shell.0.try_wait().ok().flatten().is_some(),
+            "cyclictest -l {LOOPS} did not end in 10 s"
+        );
+        // Its threads have exited: their histograms move out, their slots are free.
+        let _ = detector.wakeups();
+        runs.push(tids);
+    }
+    let hists = detector.wakeups();
+    let count = |tids: &HashSet<i32>| -> u64 {
+        hists
+            .iter()
+            .filter(|(at, _, _)| tids.contains(&at.tid))
+            .map(|(_, _, h)| h.wakeups())
+            .sum()
+    };
+    let (first, second) = (count(&runs[0]), count(&runs[1]));
+    eprintln!("first cyclictest {first} wake-ups, second {second}, {LOOPS} loops each");
+    for n in [first, second] {
+        assert!(
+            (1..=LOOPS).contains(&n),
+            "a cyclictest of {LOOPS} loops counted {n} wake-ups (first {first}, second {second})"
+        );
+    }
+    assert_eq!(detector.wakeups_lost(), 0);
 }
