@@ -15,10 +15,6 @@ use crate::rules;
 use crate::tracker::{next_boost, Episode, Futex, Tracker};
 use rtwhy_model::at_or_above;
 
-/// Idle states from this index on are deep enough for a slow exit (state 0/1 are
-/// polling and halt on x86 and the VMs here).
-const DEEP_IDLE_STATE: u32 = 2;
-
 pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     let latency = ep.end.0 - ep.start.0;
     let lock_until = match ep.kind {
@@ -105,7 +101,7 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
     let deep_idle_exit = replay
         .idle_before
         .as_ref()
-        .is_some_and(|(state, _)| *state >= DEEP_IDLE_STATE);
+        .is_some_and(|(state, _)| *state >= rules::idle_exit::DEEP_IDLE_STATE);
     let stopped: u64 = items
         .iter()
         .filter(|i| matches!(i.bucket, Bucket::TimerIrqDelay | Bucket::Unaccounted))
@@ -577,48 +573,11 @@ impl Ctx<'_> {
                 }
             }
         }
-        if primary == Cause::RtThrottling {
-            if let Some(Ok(t)) = &self.throttle {
-                push(
-                    &t.refused,
-                    format!(
-                        "the scheduler puts idle or a normal task on CPU {} while the real-time task {} is runnable there; no real-time task runs there for {}: the RT class is throttled",
-                        t.refused.cpu,
-                        self.task_ref(t.waiting),
-                        human_duration(t.stretch())
-                    ),
-                );
-            }
-        }
-        if primary == Cause::Migration {
-            if let Some(m) = &self.moved {
-                push(&m.event, format!("{} changes CPUs", victim.comm));
-            }
-        }
-        if primary == Cause::IdleExit {
-            if let Some((state, e)) = &self.replay.idle_before {
-                push(e, format!("CPU {} enters idle state {state}", e.cpu));
-            }
-        }
-        if matches!(primary, Cause::Hwlat | Cause::IdleExit) {
-            if let Some(l) = self.replay.late_timer {
-                if let Some(h) = self.find(l.cpu, l.ts, |k| {
-                    matches!(k, EventKind::HrtimerExpireEntry { .. })
-                }) {
-                    push(
-                        &h,
-                        format!(
-                            "timer interrupt {} late (now - expires)",
-                            human_duration(l.lateness)
-                        ),
-                    );
-                }
-            }
-            if primary == Cause::Hwlat {
-                if let Some((_, e)) = &self.replay.idle_before {
-                    push(e, "last idle state entered before the window".to_string());
-                }
-            }
+        for (e, why) in rules::rule(primary)
+            .map(|r| r.evidence(self))
+            .unwrap_or_default()
+        {
+            push(&e, why);
         }
         if let Some((_, e)) = self.freq {
             push(e, "CPU frequency in the window".to_string());

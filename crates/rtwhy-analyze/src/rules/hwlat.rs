@@ -1,7 +1,7 @@
 //! `hwlat`: the CPU was stopped with no kernel event at all.
 
 use crate::breakdown;
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence};
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Event, EventKind};
 
 use super::{kernel_nonpreemptible, Rule};
 use crate::ctx::Ctx;
@@ -10,9 +10,35 @@ use crate::rules::PRIMARY_SHARE;
 
 pub(crate) struct Hwlat;
 
+/// The handler of the timer interrupt that came latest in the window, and how late: a
+/// stopped CPU's mark (and an idle exit's, when the CPU slept through it).
+pub(crate) fn late_timer(ctx: &Ctx<'_>) -> Option<(Event, String)> {
+    let l = ctx.replay.late_timer?;
+    let h = ctx.find(l.cpu, l.ts, |k| {
+        matches!(k, EventKind::HrtimerExpireEntry { .. })
+    })?;
+    Some((
+        h,
+        format!(
+            "timer interrupt {} late (now - expires)",
+            human_duration(l.lateness)
+        ),
+    ))
+}
+
 impl Rule for Hwlat {
     fn cause(&self) -> Cause {
         Cause::Hwlat
+    }
+
+    fn evidence(&self, ctx: &Ctx<'_>) -> Vec<(Event, String)> {
+        let entered = ctx.replay.idle_before.as_ref().map(|(_, e)| {
+            (
+                e.clone(),
+                "last idle state entered before the window".to_string(),
+            )
+        });
+        late_timer(ctx).into_iter().chain(entered).collect()
     }
 
     /// An event-free stretch closed by a late timer interrupt (`now - expires`), or the

@@ -1,12 +1,17 @@
 //! `idle_exit`: the victim was woken on an idle CPU that left idle late.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Nanos, SpikeKind};
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Event, Nanos, SpikeKind};
 
+use super::hwlat::late_timer;
 use super::Rule;
 use crate::ctx::Ctx;
 use crate::period::{us, Answer, Part, PeriodCtx};
 
 pub(crate) struct IdleExit;
+
+/// Idle states from this index on are deep enough for a slow exit (state 0/1 are
+/// polling and halt on x86 and the VMs here).
+pub(crate) const DEEP_IDLE_STATE: u32 = 2;
 
 /// Without recorded idle states, the longest exit any real C-state (or a VM's halt) is
 /// taken to need: real hardware declares tens to hundreds of microseconds. Timerlat
@@ -66,6 +71,16 @@ pub(crate) fn exit_idle_ns(ctx: &Ctx<'_>) -> u64 {
 impl Rule for IdleExit {
     fn cause(&self) -> Cause {
         Cause::IdleExit
+    }
+
+    fn evidence(&self, ctx: &Ctx<'_>) -> Vec<(Event, String)> {
+        let entered = ctx.replay.idle_before.as_ref().map(|(state, e)| {
+            (
+                e.clone(),
+                format!("CPU {} enters idle state {state}", e.cpu),
+            )
+        });
+        entered.into_iter().chain(late_timer(ctx)).collect()
     }
 
     /// A wake-up (timer or not) of the victim for its own CPU, that CPU idle when the

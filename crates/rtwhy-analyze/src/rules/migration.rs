@@ -81,6 +81,18 @@ impl Rule for Migration {
         Cause::Migration
     }
 
+    fn evidence(&self, ctx: &Ctx<'_>) -> Vec<(Event, String)> {
+        ctx.moved
+            .iter()
+            .map(|m| {
+                (
+                    m.event.clone(),
+                    format!("{} changes CPUs", ctx.ep.victim.comm),
+                )
+            })
+            .collect()
+    }
+
     /// The victim was moved between CPUs while it waited (see [`moved`]), or
     /// `migration/N` ran on the victim's CPU while the victim waited.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {

@@ -5,7 +5,7 @@
 //! saying what was missing, is. Timerlat periods ask the same rules
 //! ([`Rule::period`]), in their order of precedence.
 
-use rtwhy_model::{Bucket, Cause, Confidence};
+use rtwhy_model::{Bucket, Cause, Confidence, Event};
 
 use crate::ctx::Ctx;
 use crate::period::{Answer, PeriodCtx};
@@ -58,6 +58,11 @@ pub(crate) trait Rule: Sync {
     /// Whether a stretch of the breakdown is this cause's kind: the largest such stretch
     /// gives the evidence its first and last event.
     fn shows(&self, ctx: &Ctx<'_>, bucket: &Bucket) -> bool;
+    /// Events outside that stretch a finding naming this cause as primary points at, each
+    /// with what it shows.
+    fn evidence(&self, _ctx: &Ctx<'_>) -> Vec<(Event, String)> {
+        Vec::new()
+    }
     /// Who or what the cause points at in this spike ([`rtwhy_model::Finding::culprit`]):
     /// by default whoever ran the largest stretch of the cause's kind, on the victim's
     /// CPU.

@@ -1,7 +1,7 @@
 //! `rt_throttling`: RT bandwidth control (or the fair server) kept the RT class off the
 //! victim's CPU.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, EventKind, SystemFacts};
+use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Event, EventKind, SystemFacts};
 
 use super::Rule;
 use crate::ctx::{Ctx, Throttle};
@@ -70,6 +70,21 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
 impl Rule for RtThrottling {
     fn cause(&self) -> Cause {
         Cause::RtThrottling
+    }
+
+    fn evidence(&self, ctx: &Ctx<'_>) -> Vec<(Event, String)> {
+        let Some(Ok(t)) = &ctx.throttle else {
+            return Vec::new();
+        };
+        vec![(
+            t.refused.clone(),
+            format!(
+                "the scheduler puts idle or a normal task on CPU {} while the real-time task {} is runnable there; no real-time task runs there for {}: the RT class is throttled",
+                t.refused.cpu,
+                ctx.task_ref(t.waiting),
+                human_duration(t.stretch())
+            ),
+        )]
     }
 
     /// The victim is real-time; a switch put idle or a normal task on its CPU while an RT
