@@ -7,8 +7,8 @@ use rtwhy_model::{
     Evidence, Finding, Nanos, PiBoost, Spike, SpikeKind, SpikeSource, SyscallKind, TaskRef,
 };
 
-use crate::breakdown::{self, Replay, TaskNames, Window};
-use crate::ctx::{is_local_timer, ChainLink, Ctx, LockStory};
+use crate::breakdown::{self, Replay, Window};
+use crate::ctx::{ChainLink, Ctx, LockStory};
 use crate::history::Dropped;
 use crate::remedy;
 use crate::rules;
@@ -98,15 +98,6 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         .as_ref()
         .unwrap_or(&tr.facts.isolated)
         .contains(ep.cpu);
-    let deep_idle_exit = replay
-        .idle_before
-        .as_ref()
-        .is_some_and(|(state, _)| *state >= rules::idle_exit::DEEP_IDLE_STATE);
-    let stopped: u64 = items
-        .iter()
-        .filter(|i| matches!(i.bucket, Bucket::TimerIrqDelay | Bucket::Unaccounted))
-        .map(|i| i.ns)
-        .sum();
     let freq = frequency_story(tr, &replay);
     // Only a real-time victim kept from its CPU by idle or lower work can be throttled.
     let throttle = (ep.victim.is_rt()
@@ -139,186 +130,18 @@ pub(crate) fn diagnose(tr: &Tracker, ep: &Episode, id: u32) -> Spike {
         irqs_off: Default::default(),
     };
     let mut checked = rules::Checked::default();
-    let irqs_off = rules::kernel_nonpreemptible::irqs_held_off(&ctx).is_some();
 
     let mut groups: BTreeMap<Cause, u64> = BTreeMap::new();
     for item in &items {
-        // The candidates for this stretch, most specific first: the first whose
-        // preconditions hold gets it; none, and it stays unexplained.
-        let candidates: &[Cause] = match &item.bucket {
-            Bucket::TimerIrqDelay | Bucket::Unaccounted => {
-                if irqs_off {
-                    &[Cause::KernelNonpreemptible, Cause::Hwlat]
-                } else if deep_idle_exit && stopped <= rules::idle_exit::max_exit(&ctx).0 {
-                    &[Cause::IdleExit, Cause::Hwlat]
-                } else {
-                    &[Cause::Hwlat]
-                }
-            }
-            Bucket::Irq { name, .. } => {
-                if isolated && !is_local_timer(name) {
-                    &[Cause::IrqOnIsolatedCpu, Cause::Irq]
-                } else {
-                    &[Cause::Irq]
-                }
-            }
-            // Softirq work run by a device IRQ's thread on an isolated CPU: the IRQ's
-            // affinity is the error to fix, the softirq how its work ran. Elsewhere (RPS,
-            // a remote raise, ksoftirqd, ktimers; housekeeping CPUs) the softirq.
-            b @ Bucket::Softirq { .. }
-                if isolated
-                    && crate::ctx::softirq_in_irq_thread(b).is_some_and(|(irq, _)| {
-                        tr.irq_name(irq).is_none_or(|n| !is_local_timer(&n))
-                    }) =>
-            {
-                &[Cause::IrqOnIsolatedCpu, Cause::Softirq]
-            }
-            Bucket::Softirq { .. } => &[Cause::Softirq],
-            // An IRQ thread that may hold the CPU against the victim is the interrupt's
-            // work (PREEMPT_RT threads every handler), not an application preempting.
-            Bucket::IrqThread { thread, name, .. }
-                if rules::preemption::may_hold(thread.prio, ep.victim.prio) =>
-            {
-                if isolated && !is_local_timer(name) {
-                    &[Cause::IrqOnIsolatedCpu, Cause::Irq, Cause::Preemption]
-                } else {
-                    &[Cause::Irq, Cause::Preemption]
-                }
-            }
-            Bucket::IrqThread { .. } => {
-                if !ep.victim.is_rt() {
-                    &[]
-                } else if ctx.moved.is_some() {
-                    &[
-                        Cause::Migration,
-                        Cause::RtThrottling,
-                        Cause::KernelNonpreemptible,
-                    ]
-                } else {
-                    &[Cause::RtThrottling, Cause::KernelNonpreemptible]
-                }
-            }
-            // A lock holder running on the priority the victim lent it runs its
-            // critical section for the victim: the victim's lock wait, which only the
-            // lock's story names, never a task that preempted it.
-            Bucket::Task { boost: Some(b), .. } if b.by_tid == ep.victim.tid => &[],
-            Bucket::Task { comm, .. } if rules::migration::is_stopper(comm.as_bytes()) => {
-                &[Cause::Migration, Cause::Preemption]
-            }
-            Bucket::Task {
-                outranks_victim,
-                prio,
-                ..
-            } => {
-                if *outranks_victim {
-                    &[Cause::Preemption]
-                } else if ep.victim.is_rt() {
-                    if ctx.moved.is_some() {
-                        &[
-                            Cause::Migration,
-                            Cause::RtThrottling,
-                            Cause::KernelNonpreemptible,
-                        ]
-                    } else {
-                        &[Cause::RtThrottling, Cause::KernelNonpreemptible]
-                    }
-                } else if rules::preemption::may_hold(Some(*prio), ep.victim.prio) {
-                    &[Cause::Preemption]
-                } else {
-                    &[]
-                }
-            }
-            // Idle before the CPU showed it was awake may be its exit from idle; idle
-            // after it (the CPU ran the wake-up's handler, then nothing) is not.
-            Bucket::Idle if ctx.moved.is_none() => {
-                let exit = rules::idle_exit::exit_idle_ns(&ctx).min(item.ns);
-                let parts: [(u64, &[Cause]); 2] = [
-                    (exit, &[Cause::RtThrottling, Cause::IdleExit]),
-                    (item.ns - exit, &[Cause::RtThrottling]),
-                ];
-                for (ns, candidates) in parts {
-                    if ns > 0 {
-                        *groups
-                            .entry(first_holding(&mut checked, candidates, &ctx))
-                            .or_default() += ns;
-                    }
-                }
-                continue;
-            }
-            // The victim moved: the rest of the loop gives the move its share.
-            Bucket::Idle => &[Cause::Migration, Cause::RtThrottling, Cause::IdleExit],
-            Bucket::LockWait { .. } => match &lock {
-                Some(l) if l.medium_ns > 0 && l.medium_ns * 10 >= (item.ns * 3) => {
-                    &[Cause::PriorityInversion, Cause::LockContention]
-                }
-                // Medium-priority work ran on the holder's CPU for less than 30 % of the
-                // wait: that time is the inversion's share, the rest the holder's own.
-                Some(l) if l.medium_ns > 0 && checked.holds(Cause::PriorityInversion, &ctx) => {
-                    let medium = l.medium_ns.min(item.ns);
-                    *groups.entry(Cause::PriorityInversion).or_default() += medium;
-                    let rest = if checked.holds(Cause::LockContention, &ctx) {
-                        Cause::LockContention
-                    } else {
-                        Cause::Unknown
-                    };
-                    *groups.entry(rest).or_default() += item.ns - medium;
-                    continue;
-                }
-                _ => &[Cause::LockContention],
-            },
-            // The kernel's slow path of the lock the victim asked for.
-            Bucket::LockRequest => &[Cause::LockContention],
-            Bucket::Victim
-            | Bucket::VictimRan
-            | Bucket::Unplaced
-            | Bucket::Dropped { .. }
-            | Bucket::NotRecorded => &[],
-        };
-        let mut ns = item.ns;
-        let mut candidates = candidates;
-        // Idle or lower work on the new CPU is the move's only once the victim left its
-        // old CPU; before that it waited there, not here.
-        if let (Some(mv), Some((Cause::Migration, _))) = (&ctx.moved, candidates.split_first()) {
-            if !matches!(&item.bucket, Bucket::Task { comm, .. } if rules::migration::is_stopper(comm.as_bytes()))
-            {
-                let after = replay
-                    .segments
-                    .iter()
-                    .filter(|s| s.bucket == item.bucket && s.to > mv.at)
-                    .map(|s| s.to.0 - s.from.max(mv.at).0)
-                    .sum::<u64>()
-                    .min(ns);
-                if after > 0 && checked.holds(Cause::Migration, &ctx) {
-                    *groups.entry(Cause::Migration).or_default() += after;
-                    ns -= after;
-                }
-                // What kept it on the old CPU happened there, which the breakdown does
-                // not replay: this CPU's work before it arrived names nothing.
-                candidates = &[];
-            }
+        for (ns, candidates) in rules::candidates(&ctx, item) {
+            *groups
+                .entry(first_holding(&mut checked, &candidates, &ctx))
+                .or_default() += ns;
         }
-        if ns == 0 {
-            continue;
-        }
-        *groups
-            .entry(first_holding(&mut checked, candidates, &ctx))
-            .or_default() += ns;
     }
-    // A low clock slows everything the CPU did in the window.
-    if let Some((low, _)) = &freq {
-        let busy: u64 = items
-            .iter()
-            .filter(|i| {
-                !matches!(
-                    i.bucket,
-                    Bucket::Idle | Bucket::Unaccounted | Bucket::LockWait { .. }
-                )
-            })
-            .map(|i| i.ns)
-            .sum();
-        let slowed = (busy as f64 * (1.0 - *low as f64 / tr.max_freq.max(1) as f64)) as u64;
-        if slowed > 0 && checked.holds(Cause::FrequencyRamp, &ctx) {
-            *groups.entry(Cause::FrequencyRamp).or_default() += slowed;
+    for (cause, ns) in rules::across(&ctx) {
+        if checked.holds(cause, &ctx) {
+            *groups.entry(cause).or_default() += ns;
         }
     }
 

@@ -12,6 +12,20 @@ impl Rule for FrequencyRamp {
         Cause::FrequencyRamp
     }
 
+    /// A low clock slows everything the CPU did in the window.
+    fn across(&self, ctx: &Ctx<'_>) -> u64 {
+        let Some((low, _)) = ctx.freq else {
+            return 0;
+        };
+        let busy = ctx.sum(|b| {
+            !matches!(
+                b,
+                Bucket::Idle | Bucket::Unaccounted | Bucket::LockWait { .. }
+            )
+        });
+        (busy as f64 * (1.0 - *low as f64 / ctx.tr.max_freq.max(1) as f64)) as u64
+    }
+
     /// A `cpu_frequency` event on the victim's CPU, shortly before or in the window, at
     /// 70 % or less of the highest frequency in the trace.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {

@@ -1,9 +1,9 @@
 //! `hwlat`: the CPU was stopped with no kernel event at all.
 
 use crate::breakdown;
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Event, EventKind};
+use rtwhy_model::{human_duration, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind};
 
-use super::{kernel_nonpreemptible, Rule};
+use super::{kernel_nonpreemptible, Claim, Rule};
 use crate::ctx::Ctx;
 use crate::period::{us, Answer, Part, PeriodCtx};
 use crate::rules::PRIMARY_SHARE;
@@ -29,6 +29,11 @@ pub(crate) fn late_timer(ctx: &Ctx<'_>) -> Option<(Event, String)> {
 impl Rule for Hwlat {
     fn cause(&self) -> Cause {
         Cause::Hwlat
+    }
+
+    /// A stopped timer or unaccounted time.
+    fn claim(&self, _ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        matches!(item.bucket, Bucket::TimerIrqDelay | Bucket::Unaccounted).then_some(Claim::All)
     }
 
     fn evidence(&self, ctx: &Ctx<'_>) -> Vec<(Event, String)> {

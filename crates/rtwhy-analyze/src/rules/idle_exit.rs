@@ -1,9 +1,11 @@
 //! `idle_exit`: the victim was woken on an idle CPU that left idle late.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Event, Nanos, SpikeKind};
+use rtwhy_model::{
+    human_duration, BreakdownItem, Bucket, Cause, Confidence, Event, Nanos, SpikeKind,
+};
 
 use super::hwlat::late_timer;
-use super::Rule;
+use super::{kernel_nonpreemptible, Claim, Rule};
 use crate::ctx::Ctx;
 use crate::period::{us, Answer, Part, PeriodCtx};
 
@@ -11,7 +13,7 @@ pub(crate) struct IdleExit;
 
 /// Idle states from this index on are deep enough for a slow exit (state 0/1 are
 /// polling and halt on x86 and the VMs here).
-pub(crate) const DEEP_IDLE_STATE: u32 = 2;
+const DEEP_IDLE_STATE: u32 = 2;
 
 /// Without recorded idle states, the longest exit any real C-state (or a VM's halt) is
 /// taken to need: real hardware declares tens to hundreds of microseconds. Timerlat
@@ -71,6 +73,28 @@ pub(crate) fn exit_idle_ns(ctx: &Ctx<'_>) -> u64 {
 impl Rule for IdleExit {
     fn cause(&self) -> Cause {
         Cause::IdleExit
+    }
+
+    /// A stopped timer or unaccounted time after a deep idle state, no longer than the
+    /// CPU's slowest exit, and interrupts not held off; idle before the CPU showed it was
+    /// awake (idle after it, the CPU ran the wake-up's handler, then nothing, is not).
+    fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        match item.bucket {
+            Bucket::TimerIrqDelay | Bucket::Unaccounted => {
+                let deep = ctx
+                    .replay
+                    .idle_before
+                    .as_ref()
+                    .is_some_and(|(state, _)| *state >= DEEP_IDLE_STATE);
+                let stopped = ctx.sum(|b| matches!(b, Bucket::TimerIrqDelay | Bucket::Unaccounted));
+                (deep
+                    && stopped <= max_exit(ctx).0
+                    && kernel_nonpreemptible::irqs_held_off(ctx).is_none())
+                .then_some(Claim::All)
+            }
+            Bucket::Idle => Some(Claim::First(exit_idle_ns(ctx))),
+            _ => None,
+        }
     }
 
     fn evidence(&self, ctx: &Ctx<'_>) -> Vec<(Event, String)> {

@@ -2,9 +2,10 @@
 
 use crate::breakdown::TaskNames;
 use crate::ctx::{is_local_timer, IrqWork};
-use rtwhy_model::{human_duration, softirq_name, Bucket, Cause, Confidence};
+use rtwhy_model::{human_duration, softirq_name, BreakdownItem, Bucket, Cause, Confidence};
 
-use super::Rule;
+use super::preemption::may_hold;
+use super::{Claim, Rule};
 use crate::ctx::Ctx;
 use crate::period::{us, Answer, Part, PeriodCtx};
 use crate::rules::PRIMARY_SHARE;
@@ -14,6 +15,18 @@ pub(crate) struct Irq;
 impl Rule for Irq {
     fn cause(&self) -> Cause {
         Cause::Irq
+    }
+
+    /// An IRQ's handler, and its thread when that may hold the CPU against the victim: the
+    /// interrupt's work (PREEMPT_RT threads every handler), not an application preempting.
+    fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        match &item.bucket {
+            Bucket::Irq { .. } => Some(Claim::All),
+            Bucket::IrqThread { thread, .. } => {
+                may_hold(thread.prio, ctx.ep.victim.prio).then_some(Claim::All)
+            }
+            _ => None,
+        }
     }
 
     /// A handler's entry or exit on the victim's CPU in the window, or an IRQ thread

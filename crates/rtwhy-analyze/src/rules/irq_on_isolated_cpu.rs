@@ -1,8 +1,10 @@
 //! `irq_on_isolated_cpu`: a device interrupt on a CPU meant to be isolated.
 
-use rtwhy_model::{Bucket, Cause, Confidence};
+use rtwhy_model::{BreakdownItem, Bucket, Cause, Confidence};
 
-use super::Rule;
+use super::preemption::may_hold;
+use super::{Claim, Rule};
+use crate::breakdown::TaskNames;
 use crate::ctx::{is_local_timer, softirq_in_irq_thread, Ctx};
 use crate::period::{Answer, PeriodCtx};
 
@@ -11,6 +13,23 @@ pub(crate) struct IrqOnIsolatedCpu;
 impl Rule for IrqOnIsolatedCpu {
     fn cause(&self) -> Cause {
         Cause::IrqOnIsolatedCpu
+    }
+
+    /// On an isolated CPU, a device IRQ's handler or thread (one that may hold the CPU
+    /// against the victim), and softirq work run by a device IRQ's thread: the IRQ's
+    /// affinity is the error to fix, the softirq how its work ran. Elsewhere (RPS, a
+    /// remote raise, ksoftirqd, ktimers; housekeeping CPUs) the softirq's.
+    fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        let device = match &item.bucket {
+            Bucket::Irq { name, .. } => !is_local_timer(name),
+            Bucket::IrqThread { thread, name, .. } => {
+                may_hold(thread.prio, ctx.ep.victim.prio) && !is_local_timer(name)
+            }
+            b @ Bucket::Softirq { .. } => softirq_in_irq_thread(b)
+                .is_some_and(|(irq, _)| ctx.tr.irq_name(irq).is_none_or(|n| !is_local_timer(&n))),
+            _ => false,
+        };
+        (ctx.isolated && device).then_some(Claim::All)
     }
 
     /// The CPU is isolated (recorded facts or `--isolated`) and a device handler (not the

@@ -1,10 +1,11 @@
 //! `kernel_nonpreemptible`: a lower-priority task kept the CPU after the wake-up.
 
 use rtwhy_model::{
-    human_duration, Bucket, Cause, Confidence, EventKind, Finding, Spike, SpikeKind, SpikeSource,
+    human_duration, BreakdownItem, Bucket, Cause, Confidence, EventKind, Finding, Spike, SpikeKind,
+    SpikeSource,
 };
 
-use super::Rule;
+use super::{Claim, Rule};
 use crate::breakdown::silent_cpus;
 use crate::ctx::Ctx;
 use crate::period::{us, Answer, Part, PeriodCtx};
@@ -168,6 +169,14 @@ pub(crate) fn refuse_learned_late(s: &mut Spike) {
 impl Rule for KernelNonpreemptible {
     fn cause(&self) -> Cause {
         Cause::KernelNonpreemptible
+    }
+
+    /// A stopped timer or unaccounted time while the kernel held interrupts off; lower
+    /// work on a real-time victim's CPU (a kernel section it could not preempt).
+    fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        let stopped = matches!(item.bucket, Bucket::TimerIrqDelay | Bucket::Unaccounted);
+        ((stopped && irqs_held_off(ctx).is_some()) || super::below_rt_victim(ctx, &item.bucket))
+            .then_some(Claim::All)
     }
 
     /// The victim is real-time; a task it outranks kept the CPU in the window; and the

@@ -1,8 +1,8 @@
 //! `lock_contention`: the victim waited for a holder that ran its critical section.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, SpikeKind};
+use rtwhy_model::{human_duration, BreakdownItem, Bucket, Cause, Confidence, SpikeKind};
 
-use super::Rule;
+use super::{Claim, Rule};
 use crate::ctx::Ctx;
 
 pub(crate) struct LockContention;
@@ -10,6 +10,11 @@ pub(crate) struct LockContention;
 impl Rule for LockContention {
     fn cause(&self) -> Cause {
         Cause::LockContention
+    }
+
+    /// A lock wait, and the kernel's slow path of the lock the victim asked for.
+    fn claim(&self, _ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        matches!(item.bucket, Bucket::LockWait { .. } | Bucket::LockRequest).then_some(Claim::All)
     }
 
     /// The victim blocked in a futex lock call; the task that woke it (the holder

@@ -1,8 +1,8 @@
 //! `migration`: the victim waited for the stopper thread or to be moved between CPUs.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Event, EventKind};
+use rtwhy_model::{human_duration, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind};
 
-use super::Rule;
+use super::{Claim, Rule};
 use crate::ctx::{Ctx, Move};
 use crate::period::{us, Answer, Part, PeriodCtx};
 use crate::tracker::{Episode, Tracker};
@@ -79,6 +79,27 @@ pub(crate) use crate::refusals::is_stopper;
 impl Rule for Migration {
     fn cause(&self) -> Cause {
         Cause::Migration
+    }
+
+    /// The migration thread's work; and, once the victim moved, idle or lower work on its
+    /// new CPU after it arrived: before that it waited on its old CPU, which the breakdown
+    /// does not replay, so this CPU's work then is no one's.
+    fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        match &item.bucket {
+            Bucket::Task { comm, .. } if is_stopper(comm.as_bytes()) => Some(Claim::All),
+            b if matches!(b, Bucket::Idle) || super::below_rt_victim(ctx, b) => {
+                let mv = ctx.moved.as_ref()?;
+                let after = ctx
+                    .replay
+                    .segments
+                    .iter()
+                    .filter(|s| s.bucket == item.bucket && s.to > mv.at)
+                    .map(|s| s.to.0 - s.from.max(mv.at).0)
+                    .sum();
+                Some(Claim::Only(after))
+            }
+            _ => None,
+        }
     }
 
     fn evidence(&self, ctx: &Ctx<'_>) -> Vec<(Event, String)> {

@@ -5,7 +5,7 @@
 //! saying what was missing, is. Timerlat periods ask the same rules
 //! ([`Rule::period`]), in their order of precedence.
 
-use rtwhy_model::{Bucket, Cause, Confidence, Event};
+use rtwhy_model::{BreakdownItem, Bucket, Cause, Confidence, Event};
 
 use crate::ctx::Ctx;
 use crate::period::{Answer, PeriodCtx};
@@ -58,6 +58,14 @@ pub(crate) trait Rule: Sync {
     /// Whether a stretch of the breakdown is this cause's kind: the largest such stretch
     /// gives the evidence its first and last event.
     fn shows(&self, ctx: &Ctx<'_>, bucket: &Bucket) -> bool;
+    /// How much of a stretch of the breakdown the cause may explain (`None`: none of it).
+    fn claim(&self, _ctx: &Ctx<'_>, _item: &BreakdownItem) -> Option<Claim> {
+        None
+    }
+    /// Time the cause adds across the breakdown rather than in one stretch of it.
+    fn across(&self, _ctx: &Ctx<'_>) -> u64 {
+        0
+    }
     /// Events outside that stretch a finding naming this cause as primary points at, each
     /// with what it shows.
     fn evidence(&self, _ctx: &Ctx<'_>) -> Vec<(Event, String)> {
@@ -101,6 +109,83 @@ static RULES: [&dyn Rule; 12] = [
     &lock_contention::LockContention,
     &frequency_ramp::FrequencyRamp,
 ];
+
+/// How much of a stretch of the breakdown a rule claims ([`Rule::claim`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Claim {
+    /// All of it.
+    All,
+    /// Its first `ns`; the rules after it may claim the rest.
+    First(u64),
+    /// `ns` of it and no more: the rest is no cause's, and the rules after it are not
+    /// asked.
+    Only(u64),
+}
+
+/// A stretch of the breakdown in parts, each with the causes that claim it in order of
+/// precedence ([`Rule::claim`]): the first whose preconditions hold gets the part; none,
+/// and it stays unexplained.
+pub(crate) fn candidates(ctx: &Ctx<'_>, item: &BreakdownItem) -> Vec<(u64, Vec<Cause>)> {
+    let mut claims = Vec::new();
+    // A lock holder running on the priority the victim lent it runs its critical section
+    // for the victim: the victim's lock wait, which only the lock's story names, never a
+    // task that preempted it.
+    let lent = matches!(&item.bucket, Bucket::Task { boost: Some(b), .. } if b.by_tid == ctx.ep.victim.tid);
+    for r in RULES.iter().filter(|_| !lent) {
+        if let Some(c) = r.claim(ctx, item) {
+            claims.push((r.cause(), c));
+            if matches!(c, Claim::Only(_)) {
+                break;
+            }
+        }
+    }
+    let end = |c: Claim| match c {
+        Claim::All => item.ns,
+        Claim::First(ns) | Claim::Only(ns) => ns.min(item.ns),
+    };
+    let mut ends: Vec<u64> = claims.iter().map(|(_, c)| end(*c)).collect();
+    ends.push(item.ns);
+    ends.sort_unstable();
+    ends.dedup();
+    let mut parts = Vec::new();
+    let mut from = 0;
+    for to in ends.into_iter().filter(|&to| to > 0) {
+        let causes = claims
+            .iter()
+            .filter(|(_, c)| end(*c) >= to)
+            .map(|(cause, _)| *cause)
+            .collect();
+        parts.push((to - from, causes));
+        from = to;
+    }
+    parts
+}
+
+/// Time each cause adds across the breakdown rather than in one stretch of it
+/// ([`Rule::across`]).
+pub(crate) fn across(ctx: &Ctx<'_>) -> Vec<(Cause, u64)> {
+    RULES
+        .iter()
+        .map(|r| (r.cause(), r.across(ctx)))
+        .filter(|(_, ns)| *ns > 0)
+        .collect()
+}
+
+/// Whether work below a real-time victim held its CPU: an IRQ thread that may not hold it
+/// against the victim, or a task that does not outrank it (the migration thread aside).
+pub(crate) fn below_rt_victim(ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
+    let victim = &ctx.ep.victim;
+    victim.is_rt()
+        && match bucket {
+            Bucket::IrqThread { thread, .. } => !preemption::may_hold(thread.prio, victim.prio),
+            Bucket::Task {
+                comm,
+                outranks_victim: false,
+                ..
+            } => !migration::is_stopper(comm.as_bytes()),
+            _ => false,
+        }
+}
 
 /// The verdict on a timerlat period: the first rule, in order of precedence, that names
 /// its cause; else the first rule's refusal; else [`Answer::Pass`] (no rule's kind).

@@ -1,8 +1,9 @@
 //! `preemption`: a task of higher or equal priority held the CPU.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence};
+use rtwhy_model::{human_duration, BreakdownItem, Bucket, Cause, Confidence};
 
-use super::Rule;
+use super::migration::is_stopper;
+use super::{Claim, Rule};
 use crate::ctx::Ctx;
 use crate::period::{us, Answer, Part, PeriodCtx};
 use rtwhy_model::policy_of;
@@ -22,6 +23,23 @@ pub(crate) fn may_hold(prio: Option<i32>, victim_prio: Option<i32>) -> bool {
 impl Rule for Preemption {
     fn cause(&self) -> Cause {
         Cause::Preemption
+    }
+
+    /// A task or IRQ thread that may hold the CPU against the victim, and the migration
+    /// thread.
+    fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        let victim = &ctx.ep.victim;
+        let preempts = match &item.bucket {
+            Bucket::IrqThread { thread, .. } => may_hold(thread.prio, victim.prio),
+            Bucket::Task { comm, .. } if is_stopper(comm.as_bytes()) => true,
+            Bucket::Task {
+                outranks_victim,
+                prio,
+                ..
+            } => *outranks_victim || (!victim.is_rt() && may_hold(Some(*prio), victim.prio)),
+            _ => false,
+        };
+        preempts.then_some(Claim::All)
     }
 
     /// Another task ran on the victim's CPU in the window at a priority (a PI boost

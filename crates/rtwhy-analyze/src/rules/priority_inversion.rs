@@ -1,8 +1,8 @@
 //! `priority_inversion`: the lock holder was kept off its CPU by medium-priority work.
 
-use rtwhy_model::{Bucket, Cause, Confidence, SpikeKind};
+use rtwhy_model::{BreakdownItem, Bucket, Cause, Confidence, SpikeKind};
 
-use super::Rule;
+use super::{Claim, Rule};
 use crate::ctx::Ctx;
 
 pub(crate) struct PriorityInversion;
@@ -10,6 +10,20 @@ pub(crate) struct PriorityInversion;
 impl Rule for PriorityInversion {
     fn cause(&self) -> Cause {
         Cause::PriorityInversion
+    }
+
+    /// A lock wait while medium-priority work ran on the holder's CPU: all of it when that
+    /// work ran for at least 30 % of the wait; else that work's time, the rest the holder's
+    /// own.
+    fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        let l = ctx.lock.filter(|l| l.medium_ns > 0)?;
+        if !matches!(item.bucket, Bucket::LockWait { .. }) {
+            None
+        } else if l.medium_ns * 10 >= item.ns * 3 {
+            Some(Claim::All)
+        } else {
+            Some(Claim::First(l.medium_ns))
+        }
     }
 
     /// The victim blocked in a futex lock call; the holder (the task that woke it) is

@@ -1,9 +1,11 @@
 //! `rt_throttling`: RT bandwidth control (or the fair server) kept the RT class off the
 //! victim's CPU.
 
-use rtwhy_model::{human_duration, Bucket, Cause, Confidence, Event, EventKind, SystemFacts};
+use rtwhy_model::{
+    human_duration, BreakdownItem, Bucket, Cause, Confidence, Event, EventKind, SystemFacts,
+};
 
-use super::Rule;
+use super::{Claim, Rule};
 use crate::ctx::{Ctx, Throttle};
 use crate::tracker::{Episode, Tracker};
 
@@ -70,6 +72,12 @@ pub(crate) fn find(tr: &Tracker, ep: &Episode) -> Result<Throttle, String> {
 impl Rule for RtThrottling {
     fn cause(&self) -> Cause {
         Cause::RtThrottling
+    }
+
+    /// Idle or lower work on the CPU of a real-time victim: what a throttled RT class runs.
+    fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        (item.bucket == Bucket::Idle || super::below_rt_victim(ctx, &item.bucket))
+            .then_some(Claim::All)
     }
 
     fn evidence(&self, ctx: &Ctx<'_>) -> Vec<(Event, String)> {

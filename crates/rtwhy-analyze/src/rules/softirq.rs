@@ -1,9 +1,11 @@
 //! `softirq`: softirq processing on the victim's CPU.
 
-use rtwhy_model::{human_duration, softirq_name, Bucket, Cause, Confidence, SoftirqContext};
+use rtwhy_model::{
+    human_duration, softirq_name, BreakdownItem, Bucket, Cause, Confidence, SoftirqContext,
+};
 use std::collections::BTreeMap;
 
-use super::Rule;
+use super::{Claim, Rule};
 use crate::ctx::Ctx;
 use crate::period::{us, Answer, Part, PeriodCtx};
 
@@ -12,6 +14,10 @@ pub(crate) struct Softirq;
 impl Rule for Softirq {
     fn cause(&self) -> Cause {
         Cause::Softirq
+    }
+
+    fn claim(&self, _ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
+        matches!(item.bucket, Bucket::Softirq { .. }).then_some(Claim::All)
     }
 
     /// A softirq ran on the victim's CPU in the window, opened or closed by its own
