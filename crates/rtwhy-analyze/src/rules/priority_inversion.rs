@@ -2,7 +2,7 @@
 
 use rtwhy_model::{BreakdownItem, Bucket, Cause, Confidence, SpikeKind};
 
-use super::{Claim, Rule};
+use super::{Claim, Rule, PRIMARY_SHARE};
 use crate::ctx::Ctx;
 
 pub(crate) struct PriorityInversion;
@@ -13,13 +13,13 @@ impl Rule for PriorityInversion {
     }
 
     /// A lock wait while medium-priority work ran on the holder's CPU: all of it when that
-    /// work ran for at least 30 % of the wait; else that work's time, the rest the holder's
-    /// own.
+    /// work ran for at least the primary share ([`PRIMARY_SHARE`]) of the wait; else that
+    /// work's time, the rest the holder's own.
     fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
         let l = ctx.lock.filter(|l| l.medium_ns > 0)?;
         if !matches!(item.bucket, Bucket::LockWait { .. }) {
             None
-        } else if l.medium_ns * 10 >= item.ns * 3 {
+        } else if l.medium_ns as f64 / item.ns as f64 >= PRIMARY_SHARE {
             Some(Claim::All)
         } else {
             Some(Claim::First(l.medium_ns))
