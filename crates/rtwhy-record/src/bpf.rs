@@ -298,10 +298,10 @@ impl BpfDetector {
             let Some(at) = hist::parse_key(&key) else {
                 continue;
             };
-            let Ok(Some(slot)) = self.hists.lookup(&key, MapFlags::ANY) else {
+            let Ok(Some(index)) = self.hists.lookup(&key, MapFlags::ANY) else {
                 continue;
             };
-            let Ok(Some(value)) = self.hist_slots.lookup(&slot, MapFlags::ANY) else {
+            let Ok(Some(value)) = self.hist_slots.lookup(&index, MapFlags::ANY) else {
                 continue;
             };
             let Some((comm, h)) = hist::parse_value(&value) else {
@@ -313,8 +313,8 @@ impl BpfDetector {
                 // The slot goes back zeroed; a failure leaves it out of use (counted
                 // as lost wake-ups once every slot is).
                 let zero = vec![0u8; value.len()];
-                if self.hist_slots.update(&slot, &zero, MapFlags::ANY).is_ok() {
-                    let _ = self.free_slots.update(&[], &slot, MapFlags::ANY);
+                if self.hist_slots.update(&index, &zero, MapFlags::ANY).is_ok() {
+                    let _ = self.free_slots.update(&[], &index, MapFlags::ANY);
                 }
                 let at = bounded(&self.retired, at);
                 let slot = self.retired.entry(at).or_default();
