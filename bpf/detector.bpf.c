@@ -86,12 +86,11 @@ struct thread_state {
 	u64 woke_expiry; /* the expiry that caused the pending wake-up, 0: not a timer */
 	u32 waker;       /* tid current at sched_waking, 0: the timer interrupt */
 	u32 rt_throttled;
-	u8 fired;        /* the timer ran (hrtimer_expire_entry) */
 	u8 asleep;       /* switched out sleeping (classic tracepoints only) */
 	u8 queued;       /* the pending wake-up found the thread still queued */
 	u8 counted;      /* the switch-in at `switched_in` counted a wake-up */
 	u8 exiting;      /* exited: its state goes at its last switch-out (see on_exit) */
-	u8 pad[3];
+	u8 pad[4];
 	u64 nvcsw;       /* its voluntary switches at that wake-up (when queued) */
 	u64 switched_in; /* its last switch-in seen since its last switch-out, 0: none */
 	u64 ran;         /* its se.sum_exec_runtime at its last switch-out, 0: unknown */
@@ -114,6 +113,19 @@ struct {
 	__type(key, u32);
 	__type(value, u32);
 } tracked_tid SEC(".maps");
+
+/*
+ * The tracked threads' states. With tp_btf they hang off the task (task-local storage:
+ * a pointer chase, where a hash table costs hashing the tid and walking a bucket, on
+ * every switch of a tracked thread); the other flavours have no task pointer the helpers
+ * take, and keep them by tid. User space creates only the one its flavour uses.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_state);
+} thread_states SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -140,17 +152,40 @@ struct {
 } late_timers SEC(".maps");
 
 /*
- * Sleep timers of tracked threads: struct hrtimer * -> tid. An entry outlives its timer
- * (the thread's state says which timer is armed, and every reader checks that), so a
- * thread sleeping on the same timer cycle after cycle, as a periodic real-time loop
- * does, finds its entry in place: no map update or delete in its wake-up path.
+ * Sleep timers of tracked threads: struct hrtimer * -> the thread that armed it last,
+ * and the expiry it asked for. An entry outlives its timer, so a thread sleeping on the
+ * same timer cycle after cycle, as a periodic real-time loop does, finds its entry in
+ * place: no map update or delete in its wake-up path. The timer programs run in
+ * interrupt context, on whatever task was current: they read this entry, never the
+ * thread's state.
  */
+struct armed_timer {
+	u32 tid;
+	u32 pad;
+	u64 expiry;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, MAX_THREADS);
 	__type(key, u64);
-	__type(value, u32);
+	__type(value, struct armed_timer);
 } timers SEC(".maps");
+
+/* The sleep timer of a tracked thread whose callback runs on this CPU now, or ran last:
+ * the wake-up it causes comes inside that callback, on this CPU, so sched_waking tells a
+ * timer's wake-up from another thread's by finding its timer and expiry here. */
+struct firing_timer {
+	u64 timer;
+	u64 expiry;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct firing_timer);
+} firing SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -241,22 +276,74 @@ static __always_inline bool is_tracked(u32 tid, u32 tgid)
 	return bpf_map_lookup_elem(&tracked_tid, &tid) != 0;
 }
 
-static __always_inline struct thread_state *thread_get_or_create(u32 tid)
+/*
+ * The state of thread `tid` (task `task`), NULL when it has none: in `thread_states`
+ * where `btf` (tp_btf: `task` is a typed pointer the task-storage helpers take), else in
+ * `threads`. `btf` is a constant at every call site, so each program is compiled with
+ * one map only.
+ */
+static __always_inline struct thread_state *state_of(struct task_struct *task, u32 tid,
+						     const bool btf)
 {
-	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
-	struct thread_state zero = {};
+	if (btf)
+		return bpf_task_storage_get(&thread_states, task, 0, 0);
+	return bpf_map_lookup_elem(&threads, &tid);
+}
 
+/* The state of thread `tid`, created (zeroed) if it has none; NULL when it cannot be. */
+static __always_inline struct thread_state *state_create(struct task_struct *task, u32 tid,
+							 const bool btf)
+{
+	struct thread_state zero = {};
+	struct thread_state *st;
+
+	if (btf)
+		return bpf_task_storage_get(&thread_states, task, 0,
+					    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	st = bpf_map_lookup_elem(&threads, &tid);
 	if (st)
 		return st;
 	bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
+/*
+ * The state of a thread about to be measured: its own if it has one (only a tracked
+ * thread gets one, and a thread stays tracked until it exits: no map of the tracked
+ * processes to consult), else a new one if it is tracked; NULL otherwise.
+ */
+static __always_inline struct thread_state *tracked_state(struct task_struct *task, u32 tid,
+							  u32 tgid, const bool btf)
+{
+	struct thread_state *st = state_of(task, tid, btf);
+
+	if (st)
+		return st;
+	if (!is_tracked(tid, tgid))
+		return NULL;
+	return state_create(task, tid, btf);
+}
+
+static __always_inline void state_delete(struct task_struct *task, u32 tid, const bool btf)
+{
+	if (btf)
+		bpf_task_storage_delete(&thread_states, task);
+	else
+		bpf_map_delete_elem(&threads, &tid);
+}
+
+/* The current task, as a typed pointer where `btf`. */
+static __always_inline struct task_struct *current_task(const bool btf)
+{
+	if (btf)
+		return bpf_get_current_task_btf();
+	return (struct task_struct *)bpf_get_current_task();
+}
+
 /* The thread's timer is no longer armed; its `timers` entry stays (see there). */
 static __always_inline void forget_timer(struct thread_state *st)
 {
 	st->timer = 0;
-	st->fired = 0;
 }
 
 /*
@@ -305,21 +392,19 @@ static __always_inline void on_timer_start(struct hrtimer *timer, s64 softexpire
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id, tgid = id >> 32;
 	struct hrtimer_sleeper *sleeper = (void *)timer;
-	struct task_struct *cur = (void *)bpf_get_current_task();
+	struct task_struct *cur = current_task(direct);
+	struct armed_timer *at;
 	struct thread_state *st;
 	u64 key = (u64)timer;
-	u32 *owner;
 
-	if (rt_only && BPF_CORE_READ(cur, prio) >= 100)
-		return;
-	if (!is_tracked(tid, tgid))
+	if (rt_only && READ_FIELD(direct, cur, prio) >= 100)
 		return;
 	if ((u64)BPF_CORE_READ(sleeper, task) != bpf_get_current_task())
 		return;
 	if ((direct ? timer->base->clockid : BPF_CORE_READ(timer, base, clockid)) !=
 	    CLOCK_MONOTONIC)
 		return;
-	st = thread_get_or_create(tid);
+	st = tracked_state(cur, tid, tgid, direct);
 	if (!st)
 		return;
 	/* Its previous sleep timer is still armed as far as seen and has run out, and the
@@ -328,30 +413,33 @@ static __always_inline void on_timer_start(struct hrtimer *timer, s64 softexpire
 		st->unseen_expiry = st->expiry;
 	st->timer = key;
 	st->expiry = softexpires;
-	st->fired = 0;
-	owner = bpf_map_lookup_elem(&timers, &key);
-	if (!owner || *owner != tid)
-		bpf_map_update_elem(&timers, &key, &tid, BPF_ANY);
+	at = bpf_map_lookup_elem(&timers, &key);
+	if (at && at->tid == tid) {
+		at->expiry = softexpires;
+	} else {
+		struct armed_timer mine = { .tid = tid, .expiry = softexpires };
+
+		bpf_map_update_elem(&timers, &key, &mine, BPF_ANY);
+	}
 }
 
 /*
- * A cancelled sleep timer will not wake its thread. Some kernels also report a timer
- * that is about to run as cancelled: at or after the expiry it is the timer firing,
- * keep it.
+ * A cancelled sleep timer will not wake its thread. A sleeper's timer is cancelled
+ * before it runs by its own thread only (woken otherwise, it takes its timer down, or
+ * re-arms it): the cancel of any other task is not a tracked thread's. Some kernels
+ * also report a timer that is about to run as cancelled, from the interrupt: at or after
+ * the expiry it is the timer firing, keep it.
  */
-static __always_inline void on_timer_cancel(u64 timer)
+static __always_inline void on_timer_cancel(u64 timer, const bool direct)
 {
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct armed_timer *at = bpf_map_lookup_elem(&timers, &timer);
 	struct thread_state *st;
-	u32 *tid = bpf_map_lookup_elem(&timers, &timer);
 
-	if (!tid)
+	if (!at || at->tid != tid)
 		return;
-	st = bpf_map_lookup_elem(&threads, tid);
-	if (!st || st->timer != timer) {
-		bpf_map_delete_elem(&timers, &timer);
-		return;
-	}
-	if (bpf_ktime_get_ns() >= st->expiry)
+	st = state_of(current_task(direct), tid, direct);
+	if (!st || st->timer != timer || bpf_ktime_get_ns() >= st->expiry)
 		return;
 	forget_timer(st);
 }
@@ -364,28 +452,29 @@ static __always_inline void on_timer_cancel(u64 timer)
  */
 static __always_inline void on_timer_expire(void *ctx, u64 timer)
 {
-	struct thread_state *st;
-	struct late_timer *lt;
+	struct armed_timer *at = bpf_map_lookup_elem(&timers, &timer);
 	struct late_timer zero = {};
-	u32 key;
+	struct firing_timer *f;
+	struct late_timer *lt;
+	u32 key = 0;
 	u64 now;
-	u32 *tid = bpf_map_lookup_elem(&timers, &timer);
 
-	if (!tid)
+	if (!at)
 		return;
-	key = *tid;
-	st = bpf_map_lookup_elem(&threads, &key);
-	if (!st || st->timer != timer)
-		return;
-	st->fired = 1;
+	f = bpf_map_lookup_elem(&firing, &key);
+	if (f) {
+		f->timer = timer;
+		f->expiry = at->expiry;
+	}
 	now = bpf_ktime_get_ns();
-	if (!want_stack || !st->expiry || now < st->expiry || now - st->expiry < threshold_ns)
+	if (!want_stack || !at->expiry || now < at->expiry || now - at->expiry < threshold_ns)
 		return;
+	key = at->tid;
 	bpf_map_update_elem(&late_timers, &key, &zero, BPF_ANY);
 	lt = bpf_map_lookup_elem(&late_timers, &key);
 	if (!lt)
 		return;
-	lt->expiry = st->expiry;
+	lt->expiry = at->expiry;
 	lt->fired = now;
 	lt->stack_bytes = bpf_get_stack(ctx, lt->stack, sizeof(lt->stack), 0);
 }
@@ -408,6 +497,19 @@ static __always_inline void take_late_timer(struct breach *e, u32 tid, u64 expir
 	bpf_map_delete_elem(&late_timers, &tid);
 }
 
+/* Whether the thread's armed sleep timer is the one whose callback runs on this CPU
+ * (see `firing`): its expiry tells this arming from the earlier ones of the same timer. */
+static __always_inline bool its_timer_fires(const struct thread_state *st)
+{
+	u32 zero = 0;
+	struct firing_timer *f;
+
+	if (!st->timer)
+		return false;
+	f = bpf_map_lookup_elem(&firing, &zero);
+	return f && f->timer == st->timer && f->expiry == st->expiry;
+}
+
 /* A tracked thread is being woken; `st` is its state. */
 static __always_inline void on_waking(struct thread_state *st, u32 rt_throttled)
 {
@@ -423,7 +525,7 @@ static __always_inline void on_waking(struct thread_state *st, u32 rt_throttled)
 		st->woke_expiry = 0;
 	}
 	/* The timer's own wake-up runs in the timer interrupt: no waking thread. */
-	st->waker = (st->timer && st->fired) ? 0 : (u32)bpf_get_current_pid_tgid();
+	st->waker = its_timer_fires(st) ? 0 : (u32)bpf_get_current_pid_tgid();
 	forget_timer(st);
 }
 
@@ -557,7 +659,7 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
 					 const void *prev_comm, struct task_struct *next,
 					 u64 *clock, const bool direct)
 {
-	struct thread_state *st = bpf_map_lookup_elem(&threads, &next_tid);
+	struct thread_state *st = state_of(next, next_tid, direct);
 	struct breach *e;
 	u64 now, latency;
 
@@ -636,7 +738,7 @@ static __always_inline void unseen(struct task_struct *prev, u64 *clock, const b
 	u32 tid = READ_FIELD(direct, prev, pid);
 	u64 now, ran, ran_since, origin, switch_in = 0;
 
-	st = bpf_map_lookup_elem(&threads, &tid);
+	st = state_of(prev, tid, direct);
 	if (!st)
 		return;
 	ran = READ_FIELD(direct, prev, se.sum_exec_runtime);
@@ -666,7 +768,7 @@ static __always_inline void unseen(struct task_struct *prev, u64 *clock, const b
 	st->ran = ran;
 	st->slept_expiry = st->timer ? st->expiry : 0;
 	if (st->exiting)
-		bpf_map_delete_elem(&threads, &tid);
+		state_delete(prev, tid, direct);
 }
 
 static __always_inline void on_fork(u32 parent_tgid, u32 child_tgid)
@@ -694,24 +796,23 @@ static __always_inline bool switch_seen(void)
  * With `at_switch` (the flavours that look at the thread's switch-out) its state stays
  * until its last switch-out, which counts a last wake-up no program saw (see unseen).
  */
-static __always_inline void on_exit(const bool at_switch)
+static __always_inline void on_exit(const bool at_switch, const bool direct)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id, tgid = id >> 32;
-	struct task_struct *task;
+	struct task_struct *task = current_task(direct);
 	struct thread_state *st;
 
 	if (!bpf_map_lookup_elem(&tracked_tgid, &tgid))
 		return;
-	st = bpf_map_lookup_elem(&threads, &tid);
+	st = state_of(task, tid, direct);
 	if (st && at_switch) {
 		st->exiting = 1;
 	} else if (st) {
 		forget_timer(st);
-		bpf_map_delete_elem(&threads, &tid);
+		state_delete(task, tid, direct);
 	}
 	bpf_map_delete_elem(&tracked_tid, &tid);
-	task = (struct task_struct *)bpf_get_current_task();
 	if (BPF_CORE_READ(task, signal, live.counter) == 0)
 		bpf_map_delete_elem(&tracked_tgid, &tgid);
 }
@@ -730,9 +831,7 @@ static __always_inline void task_waking(struct task_struct *p, const bool direct
 	if (rt_only && READ_FIELD(direct, p, prio) >= 100)
 		return;
 	tid = READ_FIELD(direct, p, pid);
-	if (!is_tracked(tid, READ_FIELD(direct, p, tgid)))
-		return;
-	st = thread_get_or_create(tid);
+	st = tracked_state(p, tid, READ_FIELD(direct, p, tgid), direct);
 	if (!st)
 		return;
 	on_waking(st, throttled_of(p, direct));
@@ -805,7 +904,7 @@ int BPF_PROG(btf_hrtimer_cancel, struct hrtimer *timer)
 {
 	if (not_a_sleeper(timer_function(timer, true)))
 		return 0;
-	on_timer_cancel((u64)timer);
+	on_timer_cancel((u64)timer, true);
 	return 0;
 }
 
@@ -828,7 +927,7 @@ int BPF_PROG(btf_sched_process_fork, struct task_struct *parent, struct task_str
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(btf_sched_process_exit)
 {
-	on_exit(switch_seen());
+	on_exit(switch_seen(), true);
 	return 0;
 }
 
@@ -860,7 +959,7 @@ int BPF_PROG(raw_hrtimer_cancel, struct hrtimer *timer)
 {
 	if (not_a_sleeper(timer_function(timer, false)))
 		return 0;
-	on_timer_cancel((u64)timer);
+	on_timer_cancel((u64)timer, false);
 	return 0;
 }
 
@@ -883,7 +982,7 @@ int BPF_PROG(raw_sched_process_fork, struct task_struct *parent, struct task_str
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(raw_sched_process_exit)
 {
-	on_exit(switch_seen());
+	on_exit(switch_seen(), false);
 	return 0;
 }
 
@@ -909,7 +1008,7 @@ int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
 
 	if (state != 0 && !(state & TP_STATE_PREEMPTED) && prev_tid != 0 &&
 	    is_tracked(prev_tid, id >> 32)) {
-		st = thread_get_or_create(prev_tid);
+		st = state_create(NULL, prev_tid, false);
 		if (st) {
 			st->asleep = 1;
 			st->waking = 0;
@@ -924,7 +1023,7 @@ SEC("tracepoint/sched/sched_waking")
 int tp_sched_waking(struct trace_event_raw_sched_wakeup_template *ctx)
 {
 	u32 tid = ctx->pid;
-	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state *st = state_of(NULL, tid, false);
 	u32 throttled = THROTTLED_UNKNOWN;
 
 	if (!st || !st->asleep)
@@ -950,7 +1049,7 @@ int tp_hrtimer_cancel(struct trace_event_raw_hrtimer_class *ctx)
 {
 	if (not_a_sleeper(timer_function(ctx->hrtimer, false)))
 		return 0;
-	on_timer_cancel((u64)ctx->hrtimer);
+	on_timer_cancel((u64)ctx->hrtimer, false);
 	return 0;
 }
 
@@ -977,6 +1076,6 @@ int tp_task_newtask(struct trace_event_raw_task_newtask *ctx)
 SEC("tracepoint/sched/sched_process_exit")
 int tp_sched_process_exit(void *ctx)
 {
-	on_exit(false);
+	on_exit(false, false);
 	return 0;
 }

@@ -44,10 +44,17 @@ typedef s64 ktime_t;
 enum bpf_map_type {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_STACK = 23,
 	BPF_MAP_TYPE_RINGBUF = 27,
+	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
+
+/* Map flags: task storage allocates on demand (required of it). */
+#define BPF_F_NO_PREALLOC 1
+/* bpf_task_storage_get: create the task's entry when it has none. */
+#define BPF_LOCAL_STORAGE_GET_F_CREATE 1
 
 enum {
 	BPF_ANY = 0,

@@ -514,6 +514,13 @@ fn configure<'obj>(
     rodata.want_stack = cfg.stack;
     rodata.sleeper_fn = cfg.sleeper_fn.unwrap_or(0);
 
+    // A thread's state lives in task-local storage where the programs hold typed task
+    // pointers (tp_btf), else in a table by tid: only the one in use is created, so a
+    // kernel without task storage still loads the other flavours.
+    let btf = mode == AttachMode::TpBtf;
+    open.maps.thread_states.set_autocreate(btf)?;
+    open.maps.threads.set_autocreate(!btf)?;
+
     let p = &mut open.progs;
     let flavours = [
         (
