@@ -795,23 +795,26 @@ static __always_inline bool switch_seen(void)
  * The current task exits: drop its state, and its process once the last thread goes.
  * With `at_switch` (the flavours that look at the thread's switch-out) its state stays
  * until its last switch-out, which counts a last wake-up no program saw (see unseen).
+ * The state and the thread's own entry go whether or not its process is still in
+ * `tracked_tgid`: threads exiting together may run this after the last of them removed
+ * the process, and a state left in `threads` would measure the next thread given its tid
+ * (a state is taken as proof of tracking, see tracked_state).
  */
 static __always_inline void on_exit(const bool at_switch, const bool direct)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id, tgid = id >> 32;
 	struct task_struct *task = current_task(direct);
-	struct thread_state *st;
+	struct thread_state *st = state_of(task, tid, direct);
 
-	if (!bpf_map_lookup_elem(&tracked_tgid, &tgid))
-		return;
-	st = state_of(task, tid, direct);
 	if (st && at_switch) {
 		st->exiting = 1;
 	} else if (st) {
 		forget_timer(st);
 		state_delete(task, tid, direct);
 	}
+	if (!bpf_map_lookup_elem(&tracked_tgid, &tgid))
+		return;
 	bpf_map_delete_elem(&tracked_tid, &tid);
 	if (BPF_CORE_READ(task, signal, live.counter) == 0)
 		bpf_map_delete_elem(&tracked_tgid, &tgid);

@@ -120,6 +120,9 @@ pub struct Kallsyms {
     /// Sorted by address; symbols sharing an address keep their file order. Shared by
     /// clones, as the text is.
     entries: Arc<OnceLock<Vec<Symbol>>>,
+    /// A read-ahead was started (by this or a clone): one thread reads, however often
+    /// it is asked.
+    reading: Arc<AtomicBool>,
 }
 
 impl Kallsyms {
@@ -134,6 +137,7 @@ impl Kallsyms {
         Kallsyms {
             text,
             entries: Arc::default(),
+            reading: Arc::default(),
         }
     }
 
@@ -143,7 +147,7 @@ impl Kallsyms {
     /// from the thread (see [`LazyText::error`]); if it cannot be started, the first
     /// lookup reads and parses.
     pub fn read_ahead(&self) {
-        if self.entries.get().is_some() {
+        if self.entries.get().is_some() || self.reading.swap(true, Ordering::Relaxed) {
             return;
         }
         let k = self.clone();

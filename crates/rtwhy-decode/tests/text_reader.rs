@@ -487,3 +487,29 @@ fn text_matches_the_binary_decoder() {
         "only {checked} texts compared: {compared:#?}"
     );
 }
+
+/// The kernel symbols of a compressed trace.dat are read on a thread of their own from
+/// the open on, unless the reader says it may need none (a raw dump): then only at the
+/// first lookup.
+#[test]
+fn kernel_symbols_are_read_ahead_unless_the_reader_needs_none() {
+    let path = recorded_dir().join("vm-net-v7-zstd.dat");
+    let lazy = TraceFile::open_with(&path, false).expect("open");
+    let ahead = TraceFile::open_with(&path, true).expect("open");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ahead.meta().kallsyms.is_parsed() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        ahead.meta().kallsyms.is_parsed(),
+        "the read-ahead did not finish in 60 s"
+    );
+    assert!(
+        !lazy.meta().kallsyms.is_parsed(),
+        "symbols were read for a reader that needs none"
+    );
+    assert!(
+        lazy.meta().kallsyms.len() > 1000,
+        "the symbols are there at the first lookup"
+    );
+}

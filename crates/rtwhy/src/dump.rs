@@ -125,6 +125,12 @@ struct DumpSink {
 impl Sink for DumpSink {
     type Error = anyhow::Error;
 
+    /// Raw lines name a function only in a few events' print formats (`%pS`): their
+    /// symbols are read from the first such line on, not for every file.
+    fn read_symbols_ahead(&self) -> bool {
+        !self.raw
+    }
+
     fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
         let Some(file) = header.trace_dat else {
             bail!(

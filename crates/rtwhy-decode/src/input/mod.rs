@@ -69,6 +69,8 @@ pub static FORMATS: &[&dyn Format] = &[&tracedat::TraceDat, &report_text::Report
 
 /// What a reader hands a sink; object-safe, so formats need not know the sink's type.
 pub trait Push {
+    /// [`Sink::read_symbols_ahead`].
+    fn read_symbols_ahead(&self) -> bool;
     /// The file's header; false stops reading.
     fn begin(&mut self, header: &Header<'_>) -> bool;
     /// One event; false stops reading.
@@ -79,6 +81,14 @@ pub trait Push {
 pub trait Sink {
     /// The sink's error; a decoding error converts into it.
     type Error: From<Error>;
+
+    /// Whether a trace.dat's kernel symbols are read at once, on a thread of their own,
+    /// beside the rest of its metadata: nearly every use looks a symbol up, and a
+    /// kallsyms section takes tens of milliseconds to decompress and parse. A sink that
+    /// may never need one says false (they are read at the first lookup either way).
+    fn read_symbols_ahead(&self) -> bool {
+        true
+    }
 
     /// Called once before the first event with what the file says about itself.
     /// `Ok(false)` stops reading.
@@ -376,6 +386,10 @@ struct Adapter<'s, S: Sink> {
 }
 
 impl<S: Sink> Push for Adapter<'_, S> {
+    fn read_symbols_ahead(&self) -> bool {
+        self.sink.read_symbols_ahead()
+    }
+
     fn begin(&mut self, header: &Header<'_>) -> bool {
         match self.sink.begin(header) {
             Ok(go_on) => go_on,

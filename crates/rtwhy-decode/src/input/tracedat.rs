@@ -20,11 +20,12 @@ impl Format for TraceDat {
     }
 
     fn read(&self, path: &Path, to: &mut dyn Push) -> Result<Finish> {
-        let file = TraceFile::open(path).map_err(|e| Error::Unreadable {
-            path: path.to_path_buf(),
-            format: self.name(),
-            source: Box::new(e),
-        })?;
+        let file =
+            TraceFile::open_with(path, to.read_symbols_ahead()).map_err(|e| Error::Unreadable {
+                path: path.to_path_buf(),
+                format: self.name(),
+                source: Box::new(e),
+            })?;
         let meta = file.meta();
         let mut facts = file.system_facts();
         for (k, v) in file.fact_markers() {

@@ -310,10 +310,13 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut Line, piece: &Piece) {
 
 /// `%pS` and friends: the symbol (with `+0x` offset for `S`/`F`), else the address. Left
 /// out, with a note of where it goes, when the printer defers symbols and they are not
-/// read yet.
+/// read yet; the symbols are then read on a thread of their own from the first such
+/// conversion on (a reader that knows it may need none does not start that at open,
+/// see [`crate::input::Sink::read_symbols_ahead`]).
 pub(crate) fn print_function(ctx: &Ctx<'_>, out: &mut Line, with_offset: bool, val: u64) {
     if let Some(holes) = ctx.funcs.defer {
         if !ctx.funcs.ready() {
+            ctx.funcs.kallsyms.read_ahead();
             holes.borrow_mut().push(super::Hole {
                 at: out.len(),
                 val,

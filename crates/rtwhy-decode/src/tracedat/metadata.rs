@@ -108,7 +108,9 @@ impl Seq<'_> {
     }
 }
 
-pub(super) fn read(bytes: &Bytes) -> Result<Parsed> {
+/// The metadata of the file in `bytes`; `read_symbols_ahead`: see
+/// [`crate::input::Sink::read_symbols_ahead`].
+pub(super) fn read(bytes: &Bytes, read_symbols_ahead: bool) -> Result<Parsed> {
     let head = bytes.read_upto(0, 64)?;
     if !head.starts_with(MAGIC) {
         return Err(Error::corrupt(
@@ -168,7 +170,7 @@ pub(super) fn read(bytes: &Bytes) -> Result<Parsed> {
     };
     match version {
         6 => read_v6(&mut seq, &mut p)?,
-        7 => read_v7(&mut seq, &mut p)?,
+        7 => read_v7(&mut seq, &mut p, read_symbols_ahead)?,
         v => {
             return Err(Error::Unsupported {
                 offset: MAGIC.len() as u64,
@@ -640,7 +642,7 @@ fn section(bytes: &Bytes, offset: u64, want: u16, codec: Codec, endian: Endian) 
     codec.decompress(&data, usize_, offset + 24)
 }
 
-fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
+fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed, read_symbols_ahead: bool) -> Result<()> {
     let comp_at = seq.pos;
     let name = seq.cstr("compression name")?;
     let version = seq.cstr("compression version")?;
@@ -708,7 +710,9 @@ fn read_v7(seq: &mut Seq<'_>, p: &mut Parsed) -> Result<()> {
             match deferred_kallsyms(bytes, off, codec, endian) {
                 Ok(text) => {
                     set_kallsyms_text(text, p);
-                    p.meta.kallsyms.read_ahead();
+                    if read_symbols_ahead {
+                        p.meta.kallsyms.read_ahead();
+                    }
                 }
                 Err(e) => p.warnings.push(format!("{e}; the section is skipped")),
             }

@@ -106,6 +106,13 @@ pub struct TraceFile {
 impl TraceFile {
     /// Opens and reads the metadata of the file at `path`.
     pub fn open(path: &Path) -> Result<TraceFile> {
+        TraceFile::open_with(path, true)
+    }
+
+    /// [`TraceFile::open`]; `read_symbols_ahead`: the kernel symbols are read at once on
+    /// a thread of their own ([`crate::input::Sink::read_symbols_ahead`]), else at the
+    /// first lookup.
+    pub fn open_with(path: &Path, read_symbols_ahead: bool) -> Result<TraceFile> {
         let file = std::fs::File::open(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
@@ -119,7 +126,7 @@ impl TraceFile {
                 ),
             });
         }
-        let mut t = TraceFile::from_source(Arc::new(file))?;
+        let mut t = TraceFile::from_source_with(Arc::new(file), read_symbols_ahead)?;
         t.path = Some(path.to_path_buf());
         Ok(t)
     }
@@ -131,8 +138,12 @@ impl TraceFile {
 
     /// Reads a trace from any random-access source.
     pub fn from_source(source: Arc<dyn Source>) -> Result<TraceFile> {
+        TraceFile::from_source_with(source, true)
+    }
+
+    fn from_source_with(source: Arc<dyn Source>, read_symbols_ahead: bool) -> Result<TraceFile> {
         let bytes = Bytes::new(source);
-        let parsed = metadata::read(&bytes)?;
+        let parsed = metadata::read(&bytes, read_symbols_ahead)?;
         Ok(TraceFile {
             path: None,
             bytes,
