@@ -494,8 +494,10 @@ fn text_matches_the_binary_decoder() {
 #[test]
 fn kernel_symbols_are_read_ahead_unless_the_reader_needs_none() {
     let path = recorded_dir().join("vm-net-v7-zstd.dat");
-    let lazy = TraceFile::open_with(&path, false).expect("open");
-    let ahead = TraceFile::open_with(&path, true).expect("open");
+    let open = |ahead| {
+        TraceFile::open_with(&path, ahead).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let (lazy, ahead) = (open(false), open(true));
     let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !ahead.meta().kallsyms.is_parsed() && std::time::Instant::now() < until {
         std::thread::sleep(std::time::Duration::from_millis(10));
