@@ -39,6 +39,7 @@ mod breakdown;
 mod config;
 mod ctx;
 mod diagnose;
+pub mod file;
 mod history;
 mod intmap;
 mod line;

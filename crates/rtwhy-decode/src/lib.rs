@@ -10,6 +10,7 @@
 pub mod endian;
 mod error;
 pub mod format;
+pub mod handoff;
 pub mod input;
 pub mod mask;
 pub mod meta;

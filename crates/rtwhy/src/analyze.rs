@@ -1,23 +1,16 @@
 //! `rtwhy analyze`: every spike in a trace, diagnosed.
 
-use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use rtwhy_analyze::pipeline;
-use rtwhy_analyze::{not_nonpreemptible, Analysis, Config, Finished, Pipeline};
-use rtwhy_decode::input::{self, Header, Item, Raw, Sink};
-use rtwhy_decode::recent::{event_name, most_like, RecentLines};
-use rtwhy_decode::TraceMeta;
-use rtwhy_model::{Cause, Event, EventKind, Spike, SpikeSummary, SystemFacts};
+use rtwhy_analyze::{not_nonpreemptible, Analysis, Config};
+use rtwhy_model::{Cause, Spike, SpikeSummary};
 
 use crate::cli::{AnalysisOpts, AnalyzeArgs, AnalyzeFormat};
 use rtwhy_report::{json, text, Source};
 
-use crate::handoff::{Copied, Handoff, RecordCopier, RecordNames, Records};
 use crate::render;
 
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode> {
@@ -296,274 +289,15 @@ impl Write for OrSink<'_> {
     }
 }
 
-/// Events the reading thread hands to the analysis thread, with the bytes of their
-/// records (or their lines) for the evidence printer.
-#[derive(Default)]
-struct Batch {
-    /// Each event, where its line comes from, and the events its CPU dropped before it.
-    events: Vec<(Event, Src, Option<u64>)>,
-    /// The records' bytes.
-    records: Records,
-}
-
-/// Where an event of a [`Batch`] came from.
-enum Src {
-    /// A trace.dat record, copied into [`Batch::records`].
-    Record(Copied),
-    /// A text line.
-    Line(String),
-}
-
-/// Events per [`Batch`]: at this size the batches in flight at once (waiting, being
-/// filled, being analysed: see crate::handoff) hold about a MiB of events.
-const BATCH_EVENTS: usize = 1024;
-
-/// Reads the trace on the calling thread and analyses it on another (crate::handoff):
-/// decoding a record and analysing the one before it overlap (the reading costs about as
-/// much as the analysis, and the two share nothing but the events). The analysis sees
-/// every event, in order, as if it ran inline.
-struct AnalyzeSink {
-    config: Config,
-    /// Given to the analysis thread: spikes are written out as they settle.
-    stream: Option<Stream>,
-    warnings: Vec<String>,
-    worker: Option<Handoff<Batch, Worker>>,
-    batch: Batch,
-    copier: RecordCopier,
-}
-
-impl AnalyzeSink {
-    /// Sends what is left and waits for the analysis thread; `None` when no event
-    /// header was read (the file had none to begin with).
-    fn finish_worker(&mut self) -> Result<Option<Worker>> {
-        let Some(w) = self.worker.take() else {
-            return Ok(None);
-        };
-        w.finish(std::mem::take(&mut self.batch)).map(Some)
-    }
-}
-
-impl Sink for AnalyzeSink {
-    type Error = anyhow::Error;
-
-    fn begin(&mut self, header: &Header<'_>) -> Result<bool> {
-        if !header.ts_in_nanos {
-            let clock = header
-                .meta
-                .as_ref()
-                .and_then(|m| m.clock.clone())
-                .unwrap_or_else(|| "?".to_string());
-            self.warnings.push(format!(
-                "timestamps are raw counter values (clock {clock}), not nanoseconds: latencies and the threshold are in counter ticks"
-            ));
-        }
-        let worker = Worker {
-            pipeline: Pipeline::for_input(self.config.clone(), header),
-            recent: RecentLines::new(
-                header,
-                self.config.horizon.0,
-                self.config.max_events_per_cpu,
-            ),
-            meta: header.meta.clone(),
-            names: RecordNames::default(),
-            printed: 0,
-            lines: HashMap::new(),
-            pinned: HashMap::new(),
-            stream: self.stream.take(),
-        };
-        self.worker = Some(Handoff::spawn(
-            "rtwhy-analyze",
-            "the analysis thread",
-            worker,
-            |w, batch| {
-                w.take(batch);
-                true
-            },
-        )?);
-        Ok(true)
-    }
-
-    fn event(&mut self, item: Item<'_>) -> Result<bool> {
-        let src = match &item.raw {
-            Raw::Record { record, buffer } => {
-                Src::Record(
-                    self.copier
-                        .copy(&mut self.batch.records, record, buffer, false),
-                )
-            }
-            Raw::Line(line) => Src::Line(line.to_string()),
-        };
-        let dropped = item.dropped_before();
-        let ev = item.into_event_fields_of(pipeline::fields_read);
-        self.batch.events.push((ev, src, dropped));
-        if self.batch.events.len() >= BATCH_EVENTS {
-            if let Some(w) = &self.worker {
-                if !w.send(&mut self.batch) {
-                    bail!("the analysis thread stopped before the end of the trace");
-                }
-            }
-        }
-        Ok(true)
-    }
-}
-
-/// The analysis of one trace: the pipeline and the evidence printer, fed every event in
-/// order.
-struct Worker {
-    pipeline: Pipeline,
-    recent: RecentLines,
-    /// Formats and byte order of a trace.dat's records.
-    meta: Option<Arc<TraceMeta>>,
-    /// Buffer names by number.
-    names: RecordNames,
-    /// Spikes whose evidence lines are printed.
-    printed: usize,
-    /// Printed lines by spike index, then by (timestamp, CPU), matched to the evidence
-    /// again once the spike settles: a spike diagnosed again may name other events.
-    lines: HashMap<usize, Printed>,
-    /// The last wake-ups and preemptions of each real-time task, printed as they pass:
-    /// a task held off for longer than `recent` keeps (a throttled FIFO 1 thread waits
-    /// seconds behind a busy loop) is diagnosed once it runs, and its evidence names
-    /// these events after `recent` has let them go.
-    pinned: HashMap<i32, VecDeque<Pinned>>,
-    /// Where spikes go as they settle; `None`: they stay in the analyzer to the end.
-    stream: Option<Stream>,
-}
-
-/// The lines printed for one spike's evidence, by (timestamp, CPU).
-type Printed = HashMap<(u64, u32), Vec<String>>;
-
-/// Gives the evidence of `spike` the lines printed for it while its events were kept.
-fn patch_evidence(spike: &mut Spike, printed: Option<&Printed>) {
-    let Some(printed) = printed else {
-        return;
-    };
-    for e in &mut spike.evidence {
-        let line = printed.get(&(e.ts.0, e.cpu)).and_then(|v| {
-            let name = event_name(&e.line)?;
-            most_like(v.iter().filter(|l| event_name(l) == Some(name)), &e.line).cloned()
-        });
-        if let Some(line) = line {
-            e.line = line;
-        }
-    }
-}
-
-/// A printed line of an event a later spike may name: timestamp, CPU, line.
-type Pinned = (u64, u32, String);
-
-/// Lines kept per real-time task in [`Worker::pinned`].
-const PINNED_PER_TASK: usize = 4;
-
-/// The real-time task an event starts a wait of (woken, or preempted while runnable).
-fn wait_starts(kind: &EventKind) -> Option<i32> {
-    match *kind {
-        EventKind::SchedWaking { pid, prio, .. } | EventKind::SchedWakeup { pid, prio, .. }
-            if rtwhy_model::is_rt(prio) =>
-        {
-            Some(pid)
-        }
-        EventKind::SchedSwitch {
-            prev_pid,
-            prev_prio,
-            prev_state,
-            ..
-        } if rtwhy_model::is_rt(prev_prio) && prev_state.is_runnable() => Some(prev_pid),
-        _ => None,
-    }
-}
-
-impl Worker {
-    /// Analyses the events of `batch` and empties it.
-    fn take(&mut self, batch: &mut Batch) {
-        self.names.learn(&mut batch.records);
-        for (ev, src, dropped) in batch.events.drain(..) {
-            let line = match &src {
-                Src::Record(c) => {
-                    if let Some(meta) = self.meta.as_deref() {
-                        let (mut record, buffer) = self.names.get(&batch.records, c, meta);
-                        // Evidence lines never carry a dropped-events notice.
-                        record.missed_before = None;
-                        self.recent
-                            .keep_raw(ev.ts.0, ev.cpu, &Raw::Record { record, buffer });
-                    }
-                    None
-                }
-                Src::Line(line) => {
-                    self.recent.keep_raw(ev.ts.0, ev.cpu, &Raw::Line(line));
-                    Some(line.as_str())
-                }
-            };
-            if let Some(pid) = wait_starts(&ev.kind) {
-                if let Some(line) = self.recent.newest_line(ev.ts.0, ev.cpu, ev.kind.name()) {
-                    let kept = self.pinned.entry(pid).or_default();
-                    if kept.len() == PINNED_PER_TASK {
-                        kept.pop_front();
-                    }
-                    kept.push_back((ev.ts.0, ev.cpu, line));
-                }
-            }
-            self.pipeline.push(ev, line, dropped);
-            let analyzer = self.pipeline.analyzer();
-            if analyzer.spike_count() > self.printed || analyzer.has_rediagnosed() {
-                self.print_evidence();
-            }
-            if let Some(stream) = &mut self.stream {
-                while let Some((index, mut spike)) = self.pipeline.analyzer_mut().take_settled() {
-                    patch_evidence(&mut spike, self.lines.remove(&index).as_ref());
-                    stream.push(spike);
-                }
-            }
-        }
-        batch.records.clear();
-    }
-
-    /// Prints the evidence of the spikes diagnosed since the last call, while their
-    /// events are still kept.
-    fn print_evidence(&mut self) {
-        let a = self.pipeline.analyzer_mut();
-        let again = a.take_rediagnosed();
-        let new = self.printed..a.spike_count();
-        for i in again.into_iter().chain(new) {
-            let Some(spike) = a.spike(i) else {
-                continue;
-            };
-            for e in &spike.evidence {
-                let key = (e.ts.0, e.cpu);
-                let Some(name) = event_name(&e.line) else {
-                    continue;
-                };
-                let line = self.recent.line(e.ts.0, e.cpu, name, &e.line).or_else(|| {
-                    let pinned = self.pinned.values().flatten().filter(|(ts, cpu, line)| {
-                        *ts == e.ts.0 && *cpu == e.cpu && event_name(line) == Some(name)
-                    });
-                    most_like(pinned.map(|(_, _, line)| line), &e.line).cloned()
-                });
-                let known = line.as_ref().is_some_and(|l| {
-                    self.lines
-                        .get(&i)
-                        .and_then(|p| p.get(&key))
-                        .is_some_and(|v| v.contains(l))
-                });
-                if known {
-                    continue;
-                }
-                if let Some(line) = line {
-                    self.lines
-                        .entry(i)
-                        .or_default()
-                        .entry(key)
-                        .or_default()
-                        .push(line);
-                }
-            }
-        }
-        self.printed = a.spike_count();
+impl rtwhy_analyze::file::SpikeSink for Stream {
+    fn push(&mut self, spike: Spike) {
+        Stream::push(self, spike);
     }
 }
 
 /// Decodes `path` (any input rtwhy-decode recognises) and runs the analysis pipeline
-/// ([`Pipeline`]) over it: its spikes, and its timerlat periods in the [`Source`].
+/// over it ([`rtwhy_analyze::file::analyze_file`]): its spikes, and its timerlat periods
+/// in the [`Source`].
 pub fn analyze_file(path: &std::path::Path, config: Config) -> Result<(Analysis, Source)> {
     let (analysis, source, _) = analyze_streamed(path, config, None)?;
     Ok((analysis, source))
@@ -578,58 +312,15 @@ fn analyze_streamed(
     stream: Option<Stream>,
 ) -> Result<(Analysis, Source, Option<Written>)> {
     let display = crate::stdin::shown(path);
-    let mut sink = AnalyzeSink {
-        config: config.clone(),
-        stream,
-        warnings: Vec::new(),
-        worker: None,
-        batch: Batch::default(),
-        copier: RecordCopier::default(),
-    };
-    let read = input::read(path, &mut sink);
-    // The analysis thread ends whether or not the reading did.
-    let worker = sink.finish_worker();
-    let end = read?;
-    let (pipeline, lines, stream) = match worker? {
-        Some(w) => (w.pipeline, w.lines, w.stream),
-        None => (
-            Pipeline::new(config, SystemFacts::default()),
-            HashMap::new(),
-            sink.stream.take(),
-        ),
-    };
-    let mut warnings = sink.warnings;
-    warnings.extend(end.warnings);
-    let finished = pipeline.finish();
-    if let Some(why) = finished.refusal() {
-        bail!("{display}: {why}");
-    }
-    let Finished {
-        mut analysis,
-        origin,
-        late,
-        timerlat,
-        warnings: timerlat_warnings,
-        ..
-    } = finished;
-    warnings.extend(timerlat_warnings);
-    for (spike, i) in analysis.spikes.iter_mut().zip(origin) {
-        patch_evidence(spike, i.and_then(|i| lines.get(&i)));
-    }
-    let stream = stream.map(|mut s| {
-        for spike in analysis.spikes.drain(..) {
-            s.push(spike);
-        }
-        (s, late)
-    });
+    let found = rtwhy_analyze::file::analyze_file(path, &display, config, stream)?;
     Ok((
-        analysis,
+        found.analysis,
         Source {
             path: display,
-            kind: end.format,
-            warnings,
-            timerlat,
+            kind: found.format,
+            warnings: found.warnings,
+            timerlat: found.timerlat,
         },
-        stream,
+        found.sink,
     ))
 }

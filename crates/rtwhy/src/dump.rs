@@ -13,7 +13,7 @@ use rtwhy_decode::print::{Hole, Line, Printer};
 use rtwhy_decode::TraceMeta;
 
 use crate::cli::DumpArgs;
-use crate::handoff::{Copied, Handoff, RecordCopier, RecordNames, Records};
+use rtwhy_decode::handoff::{Copied, Handoff, RecordCopier, RecordNames, Records};
 
 /// Records per batch handed to the printing thread.
 const BATCH_RECORDS: usize = 4096;

@@ -6,7 +6,6 @@ mod convert;
 mod doctor;
 mod dump;
 mod generate;
-mod handoff;
 mod info;
 mod irq_work;
 mod journal;

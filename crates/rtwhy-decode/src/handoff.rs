@@ -5,12 +5,12 @@
 //! overlap. The other thread sees every batch in the order it was sent, so it works as if
 //! it ran inline; emptied batches come back to be filled again.
 
+use std::io;
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
-use anyhow::{bail, Result};
-use rtwhy_decode::input::BufferNames;
-use rtwhy_decode::{Record, TraceMeta};
+use crate::input::BufferNames;
+use crate::{Record, TraceMeta};
 
 /// Batches waiting for the other thread at most; the reader blocks beyond that, which
 /// bounds memory whatever the trace's size.
@@ -33,7 +33,7 @@ impl<B: Default + Send + 'static, W: Send + 'static> Handoff<B, W> {
         what: &'static str,
         mut worker: W,
         mut take: impl FnMut(&mut W, &mut B) -> bool + Send + 'static,
-    ) -> Result<Self> {
+    ) -> io::Result<Self> {
         let (full, work) = sync_channel::<B>(IN_FLIGHT);
         let (done, empty) = channel::<B>();
         let thread = std::thread::Builder::new()
@@ -65,13 +65,13 @@ impl<B: Default + Send + 'static, W: Send + 'static> Handoff<B, W> {
     }
 
     /// Sends `last` and waits for the thread to work through everything it was sent.
-    pub fn finish(self, last: B) -> Result<W> {
+    pub fn finish(self, last: B) -> io::Result<W> {
         // A thread that stopped early has its reason in the worker it returns.
         let _ = self.full.send(last);
         drop(self.full);
         match self.thread.join() {
             Ok(worker) => Ok(worker),
-            Err(_) => bail!("{} failed", self.what),
+            Err(_) => Err(io::Error::other(format!("{} failed", self.what))),
         }
     }
 }
@@ -94,8 +94,11 @@ pub struct Copied {
     following: u32,
     /// The record's buffer, numbered by [`RecordCopier`].
     pub buffer: usize,
+    /// The record's timestamp.
     pub ts: u64,
+    /// The CPU whose buffer it came from.
     pub cpu: u32,
+    /// Events its CPU dropped before it, where the page says.
     pub missed_before: Option<u64>,
 }
 
