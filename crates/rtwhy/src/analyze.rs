@@ -123,35 +123,6 @@ impl Stream {
         }
     }
 
-    /// Writes `spike` out (spikes come in order).
-    fn push(&mut self, spike: Spike) {
-        let summary = SpikeSummary::of(&spike);
-        let revocable = spike.primary.cause == Cause::KernelNonpreemptible
-            || spike
-                .contributors
-                .iter()
-                .any(|c| c.cause == Cause::KernelNonpreemptible);
-        let len = self.render(&spike);
-        let revoked = revocable.then(|| {
-            let mut revised = spike.clone();
-            not_nonpreemptible(&mut revised);
-            (self.render(&revised), revised.primary.cause)
-        });
-        if self.format == AnalyzeFormat::Markdown {
-            self.shown.push(spike);
-            if self.shown.len() > render::MAX_SHOWN {
-                let shown: Vec<&Spike> = render::first_shown(self.shown.iter().collect());
-                let keep: Vec<u32> = shown.iter().map(|s| s.id).collect();
-                self.shown.retain(|s| keep.contains(&s.id));
-            }
-        }
-        self.kept.push(Kept {
-            summary,
-            len,
-            revoked,
-        });
-    }
-
     /// Renders `spike` into the spool; its length in bytes.
     fn render(&mut self, spike: &Spike) -> u64 {
         self.scratch.clear();
@@ -234,6 +205,37 @@ impl Stream {
     }
 }
 
+impl rtwhy_analyze::file::SpikeSink for Stream {
+    /// Writes `spike` out (spikes come in order).
+    fn push(&mut self, spike: Spike) {
+        let summary = SpikeSummary::of(&spike);
+        let revocable = spike.primary.cause == Cause::KernelNonpreemptible
+            || spike
+                .contributors
+                .iter()
+                .any(|c| c.cause == Cause::KernelNonpreemptible);
+        let len = self.render(&spike);
+        let revoked = revocable.then(|| {
+            let mut revised = spike.clone();
+            not_nonpreemptible(&mut revised);
+            (self.render(&revised), revised.primary.cause)
+        });
+        if self.format == AnalyzeFormat::Markdown {
+            self.shown.push(spike);
+            if self.shown.len() > render::MAX_SHOWN {
+                let shown: Vec<&Spike> = render::first_shown(self.shown.iter().collect());
+                let keep: Vec<u32> = shown.iter().map(|s| s.id).collect();
+                self.shown.retain(|s| keep.contains(&s.id));
+            }
+        }
+        self.kept.push(Kept {
+            summary,
+            len,
+            revoked,
+        });
+    }
+}
+
 /// Copies each spike of `kept` from `spool` to `out`, `separator` between two: as it was
 /// diagnosed, or where `late` as [`not_nonpreemptible`] left it.
 fn copy_spikes(
@@ -286,12 +288,6 @@ impl Write for OrSink<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.1.flush()
-    }
-}
-
-impl rtwhy_analyze::file::SpikeSink for Stream {
-    fn push(&mut self, spike: Spike) {
-        Stream::push(self, spike);
     }
 }
 
