@@ -16,6 +16,7 @@ pub mod facts;
 pub mod fallback;
 pub mod lean;
 pub mod ledger;
+pub mod manifest;
 pub mod probe;
 pub mod session;
 pub mod state;

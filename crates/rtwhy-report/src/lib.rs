@@ -52,8 +52,10 @@ pub mod perfetto_trace;
 #[cfg(test)]
 mod png;
 mod protobuf;
+pub mod recording;
 pub mod redact;
 pub mod selftest;
+pub mod summary;
 pub mod svg;
 pub mod system;
 pub mod text;

@@ -12,26 +12,25 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rtwhy_analyze::{Config, TaskFilter};
-use rtwhy_model::{human_duration, Nanos, Overview, SessionDir, Spike, SpikeSource};
+use rtwhy_model::{human_duration, Nanos, SessionDir, Spike, SpikeSource};
 use rtwhy_record::capture::write_atomic;
 use rtwhy_record::events::Preset;
+use rtwhy_record::ledger::{Diagnosed, Entry, Ledger};
+use rtwhy_record::manifest;
 use rtwhy_record::probe::ProbeConfig;
 use rtwhy_record::session::{
     self, Armed, Capture, DetectorChoice, Observer, SessionConfig, SessionReport, Trigger, Workload,
 };
 use rtwhy_record::timerlat::ProbeChoice;
 use rtwhy_record::wakeups::DiagnosedTail;
-use serde_json::{json, Value};
+use rtwhy_report::recording::{require_overview, Recording};
+use rtwhy_report::summary;
 
 use crate::analyze::analyze_file;
 use crate::cli::{
     DetectorArg, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs, SummaryFormat,
 };
 use crate::journal::{self, Level};
-use rtwhy_record::ledger::{Diagnosed, Entry, Ledger};
-
-/// The schema of `session.json`.
-pub const SESSION_SCHEMA: &str = rtwhy_model::schema::SESSION;
 
 /// Diagnoses captures on a thread of its own, so the session keeps watching while a
 /// capture is analysed; keeps the session directory under its budget and `session.json`
@@ -289,7 +288,7 @@ impl Diagnoser {
                         so_far.duration_ns as f64 / 1e9,
                         so_far.breaches,
                         self.ledger.kept.len(),
-                        human_size(self.ledger.used()),
+                        summary::human_size(self.ledger.used()),
                         self.ledger.dropped.values().map(|d| d.captures).sum::<u64>(),
                     ),
                 );
@@ -297,16 +296,16 @@ impl Diagnoser {
             }
             Note::Progress(so_far) => so_far,
         };
-        let doc = session_json(
+        let doc = manifest::session_document(
             &self.argv,
             &so_far,
             &self.ledger,
             self.state_dir.as_deref(),
             false,
         );
-        let written = write_session(&self.out_dir, &doc).and_then(|session| {
-            let overview = overview(&so_far, &self.diagnosed, self.threshold);
-            Ok(session + write_overview(&self.out_dir, &overview)?)
+        let written = manifest::write_session(&self.out_dir, &doc).and_then(|session| {
+            let overview = manifest::overview(&so_far, &self.diagnosed, self.threshold);
+            Ok(session + manifest::write_overview(&self.out_dir, &overview)?)
         });
         match written {
             // The next capture's room is judged with these files' size twice (each is
@@ -341,7 +340,7 @@ fn drop_files(e: &Entry, budget: Option<u64>) {
             e.diag.file,
             e.diag.cause_key(),
             human_duration(e.diag.latency_ns),
-            human_size(budget.unwrap_or(0)),
+            summary::human_size(budget.unwrap_or(0)),
         ),
     );
 }
@@ -394,266 +393,6 @@ impl Observer for Live {
     }
 }
 
-/// `1.5 MiB`.
-fn human_size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
-}
-
-/// The `p` quantile of `v` (nearest rank, as every figure of rtwhy), 0 for none.
-fn percentile(v: &mut [u64], p: f64) -> u64 {
-    v.sort_unstable();
-    rtwhy_model::quantile(v, p).unwrap_or(0)
-}
-
-/// `session.json`: the session, the captures on disk with their diagnoses, and what the
-/// disk budget dropped. Rewritten after every capture while `ended` is false.
-fn session_json(
-    args_line: &[String],
-    r: &SessionReport,
-    ledger: &Ledger,
-    state_dir: Option<&Path>,
-    ended: bool,
-) -> Value {
-    let mut freeze: Vec<u64> = r.captures.iter().map(|c| c.freeze_delay_ns).collect();
-    let mut detect: Vec<u64> = r.captures.iter().map(|c| c.detect_delay_ns).collect();
-    let mut dead: Vec<u64> = r.captures.iter().map(|c| c.dead_time_ns).collect();
-    let pages_lost: u64 = r.captures.iter().map(|c| c.summary.pages_after_loss).sum();
-    json!({
-        "schema": SESSION_SCHEMA,
-        "state": if ended { "ended" } else { "recording" },
-        "command": args_line,
-        "session": r,
-        "spikes": ledger.this_session().map(|e| &e.diag).collect::<Vec<_>>(),
-        "dropped": ledger.dropped,
-        // With a state directory the budget and the bytes used are the whole directory's.
-        "disk": {"budget_bytes": ledger.budget, "used_bytes": ledger.used(), "state_dir": state_dir},
-        "timing": {
-            "detect_delay_ns": {"p50": percentile(&mut detect, 0.5), "p99": percentile(&mut detect, 0.99)},
-            "freeze_delay_ns": {"p50": percentile(&mut freeze, 0.5), "p99": percentile(&mut freeze, 0.99)},
-            "dead_time_ns": {"p50": percentile(&mut dead, 0.5), "max": dead.iter().max().copied().unwrap_or(0)},
-            "pages_after_loss": pages_lost,
-        },
-    })
-}
-
-/// Writes `session.json` (atomically); returns its size.
-fn write_session(dir: &Path, doc: &Value) -> Result<u64> {
-    Ok(write_atomic(&SessionDir::new(dir).manifest(), |w| {
-        serde_json::to_writer_pretty(&mut *w, doc)?;
-        w.write_all(b"\n")
-    })?)
-}
-
-/// The session's overview: its wake-up histograms with the captured breaches under
-/// their verdicts.
-fn overview(r: &SessionReport, diagnosed: &DiagnosedTail, threshold: Nanos) -> Overview {
-    let detector = r.armed.as_ref().map_or("", |a| a.detector.as_str());
-    let mut o = r
-        .wakeups
-        .overview(detector, threshold.0, r.detector_lost, diagnosed);
-    // The wall clock at the session's start: what places the sessions of a state
-    // directory, each with its own boot's monotonic clock, on one time line.
-    let since_start = session::mono_ns().saturating_sub(o.from_ns);
-    o.from_unix_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()
-        .and_then(|now| u64::try_from(now.as_nanos()).ok())
-        .map(|now| now.saturating_sub(since_start));
-    o
-}
-
-/// Writes `overview.json` (atomically); returns its size.
-fn write_overview(dir: &Path, o: &Overview) -> Result<u64> {
-    Ok(write_atomic(&SessionDir::new(dir).overview(), |w| {
-        serde_json::to_writer_pretty(&mut *w, o)?;
-        w.write_all(b"\n")
-    })?)
-}
-
-/// How many contributors a session's summary lists.
-const SUMMARY_CONTRIBUTORS: usize = 5;
-
-/// The summary table of a session, from its `session.json` (at the end of `rtwhy
-/// record`, and by `rtwhy summary DIR` while it runs or afterwards).
-fn print_summary(out: &mut dyn Write, dir: &Path, doc: &Value) -> std::io::Result<()> {
-    let s = &doc["session"];
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
-    let spikes = doc["spikes"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let captures = s["captures_total"].as_u64().unwrap_or(spikes.len() as u64);
-    let state = if doc["state"] == "recording" {
-        "recording".to_string()
-    } else {
-        s["ended_by"].as_str().unwrap_or("ended").to_string()
-    };
-    writeln!(out)?;
-    writeln!(
-        out,
-        "rtwhy record: {state} after {:.1} s; {} breaches, {captures} captures in {}",
-        n(&s["duration_ns"]) as f64 / 1e9,
-        n(&s["breaches"]),
-        dir.display()
-    )?;
-    // Captures per cause: those on disk and those the disk budget deleted.
-    let mut causes: Vec<(String, u64, u64)> = Vec::new();
-    let mut count =
-        |cause: &str, kept: u64, dropped: u64| match causes.iter_mut().find(|(c, _, _)| c == cause)
-        {
-            Some(c) => {
-                c.1 += kept;
-                c.2 += dropped;
-            }
-            None => causes.push((cause.to_string(), kept, dropped)),
-        };
-    for sp in spikes {
-        count(sp["cause"].as_str().unwrap_or("undiagnosed"), 1, 0);
-    }
-    if let Some(dropped) = doc["dropped"].as_object() {
-        for (cause, d) in dropped {
-            count(cause, 0, n(&d["captures"]));
-        }
-    }
-    causes.sort_by_key(|c| std::cmp::Reverse(c.1 + c.2));
-    if !causes.is_empty() {
-        writeln!(out, "  {:<28} {:>8} {:>8}", "cause", "captures", "deleted")?;
-        for (c, kept, dropped) in &causes {
-            writeln!(out, "  {c:<28} {:>8} {dropped:>8}", kept + dropped)?;
-        }
-    }
-    print_contributors(out, &rtwhy_report::overview::captures_of(doc))?;
-    if let Some(threads) = s["threads"].as_array().filter(|t| !t.is_empty()) {
-        writeln!(
-            out,
-            "  {:<8} {:<20} {:>9} {:>12}",
-            "tid", "thread", "breaches", "worst"
-        )?;
-        for t in threads {
-            writeln!(
-                out,
-                "  {:<8} {:<20} {:>9} {:>12}",
-                t["tid"],
-                t["comm"].as_str().unwrap_or("?"),
-                n(&t["breaches"]),
-                human_duration(n(&t["worst_ns"]))
-            )?;
-        }
-    }
-    for p in s["probe"].as_array().map(Vec::as_slice).unwrap_or_default() {
-        writeln!(
-            out,
-            "  probe cpu {}: {} loops, min {} avg {} max {}, {} above threshold",
-            p["cpu"],
-            n(&p["loops"]),
-            human_duration(n(&p["min_ns"])),
-            human_duration(n(&p["avg_ns"])),
-            human_duration(n(&p["max_ns"])),
-            n(&p["over_threshold"])
-        )?;
-    }
-    let t = &doc["timing"];
-    writeln!(
-        out,
-        "  lost: {} detector records, {} streamed events, {} captured pages after overruns; {} breaches in dead time, {} after --max-spikes, {} within --min-gap; {} captures not saved",
-        n(&s["detector_lost"]),
-        n(&s["watch_events_lost"]),
-        n(&t["pages_after_loss"]),
-        n(&s["breaches_in_dead_time"]),
-        n(&s["breaches_after_max"]),
-        n(&s["breaches_rate_limited"]),
-        n(&s["captures_failed"]),
-    )?;
-    if n(&s["markers_not_captured"]) > 0 {
-        writeln!(
-            out,
-            "  {} markers set off no capture: written before the previous capture was read out (inside its window, or while it was saved)",
-            n(&s["markers_not_captured"])
-        )?;
-    }
-    if let Some(budget) = doc["disk"]["budget_bytes"].as_u64() {
-        let whose = match doc["disk"]["state_dir"].as_str() {
-            Some(state) => format!(" (all sessions in {state})"),
-            None => String::new(),
-        };
-        writeln!(
-            out,
-            "  disk: {} of the {} budget in use{whose}, {} captures of this session on disk",
-            human_size(n(&doc["disk"]["used_bytes"])),
-            human_size(budget),
-            spikes.len()
-        )?;
-    }
-    if captures > 0 {
-        writeln!(
-            out,
-            "  recording off while saving: median {} (max {}) per capture; instance stopped {} (median) after breach + --after",
-            human_duration(n(&t["dead_time_ns"]["p50"])),
-            human_duration(n(&t["dead_time_ns"]["max"])),
-            human_duration(n(&t["freeze_delay_ns"]["p50"])),
-        )?;
-    }
-    if let Some(code) = s["child_exit"].as_i64() {
-        match s["child_signal"].as_i64() {
-            Some(sig) => writeln!(out, "  command killed by signal {sig}")?,
-            None => writeln!(out, "  command exited with {code}")?,
-        }
-    }
-    Ok(())
-}
-
-/// A recording session's `session.json` (checked to be one) and its overview, if it has
-/// one: what `rtwhy summary DIR` and `rtwhy report DIR` read.
-pub(crate) fn read_session(dir: &Path) -> Result<(Value, Option<Overview>)> {
-    let path = SessionDir::new(dir).manifest();
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "cannot read {} (is {} a directory written by `rtwhy record --out`?)",
-            path.display(),
-            dir.display()
-        )
-    })?;
-    let doc: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a session.json", path.display()))?;
-    if !doc["schema"]
-        .as_str()
-        .is_some_and(|s| s.starts_with("rtwhy.session/"))
-    {
-        anyhow::bail!(
-            "{} is not a session.json written by rtwhy record",
-            path.display()
-        );
-    }
-    Ok((doc, read_overview(dir)?))
-}
-
-/// A recording read back for `rtwhy summary DIR` and `rtwhy report DIR`: one session,
-/// or every session of a recorder's state directory (`--state-dir`) together.
-pub(crate) struct Recording {
-    /// Each session: its directory's name (empty for a session given itself), its
-    /// `session.json` and its overview; oldest first.
-    pub sessions: Vec<(String, Value, Option<Overview>)>,
-    /// The captures on disk: files relative to the directory given, times on the
-    /// overview's time line (0: unknown).
-    pub captures: Vec<rtwhy_report::overview::Capture>,
-    /// The session's overview, or the sessions' combined ([`Overview::combine`]).
-    pub overview: Option<Overview>,
-}
-
-impl Recording {
-    /// Whether this is a state directory's sessions rather than one session.
-    pub fn is_state_dir(&self) -> bool {
-        self.sessions
-            .first()
-            .is_some_and(|(name, _, _)| !name.is_empty())
-    }
-}
-
 /// Whether `dir` is a recording session's directory or a state directory holding some.
 pub(crate) fn is_recording(dir: &Path) -> bool {
     dir.is_dir()
@@ -661,71 +400,14 @@ pub(crate) fn is_recording(dir: &Path) -> bool {
             || rtwhy_record::state::sessions(dir).is_ok_and(|s| !s.is_empty()))
 }
 
-/// Reads a session directory, or a state directory holding sessions. A session of a
-/// state directory that cannot be read is left out with a warning: the others stand.
+/// Reads a session directory, or a state directory holding sessions; a session of a
+/// state directory that cannot be read is left out with a warning.
 pub(crate) fn read_recording(dir: &Path) -> Result<Recording> {
-    let sessions = match SessionDir::new(dir).manifest().is_file() {
-        true => Vec::new(),
-        false => rtwhy_record::state::sessions(dir).unwrap_or_default(),
-    };
-    if sessions.is_empty() {
-        let (doc, overview) = read_session(dir)?;
-        return Ok(Recording {
-            captures: rtwhy_report::overview::captures_of(&doc),
-            sessions: vec![(String::new(), doc, overview.clone())],
-            overview,
-        });
+    let rec = Recording::read(dir, rtwhy_record::state::sessions)?;
+    for why in &rec.left_out {
+        eprintln!("rtwhy: warning: {why}; left out");
     }
-    let mut read = Vec::new();
-    for path in sessions {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match read_session(&path) {
-            Ok((doc, overview)) => read.push((name, doc, overview)),
-            Err(e) => eprintln!("rtwhy: warning: {e:#}; left out"),
-        }
-    }
-    let with: Vec<(String, Overview)> = read
-        .iter()
-        .filter_map(|(name, _, o)| Some((name.clone(), o.clone()?)))
-        .collect();
-    let (overview, shifts) = match with.is_empty() {
-        true => (None, Vec::new()),
-        false => {
-            let (o, s) = Overview::combine(&with);
-            (Some(o), s)
-        }
-    };
-    let mut captures = Vec::new();
-    for (name, doc, _) in &read {
-        let shift = with.iter().position(|(n, _)| n == name).map(|i| shifts[i]);
-        for mut c in rtwhy_report::overview::captures_of(doc) {
-            c.file = format!("{name}/{}", c.file);
-            c.end_ns = match shift {
-                Some(s) if c.end_ns > 0 => (c.end_ns as i128 + s).max(1) as u64,
-                _ => 0,
-            };
-            captures.push(c);
-        }
-    }
-    Ok(Recording {
-        sessions: read,
-        captures,
-        overview,
-    })
-}
-
-/// The session's overview, or the one-line error of a session recorded without one.
-pub(crate) fn require_overview(dir: &Path, overview: Option<Overview>) -> Result<Overview> {
-    overview.ok_or_else(|| {
-        anyhow::anyhow!(
-            "{} has no {}: the session was recorded by an rtwhy without wake-up histograms",
-            dir.display(),
-            SessionDir::OVERVIEW
-        )
-    })
+    Ok(rec)
 }
 
 /// `rtwhy summary DIR`: where a recording session stands, from its `session.json`.
@@ -743,113 +425,19 @@ pub fn summary(args: &SummaryArgs) -> Result<ExitCode> {
             out.write_all(rtwhy_report::overview_svg::render(&o).as_bytes())?;
         }
         SummaryFormat::Text if rec.is_state_dir() => {
-            print_state_summary(&mut out, &args.dir, &rec)?;
+            summary::render_state_dir(&mut out, &args.dir, &rec)?;
             if let Some(o) = &rec.overview {
                 rtwhy_report::overview::render_text(&mut out, o)?;
             }
         }
         SummaryFormat::Text => {
-            print_summary(&mut out, &args.dir, &rec.sessions[0].1)?;
+            summary::render_session(&mut out, &args.dir, &rec.sessions[0].1)?;
             if let Some(o) = &rec.overview {
                 rtwhy_report::overview::render_text(&mut out, o)?;
             }
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The summary of a recorder's state directory: a line per session, the disk the
-/// directory takes against the latest session's budget, and who the captures on disk
-/// point at.
-fn print_state_summary(out: &mut dyn Write, dir: &Path, rec: &Recording) -> std::io::Result<()> {
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
-    writeln!(out)?;
-    writeln!(
-        out,
-        "rtwhy record: {} sessions in {}",
-        rec.sessions.len(),
-        dir.display()
-    )?;
-    writeln!(
-        out,
-        "  {:<26} {:<12} {:>10} {:>9} {:>9} {:>8}",
-        "session", "ended by", "length", "breaches", "captures", "on disk"
-    )?;
-    for (name, doc, _) in &rec.sessions {
-        let s = &doc["session"];
-        let state = match doc["state"].as_str() {
-            Some("recording") => "recording",
-            _ => s["ended_by"].as_str().unwrap_or("ended"),
-        };
-        writeln!(
-            out,
-            "  {name:<26} {state:<12} {:>10} {:>9} {:>9} {:>8}",
-            human_duration(n(&s["duration_ns"])),
-            n(&s["breaches"]),
-            n(&s["captures_total"]),
-            doc["spikes"].as_array().map_or(0, Vec::len)
-        )?;
-    }
-    if let Some((_, last, _)) = rec.sessions.last() {
-        if let Some(budget) = last["disk"]["budget_bytes"].as_u64() {
-            writeln!(
-                out,
-                "  disk: {} of the {} budget in use (as the latest session left it), {} captures on disk",
-                human_size(n(&last["disk"]["used_bytes"])),
-                human_size(budget),
-                rec.captures.len()
-            )?;
-        }
-    }
-    print_contributors(out, &rec.captures)
-}
-
-/// Who the kept captures' verdicts point at, the most captures first: the summary's
-/// top contributors.
-fn print_contributors(
-    out: &mut dyn Write,
-    kept: &[rtwhy_report::overview::Capture],
-) -> std::io::Result<()> {
-    let culprits = rtwhy_report::overview::contributors(kept);
-    if !culprits.is_empty() {
-        writeln!(out, "  top contributors (captures kept):")?;
-        for k in culprits.iter().take(SUMMARY_CONTRIBUTORS) {
-            let causes: Vec<&str> = k.causes().iter().map(|(c, _)| *c).collect();
-            let worst = k.captures.first();
-            writeln!(
-                out,
-                "  {:>6}  {} ({}), worst {}{}",
-                k.captures.len(),
-                k.culprit,
-                causes.join(", "),
-                human_duration(worst.map_or(0, |c| c.latency_ns)),
-                worst.map(|c| format!(" in {}", c.file)).unwrap_or_default()
-            )?;
-        }
-    }
-    Ok(())
-}
-
-/// The session's `overview.json`; `None` when there is none (a session recorded before
-/// rtwhy wrote one).
-fn read_overview(dir: &Path) -> Result<Option<Overview>> {
-    let path = SessionDir::new(dir).overview();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    let o: Overview = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not an rtwhy overview", path.display()))?;
-    if o.schema != rtwhy_model::OVERVIEW_SCHEMA {
-        anyhow::bail!(
-            "{}: schema {:?}, this rtwhy reads {}",
-            path.display(),
-            o.schema,
-            rtwhy_model::OVERVIEW_SCHEMA
-        );
-    }
-    Ok(Some(o))
 }
 
 pub fn run(args: &RecordArgs) -> Result<ExitCode> {
@@ -874,9 +462,9 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         if budget < one {
             anyhow::bail!(
                 "--disk-budget {} is smaller than one capture can be ({} KiB buffer x {cpus} CPUs + 4 MiB of metadata = {}): raise it, or lower --buffer-kb",
-                human_size(budget),
+                summary::human_size(budget),
                 args.buffer_kb,
-                human_size(one)
+                summary::human_size(one)
             );
         }
     }
@@ -979,12 +567,12 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
     let report = session::run(&cfg, &mut live);
     let (ledger, diagnosed) = live.finish();
     let report = report?;
-    let doc = session_json(&argv, &report, &ledger, args.state_dir.as_deref(), true);
-    write_session(&out_dir, &doc)?;
-    let overview = overview(&report, &diagnosed, args.threshold);
-    write_overview(&out_dir, &overview)?;
+    let doc = manifest::session_document(&argv, &report, &ledger, args.state_dir.as_deref(), true);
+    manifest::write_session(&out_dir, &doc)?;
+    let overview = manifest::overview(&report, &diagnosed, args.threshold);
+    manifest::write_overview(&out_dir, &overview)?;
     let stdout = std::io::stdout();
-    print_summary(&mut stdout.lock(), &out_dir, &doc)?;
+    summary::render_session(&mut stdout.lock(), &out_dir, &doc)?;
     rtwhy_report::overview::render_text(&mut stdout.lock(), &overview)?;
     if let Some(code) = report.child_exit.filter(|c| *c != 0) {
         return Ok(ExitCode::from(code.clamp(1, 255) as u8));

@@ -583,8 +583,8 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
     let baseline = match &args.baseline {
         Some(b) if crate::record::is_recording(b) => {
             let base = crate::record::read_recording(b)?;
-            let o = crate::record::require_overview(b, base.overview)?;
-            Some((b, o, crate::record::require_overview(dir, overview.clone())?))
+            let o = rtwhy_report::recording::require_overview(b, base.overview)?;
+            Some((b, o, rtwhy_report::recording::require_overview(dir, overview.clone())?))
         }
         Some(b) => bail!(
             "--baseline {}: not a recording session (`rtwhy record --out DIR`) nor a state directory holding some",
@@ -598,7 +598,7 @@ fn session_report(args: &ReportArgs) -> Result<ExitCode> {
             "--baseline draws two pictures: give --out FILE.md (they are written beside it)"
         ),
         ReportFormat::Svg => {
-            let o = crate::record::require_overview(dir, overview.clone())?;
+            let o = rtwhy_report::recording::require_overview(dir, overview.clone())?;
             let svg = rtwhy_report::overview_svg::render(&o);
             return emit(args.out.as_deref(), svg.as_bytes());
         }

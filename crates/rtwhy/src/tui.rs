@@ -88,7 +88,7 @@ fn reload_session(app: &mut App, dir: &Path, seen: Option<SystemTime>) -> Option
     if modified.is_none() || modified == seen {
         return seen;
     }
-    match crate::record::read_session(dir) {
+    match rtwhy_report::recording::read_session(dir) {
         Ok((doc, Some(overview))) => app.set_session(Session::new(overview, &doc)),
         Ok((_, None)) => {}
         Err(e) => app.message = Some(format!("no overview: {e:#}")),
