@@ -62,6 +62,8 @@ fi
 
 log "cargo fmt --check"
 cargo fmt --all --check
+# The rule files are declared by rtwhy-analyze's build script, out of cargo fmt's sight.
+rustfmt --check --edition 2021 crates/rtwhy-analyze/src/rules/*.rs
 
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings

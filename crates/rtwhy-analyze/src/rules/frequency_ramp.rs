@@ -11,6 +11,9 @@ impl Rule for FrequencyRamp {
     fn cause(&self) -> Cause {
         Cause::FrequencyRamp
     }
+    fn precedence(&self) -> u32 {
+        120
+    }
 
     /// A low clock slows everything the CPU did in the window.
     fn across(&self, ctx: &Ctx<'_>) -> u64 {

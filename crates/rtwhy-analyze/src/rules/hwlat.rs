@@ -30,6 +30,9 @@ impl Rule for Hwlat {
     fn cause(&self) -> Cause {
         Cause::Hwlat
     }
+    fn precedence(&self) -> u32 {
+        90
+    }
 
     /// A stopped timer or unaccounted time.
     fn claim(&self, _ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {

@@ -74,6 +74,9 @@ impl Rule for IdleExit {
     fn cause(&self) -> Cause {
         Cause::IdleExit
     }
+    fn precedence(&self) -> u32 {
+        80
+    }
 
     /// A stopped timer or unaccounted time after a deep idle state, no longer than the
     /// CPU's slowest exit, and interrupts not held off; idle before the CPU showed it was

@@ -16,6 +16,9 @@ impl Rule for Irq {
     fn cause(&self) -> Cause {
         Cause::Irq
     }
+    fn precedence(&self) -> u32 {
+        40
+    }
 
     /// An IRQ's handler, and its thread when that may hold the CPU against the victim: the
     /// interrupt's work (PREEMPT_RT threads every handler), not an application preempting.

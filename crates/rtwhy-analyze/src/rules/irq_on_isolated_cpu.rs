@@ -14,6 +14,9 @@ impl Rule for IrqOnIsolatedCpu {
     fn cause(&self) -> Cause {
         Cause::IrqOnIsolatedCpu
     }
+    fn precedence(&self) -> u32 {
+        30
+    }
 
     /// On an isolated CPU, a device IRQ's handler or thread (one that may hold the CPU
     /// against the victim), and softirq work run by a device IRQ's thread: the IRQ's

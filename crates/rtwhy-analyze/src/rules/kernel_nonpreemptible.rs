@@ -170,6 +170,9 @@ impl Rule for KernelNonpreemptible {
     fn cause(&self) -> Cause {
         Cause::KernelNonpreemptible
     }
+    fn precedence(&self) -> u32 {
+        70
+    }
 
     /// A stopped timer or unaccounted time while the kernel held interrupts off; lower
     /// work on a real-time victim's CPU (a kernel section it could not preempt).

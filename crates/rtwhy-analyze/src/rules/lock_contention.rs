@@ -11,6 +11,9 @@ impl Rule for LockContention {
     fn cause(&self) -> Cause {
         Cause::LockContention
     }
+    fn precedence(&self) -> u32 {
+        110
+    }
 
     /// A lock wait, and the kernel's slow path of the lock the victim asked for.
     fn claim(&self, _ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {

@@ -80,6 +80,9 @@ impl Rule for Migration {
     fn cause(&self) -> Cause {
         Cause::Migration
     }
+    fn precedence(&self) -> u32 {
+        10
+    }
 
     /// The migration thread's work; and, once the victim moved, idle or lower work on its
     /// new CPU after it arrived: before that it waited on its old CPU, which the breakdown

@@ -10,18 +10,8 @@ use rtwhy_model::{BreakdownItem, Bucket, Cause, Confidence, Event};
 use crate::ctx::Ctx;
 use crate::period::{Answer, PeriodCtx};
 
-mod frequency_ramp;
-mod hwlat;
-pub(crate) mod idle_exit;
-mod irq;
-mod irq_on_isolated_cpu;
-pub(crate) mod kernel_nonpreemptible;
-mod lock_contention;
-pub(crate) mod migration;
-pub(crate) mod preemption;
-mod priority_inversion;
-pub(crate) mod rt_throttling;
-mod softirq;
+// One module per file of this directory and `FOUND`, their rules (build.rs).
+include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 
 /// A cause's share of the latency from which it is named primary (docs/causes.md).
 pub(crate) const PRIMARY_SHARE: f64 = 0.3;
@@ -48,6 +38,12 @@ pub(crate) fn confidence(share: f64) -> Confidence {
 pub(crate) trait Rule: Sync {
     /// The cause it names.
     fn cause(&self) -> Cause;
+    /// Where the rule stands among the others, the lowest first: where two may explain
+    /// the same time, the earlier names it (the more specific cause first: a device IRQ on
+    /// an isolated CPU before any IRQ, interrupts held off before an idle exit, both
+    /// before a stopped CPU), and timerlat periods ask the rules in this order. No two
+    /// rules share one; the numbers step by 10, so a new rule goes between two.
+    fn precedence(&self) -> u32;
     /// `Err` says what the events lack for this spike to be given to the cause.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String>;
     /// The finding's sentence for people, from the spike's share `share` of the latency;
@@ -88,27 +84,18 @@ pub(crate) trait Rule: Sync {
 
 /// The rule of `cause` (`None` for `unknown`).
 pub(crate) fn rule(cause: Cause) -> Option<&'static dyn Rule> {
-    RULES.iter().copied().find(|r| r.cause() == cause)
+    rules().iter().copied().find(|r| r.cause() == cause)
 }
 
-/// Every rule, in order of precedence: where two may explain the same time, the earlier
-/// names it (the more specific cause first: a device IRQ on an isolated CPU before any
-/// IRQ, interrupts held off before an idle exit, both before a stopped CPU). `unknown`
-/// has none (it needs nothing).
-static RULES: [&dyn Rule; 12] = [
-    &migration::Migration,
-    &rt_throttling::RtThrottling,
-    &irq_on_isolated_cpu::IrqOnIsolatedCpu,
-    &irq::Irq,
-    &softirq::Softirq,
-    &preemption::Preemption,
-    &kernel_nonpreemptible::KernelNonpreemptible,
-    &idle_exit::IdleExit,
-    &hwlat::Hwlat,
-    &priority_inversion::PriorityInversion,
-    &lock_contention::LockContention,
-    &frequency_ramp::FrequencyRamp,
-];
+/// Every rule, in order of precedence ([`Rule::precedence`]).
+fn rules() -> &'static [&'static dyn Rule] {
+    static RULES: std::sync::LazyLock<Vec<&'static dyn Rule>> = std::sync::LazyLock::new(|| {
+        let mut r = FOUND.to_vec();
+        r.sort_by_key(|r| r.precedence());
+        r
+    });
+    &RULES
+}
 
 /// How much of a stretch of the breakdown a rule claims ([`Rule::claim`]).
 #[derive(Clone, Copy)]
@@ -131,7 +118,7 @@ pub(crate) fn candidates(ctx: &Ctx<'_>, item: &BreakdownItem) -> Vec<(u64, Vec<C
     // for the victim: the victim's lock wait, which only the lock's story names, never a
     // task that preempted it.
     let lent = matches!(&item.bucket, Bucket::Task { boost: Some(b), .. } if b.by_tid == ctx.ep.victim.tid);
-    for r in RULES.iter().filter(|_| !lent) {
+    for r in rules().iter().filter(|_| !lent) {
         if let Some(c) = r.claim(ctx, item) {
             claims.push((r.cause(), c));
             if matches!(c, Claim::Only(_)) {
@@ -164,7 +151,7 @@ pub(crate) fn candidates(ctx: &Ctx<'_>, item: &BreakdownItem) -> Vec<(u64, Vec<C
 /// Time each cause adds across the breakdown rather than in one stretch of it
 /// ([`Rule::across`]).
 pub(crate) fn across(ctx: &Ctx<'_>) -> Vec<(Cause, u64)> {
-    RULES
+    rules()
         .iter()
         .map(|r| (r.cause(), r.across(ctx)))
         .filter(|(_, ns)| *ns > 0)
@@ -191,7 +178,7 @@ pub(crate) fn below_rt_victim(ctx: &Ctx<'_>, bucket: &Bucket) -> bool {
 /// its cause; else the first rule's refusal; else [`Answer::Pass`] (no rule's kind).
 pub(crate) fn judge(period: &PeriodCtx<'_>) -> Answer {
     let mut refused = None;
-    for r in RULES {
+    for r in rules() {
         match r.period(period) {
             Answer::Names(f) => return Answer::Names(f),
             Answer::Refuses(why) => {
@@ -245,8 +232,29 @@ mod tests {
     #[test]
     fn every_named_cause_has_exactly_one_rule() {
         for c in Cause::ALL {
-            let n = RULES.iter().filter(|r| r.cause() == c).count();
+            let n = rules().iter().filter(|r| r.cause() == c).count();
             assert_eq!(n, usize::from(c != Cause::Unknown), "{c}");
         }
+    }
+
+    #[test]
+    fn every_cause_has_its_section_in_docs_causes_md() {
+        let doc = include_str!("../../../../docs/causes.md");
+        for c in Cause::ALL {
+            let named = doc.lines().any(|l| {
+                l.strip_prefix("## ").is_some_and(|h| {
+                    h.split(|ch: char| !ch.is_ascii_alphanumeric() && ch != '_')
+                        .any(|w| w == c.as_str())
+                })
+            });
+            assert!(named, "docs/causes.md has no `## {c}` section");
+        }
+    }
+
+    #[test]
+    fn no_two_rules_share_a_precedence() {
+        let mut p: Vec<u32> = rules().iter().map(|r| r.precedence()).collect();
+        p.dedup();
+        assert_eq!(p.len(), rules().len(), "{p:?}");
     }
 }

@@ -24,6 +24,9 @@ impl Rule for Preemption {
     fn cause(&self) -> Cause {
         Cause::Preemption
     }
+    fn precedence(&self) -> u32 {
+        60
+    }
 
     /// A task or IRQ thread that may hold the CPU against the victim, and the migration
     /// thread.

@@ -11,6 +11,9 @@ impl Rule for PriorityInversion {
     fn cause(&self) -> Cause {
         Cause::PriorityInversion
     }
+    fn precedence(&self) -> u32 {
+        100
+    }
 
     /// A lock wait while medium-priority work ran on the holder's CPU: all of it when that
     /// work ran for at least the primary share ([`PRIMARY_SHARE`]) of the wait; else that

@@ -73,6 +73,9 @@ impl Rule for RtThrottling {
     fn cause(&self) -> Cause {
         Cause::RtThrottling
     }
+    fn precedence(&self) -> u32 {
+        20
+    }
 
     /// Idle or lower work on the CPU of a real-time victim: what a throttled RT class runs.
     fn claim(&self, ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {

@@ -15,6 +15,9 @@ impl Rule for Softirq {
     fn cause(&self) -> Cause {
         Cause::Softirq
     }
+    fn precedence(&self) -> u32 {
+        50
+    }
 
     fn claim(&self, _ctx: &Ctx<'_>, item: &BreakdownItem) -> Option<Claim> {
         matches!(item.bucket, Bucket::Softirq { .. }).then_some(Claim::All)
