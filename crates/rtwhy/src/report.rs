@@ -15,7 +15,7 @@ use rtwhy_decode::TraceMeta;
 use rtwhy_model::{EventKind, Nanos, Spike, FACT_PREFIX};
 use rtwhy_report::markdown::{self, Links};
 use rtwhy_report::redact::Redactor;
-use rtwhy_report::{SpikeReport, Window};
+use rtwhy_report::{Report, SpikeReport, Window};
 
 use crate::analyze::analyze_file;
 use crate::cli::{ReportArgs, ReportFormat};
@@ -126,81 +126,14 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     report.redacted = redactor.is_some();
 
     if bundle {
-        if report.spikes.is_empty() {
-            bail!(
-                "{}: no spike above {} to put in a bundle; lower --threshold or check --comm/--tid",
-                source.path,
-                rtwhy_model::human_duration(analysis.threshold.0)
-            );
-        }
-        let Some(path) = out else {
-            bail!("--bundle needs an output file");
-        };
-        let Some(dat) = window_dat else {
-            bail!(
-                "{}: --bundle needs a trace.dat (report text cannot be cut into a trace window); use --format markdown",
-                source.path
-            );
-        };
-        let mut members = vec![(
-            "report.md".to_string(),
-            markdown::render(&report, &Links { svgs: true }).into_bytes(),
-        )];
-        for s in &report.spikes {
-            members.push((markdown::svg_name(s.spike.id), s.svg().into_bytes()));
-        }
-        members.push(("analysis.json".to_string(), json_bytes(&filtered, &source)?));
-        members.push((
-            "perfetto.json".to_string(),
-            serde_json::to_vec_pretty(&report.perfetto())?,
-        ));
-        if let Some(r) = redactor.as_mut() {
-            for (_, bytes) in &mut members {
-                *bytes = scrubbed(r, bytes);
-            }
-        }
-        // The trace window last: its symbol table names every symbol any file placed.
-        members.insert(
-            0,
-            (BUNDLE_TRACE.to_string(), dat.finish(redactor.as_mut())?),
+        return write_bundle(
+            &report,
+            &filtered,
+            &source,
+            out,
+            window_dat,
+            redactor.as_mut(),
         );
-        let sizes: Vec<(String, usize)> =
-            members.iter().map(|(n, b)| (n.clone(), b.len())).collect();
-        let counts = redactor.as_ref().map(|r| r.counts());
-        members.push((
-            rtwhy_report::bundle::MANIFEST.to_string(),
-            rtwhy_report::bundle::manifest(&sizes, counts.as_ref()).into_bytes(),
-        ));
-        let root = path
-            .file_name()
-            .map(|n| n.to_string_lossy().trim_end_matches(".tar.gz").to_string())
-            .unwrap_or_else(|| "rtwhy-report".to_string());
-        let mtime = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let mut archive = Vec::new();
-        rtwhy_report::bundle::write(&mut archive, &path, &root, &members, mtime)?;
-        write_out(&path, &archive)?;
-        eprintln!(
-            "rtwhy: wrote {} ({} spike{}: {})",
-            path.display(),
-            report.spikes.len(),
-            if report.spikes.len() == 1 { "" } else { "s" },
-            members
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        if redactor.is_none() {
-            eprintln!(
-                "rtwhy: note: not redacted: the bundle keeps kernel addresses and the symbol table, the whole kernel command line, the host name and every task's name; --redact replaces them (see {}/{})",
-                root,
-                rtwhy_report::bundle::MANIFEST
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
     }
 
     let bytes = match args.format {
@@ -239,6 +172,95 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     }
     for w in &source.warnings {
         eprintln!("rtwhy: warning: {}: {w}", source.path);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `rtwhy report --bundle`: the report in Markdown with a picture per spike, the analysis
+/// in JSON, the Perfetto trace and the trace window, in one `.tar.gz` with its manifest.
+fn write_bundle(
+    report: &Report,
+    filtered: &Analysis,
+    source: &Source,
+    out: Option<PathBuf>,
+    window_dat: Option<WindowDat>,
+    mut redactor: Option<&mut Redactor>,
+) -> Result<ExitCode> {
+    if report.spikes.is_empty() {
+        bail!(
+            "{}: no spike above {} to put in a bundle; lower --threshold or check --comm/--tid",
+            source.path,
+            rtwhy_model::human_duration(filtered.threshold.0)
+        );
+    }
+    let Some(path) = out else {
+        bail!("--bundle needs an output file");
+    };
+    let Some(dat) = window_dat else {
+        bail!(
+            "{}: --bundle needs a trace.dat (report text cannot be cut into a trace window); use --format markdown",
+            source.path
+        );
+    };
+    let mut members = vec![(
+        "report.md".to_string(),
+        markdown::render(report, &Links { svgs: true }).into_bytes(),
+    )];
+    for s in &report.spikes {
+        members.push((markdown::svg_name(s.spike.id), s.svg().into_bytes()));
+    }
+    members.push(("analysis.json".to_string(), json_bytes(filtered, source)?));
+    members.push((
+        "perfetto.json".to_string(),
+        serde_json::to_vec_pretty(&report.perfetto())?,
+    ));
+    if let Some(r) = redactor.as_mut() {
+        for (_, bytes) in &mut members {
+            *bytes = scrubbed(r, bytes);
+        }
+    }
+    // The trace window last: its symbol table names every symbol any file placed.
+    members.insert(
+        0,
+        (
+            BUNDLE_TRACE.to_string(),
+            dat.finish(redactor.as_deref_mut())?,
+        ),
+    );
+    let sizes: Vec<(String, usize)> = members.iter().map(|(n, b)| (n.clone(), b.len())).collect();
+    let counts = redactor.as_ref().map(|r| r.counts());
+    members.push((
+        rtwhy_report::bundle::MANIFEST.to_string(),
+        rtwhy_report::bundle::manifest(&sizes, counts.as_ref()).into_bytes(),
+    ));
+    let root = path
+        .file_name()
+        .map(|n| n.to_string_lossy().trim_end_matches(".tar.gz").to_string())
+        .unwrap_or_else(|| "rtwhy-report".to_string());
+    let mtime = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut archive = Vec::new();
+    rtwhy_report::bundle::write(&mut archive, &path, &root, &members, mtime)?;
+    write_out(&path, &archive)?;
+    eprintln!(
+        "rtwhy: wrote {} ({} spike{}: {})",
+        path.display(),
+        report.spikes.len(),
+        if report.spikes.len() == 1 { "" } else { "s" },
+        members
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if redactor.is_none() {
+        eprintln!(
+            "rtwhy: note: not redacted: the bundle keeps kernel addresses and the symbol table, the whole kernel command line, the host name and every task's name; --redact replaces them (see {}/{})",
+            root,
+            rtwhy_report::bundle::MANIFEST
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
