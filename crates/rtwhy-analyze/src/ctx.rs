@@ -5,7 +5,9 @@
 
 use std::cell::OnceCell;
 
-use rtwhy_model::{BreakdownItem, Bucket, Event, EventKind, Nanos, SoftirqContext, TaskRef};
+use rtwhy_model::{
+    BreakdownItem, Bucket, Event, EventKind, Nanos, SoftirqContext, SpikeKind, TaskRef,
+};
 
 use crate::breakdown::{Replay, Segment};
 use crate::line::trace_line;
@@ -201,7 +203,25 @@ pub(crate) fn is_local_timer(name: &str) -> bool {
     name.contains("timer") || name == "IPI" || name.starts_with("ipi")
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The lock the victim waited for and the task that held it, or why the spike is no
+    /// lock story: what both lock causes require before anything else.
+    pub(crate) fn lock_and_holder(&self) -> Result<(&'a LockStory, &'a TaskRef), String> {
+        if self.ep.kind != SpikeKind::LockWait {
+            return Err("the victim did not wait for a lock".to_string());
+        }
+        let Some(l) = self.lock else {
+            return Err("the lock wait has no end in the trace".to_string());
+        };
+        let Some(h) = &l.holder else {
+            return Err(
+                "the lock holder is not known: no task woke the victim at the end of its wait"
+                    .to_string(),
+            );
+        };
+        Ok((l, h))
+    }
+
     pub(crate) fn task_ref(&self, tid: i32) -> TaskRef {
         self.tr.task_ref(tid)
     }

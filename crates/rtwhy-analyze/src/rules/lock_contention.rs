@@ -1,6 +1,6 @@
 //! `lock_contention`: the victim waited for a holder that ran its critical section.
 
-use rtwhy_model::{human_duration, BreakdownItem, Bucket, Cause, Confidence, SpikeKind};
+use rtwhy_model::{human_duration, BreakdownItem, Bucket, Cause, Confidence};
 
 use super::{Claim, Rule};
 use crate::ctx::Ctx;
@@ -26,18 +26,7 @@ impl Rule for LockContention {
     /// was itself waiting for a second lock, the holder at the end of that chain ran
     /// while the lock it held was waited for, and the chain was followed to its end.
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
-        if ctx.ep.kind != SpikeKind::LockWait {
-            return Err("the victim did not wait for a lock".to_string());
-        }
-        let Some(l) = ctx.lock else {
-            return Err("the lock wait has no end in the trace".to_string());
-        };
-        let Some(h) = &l.holder else {
-            return Err(
-                "the lock holder is not known: no task woke the victim at the end of its wait"
-                    .to_string(),
-            );
-        };
+        let (l, h) = ctx.lock_and_holder()?;
         if let Some(why) = &l.cut {
             return Err(why.clone());
         }

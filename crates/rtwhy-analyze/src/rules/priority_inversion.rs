@@ -1,6 +1,6 @@
 //! `priority_inversion`: the lock holder was kept off its CPU by medium-priority work.
 
-use rtwhy_model::{BreakdownItem, Bucket, Cause, Confidence, SpikeKind};
+use rtwhy_model::{BreakdownItem, Bucket, Cause, Confidence};
 
 use super::{Claim, Rule, PRIMARY_SHARE};
 use crate::ctx::Ctx;
@@ -37,18 +37,7 @@ impl Rule for PriorityInversion {
     /// the same holds of that lock's holder over the time the first waited for it, and so
     /// on down the chain (at most `MAX_CHAIN` holders deep, a cycle ends it).
     fn preconditions(&self, ctx: &Ctx<'_>) -> Result<(), String> {
-        if ctx.ep.kind != SpikeKind::LockWait {
-            return Err("the victim did not wait for a lock".to_string());
-        }
-        let Some(l) = ctx.lock else {
-            return Err("the lock wait has no end in the trace".to_string());
-        };
-        let Some(h) = &l.holder else {
-            return Err(
-                "the lock holder is not known: no task woke the victim at the end of its wait"
-                    .to_string(),
-            );
-        };
+        let (l, h) = ctx.lock_and_holder()?;
         if l.medium_ns == 0 || l.top_medium.is_none() {
             let chain = l.chain_text();
             return Err(format!(
