@@ -10,6 +10,13 @@ pub const ANALYSIS: &str = "rtwhy.analysis/2";
 /// A recording session's `session.json` (docs/recording.md).
 pub const SESSION: &str = "rtwhy.session/2";
 
+/// The document name of a schema, without its version: `rtwhy.session` of
+/// `rtwhy.session/2`; `None` for a string without a version. A reader takes any version
+/// of a document it knows by name and reads the fields it finds.
+pub fn name_of(schema: &str) -> Option<&str> {
+    schema.split_once('/').map(|(name, _)| name)
+}
+
 /// `rtwhy doctor --format json`.
 pub const DOCTOR: &str = "rtwhy.doctor/1";
 

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rtwhy_model::schema::{self, name_of};
 use rtwhy_model::{Overview, SessionDir};
 use serde_json::Value;
 
@@ -125,7 +126,7 @@ pub fn read_session(dir: &Path) -> Result<(Value, Option<Overview>), RecordingEr
         .map_err(|e| RecordingError(format!("{} is not a session.json: {e}", path.display())))?;
     if !doc["schema"]
         .as_str()
-        .is_some_and(|s| s.starts_with("rtwhy.session/"))
+        .is_some_and(|s| name_of(s).is_some() && name_of(s) == name_of(schema::SESSION))
     {
         return Err(RecordingError(format!(
             "{} is not a session.json written by rtwhy record",
