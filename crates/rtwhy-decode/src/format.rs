@@ -4,6 +4,8 @@
 //! Layouts always come from the trace's own formats, so any kernel version, byte
 //! order and long size decodes.
 
+use std::collections::HashMap;
+
 use crate::{Error, Result};
 
 /// How a field's bytes are to be read. Mirrors the distinctions libtraceevent makes.
@@ -78,6 +80,13 @@ impl EventFormat {
 
     /// Parses one event format file. `system` is the directory it came from.
     pub fn parse(system: &str, text: &str) -> Result<EventFormat> {
+        EventFormat::parse_with(system, text, &mut FieldLines::default())
+    }
+
+    /// [`EventFormat::parse`], taking field lines parsed before from `seen`: a kernel's
+    /// formats repeat most of their field lines (the `common_*` ones in every format), so
+    /// a file's 20000 field lines are a few thousand different ones.
+    pub fn parse_with(system: &str, text: &str, seen: &mut FieldLines) -> Result<EventFormat> {
         let mut name = None;
         let mut id = None;
         let mut common_fields = Vec::new();
@@ -101,7 +110,9 @@ impl EventFormat {
                         err(lineno, format!("bad ID {:?}", rest.trim_ascii()), &name)
                     })?);
             } else if trimmed.starts_with("field") {
-                let field = parse_field_line(trimmed).map_err(|what| err(lineno, what, &name))?;
+                let field = seen
+                    .parse(trimmed)
+                    .map_err(|what| err(lineno, what, &name))?;
                 if in_common && field.name.starts_with("common_") {
                     common_fields.push(field);
                 } else {
@@ -132,6 +143,22 @@ impl EventFormat {
             fields,
             print_fmt,
         })
+    }
+}
+
+/// Field lines already parsed, by their text (trimmed): the same line always parses to
+/// the same field. Lines that do not parse are not kept; their error is made again.
+#[derive(Debug, Default)]
+pub struct FieldLines(HashMap<String, Field>);
+
+impl FieldLines {
+    fn parse(&mut self, line: &str) -> std::result::Result<Field, String> {
+        if let Some(f) = self.0.get(line) {
+            return Ok(f.clone());
+        }
+        let f = parse_field_line(line)?;
+        self.0.insert(line.to_string(), f.clone());
+        Ok(f)
     }
 }
 
@@ -427,6 +454,20 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
             parse_field_line("field:int a;\toffset:99999999999999999999999;\tsize:4;").is_err()
         );
         assert!(parse_field_line("field:int a;\toffset:8;\tsize:18446744073709551615;").is_err());
+    }
+
+    #[test]
+    fn field_lines_seen_before_parse_as_the_first_time_and_bad_ones_fail_each_time() {
+        let mut seen = FieldLines::default();
+        let first = EventFormat::parse_with("sched", SCHED_SWITCH, &mut seen).unwrap();
+        let again = EventFormat::parse_with("sched", SCHED_SWITCH, &mut seen).unwrap();
+        assert_eq!(first, again);
+        assert_eq!(first, EventFormat::parse("sched", SCHED_SWITCH).unwrap());
+        let bad = "name: x\nID: 1\n\tfield:int;\toffset:0;\tsize:4;\n";
+        for _ in 0..2 {
+            let e = EventFormat::parse_with("s", bad, &mut seen).unwrap_err();
+            assert!(e.to_string().contains("cannot split type and name"), "{e}");
+        }
     }
 
     #[test]
