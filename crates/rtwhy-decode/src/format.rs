@@ -4,8 +4,6 @@
 //! Layouts always come from the trace's own formats, so any kernel version, byte
 //! order and long size decodes.
 
-use std::collections::HashMap;
-
 use crate::{Error, Result};
 
 /// How a field's bytes are to be read. Mirrors the distinctions libtraceevent makes.
@@ -80,90 +78,159 @@ impl EventFormat {
 
     /// Parses one event format file. `system` is the directory it came from.
     pub fn parse(system: &str, text: &str) -> Result<EventFormat> {
-        EventFormat::parse_with(system, text, &mut FieldLines::default())
-    }
-
-    /// [`EventFormat::parse`], taking field lines parsed before from `seen`: a kernel's
-    /// formats repeat most of their field lines (the `common_*` ones in every format), so
-    /// a file's 20000 field lines are a few thousand different ones.
-    pub fn parse_with(system: &str, text: &str, seen: &mut FieldLines) -> Result<EventFormat> {
-        let mut name = None;
-        let mut id = None;
         let mut common_fields = Vec::new();
         let mut fields = Vec::new();
-        let mut print_fmt = String::new();
-        let mut in_common = true;
-        let err = |line: usize, what: String, name: &Option<String>| Error::Format {
-            name: name.clone().unwrap_or_else(|| format!("{system}/?")),
-            line,
-            what,
-        };
-        let mut lines = text.lines().enumerate().peekable();
-        while let Some((i, line)) = lines.next() {
-            let lineno = i + 1;
-            let trimmed = line.trim_ascii();
-            if let Some(rest) = trimmed.strip_prefix("name:") {
-                name = Some(rest.trim_ascii().to_string());
-            } else if let Some(rest) = trimmed.strip_prefix("ID:") {
-                id =
-                    Some(rest.trim_ascii().parse::<u32>().map_err(|_| {
-                        err(lineno, format!("bad ID {:?}", rest.trim_ascii()), &name)
-                    })?);
-            } else if trimmed.starts_with("field") {
-                let field = seen
-                    .parse(trimmed)
-                    .map_err(|what| err(lineno, what, &name))?;
-                if in_common && field.name.starts_with("common_") {
-                    common_fields.push(field);
-                } else {
-                    in_common = false;
-                    fields.push(field);
-                }
-            } else if trimmed.is_empty() {
-                if !common_fields.is_empty() {
-                    in_common = false;
-                }
-            } else if let Some(rest) = trimmed.strip_prefix("print fmt:") {
-                let mut fmt = rest.trim_ascii_start().to_string();
-                // A print fmt may continue over several lines on some kernels.
-                for (_, more) in lines.by_ref() {
-                    fmt.push('\n');
-                    fmt.push_str(more);
-                }
-                print_fmt = fmt.trim_ascii_end().to_string();
+        let head = scan(system, text, |field, common| {
+            let field = field.to_field();
+            if common {
+                common_fields.push(field);
+            } else {
+                fields.push(field);
             }
-        }
-        let name = name.ok_or_else(|| err(1, "no `name:` line".into(), &None))?;
-        let id = id.ok_or_else(|| err(1, "no `ID:` line".into(), &Some(name.clone())))?;
+        })?;
         Ok(EventFormat {
-            id,
+            id: head.id,
             system: system.to_string(),
-            name,
+            name: head.name.to_string(),
             common_fields,
             fields,
-            print_fmt,
+            print_fmt: head.print_fmt(),
         })
+    }
+
+    /// The id and name of the format in `text`, read as [`EventFormat::parse`] reads it
+    /// but without building the fields: `parse` fails exactly when this does, with the
+    /// same error. A trace holds a few thousand formats and uses a dozen, so the others
+    /// are only checked.
+    pub(crate) fn check<'t>(system: &str, text: &'t str) -> Result<(u32, &'t str)> {
+        let head = scan(system, text, |_, _| {})?;
+        Ok((head.id, head.name))
     }
 }
 
-/// Field lines already parsed, by their text (trimmed): the same line always parses to
-/// the same field. Lines that do not parse are not kept; their error is made again.
-#[derive(Debug, Default)]
-pub struct FieldLines(HashMap<String, Field>);
+/// What a format text says besides its fields.
+struct Head<'t> {
+    id: u32,
+    name: &'t str,
+    /// The `print fmt:` line after its label, and the lines after it.
+    print_fmt_lines: Option<(&'t str, std::str::Lines<'t>)>,
+}
 
-impl FieldLines {
-    fn parse(&mut self, line: &str) -> std::result::Result<Field, String> {
-        if let Some(f) = self.0.get(line) {
-            return Ok(f.clone());
+impl Head<'_> {
+    /// The print fmt as written: it may continue over several lines on some kernels.
+    fn print_fmt(self) -> String {
+        let Some((first, more)) = self.print_fmt_lines else {
+            return String::new();
+        };
+        let mut fmt = first.trim_ascii_start().to_string();
+        for line in more {
+            fmt.push('\n');
+            fmt.push_str(line);
         }
-        let f = parse_field_line(line)?;
-        self.0.insert(line.to_string(), f.clone());
-        Ok(f)
+        fmt.truncate(fmt.trim_ascii_end().len());
+        fmt
+    }
+}
+
+/// Reads the lines of an event format text, handing each field to `on_field` with whether
+/// it is one of the `common_*` fields.
+fn scan<'t>(
+    system: &str,
+    text: &'t str,
+    mut on_field: impl FnMut(FieldRef<'t>, bool),
+) -> Result<Head<'t>> {
+    let mut name = None;
+    let mut id = None;
+    let mut print_fmt_lines = None;
+    // The `common_*` fields come first, ended by a blank line or by any other field.
+    let mut in_common = true;
+    let mut any_common = false;
+    let err = |line: usize, what: String, name: Option<&str>| Error::Format {
+        name: name.map_or_else(|| format!("{system}/?"), str::to_string),
+        line,
+        what,
+    };
+    let mut lines = text.lines();
+    let mut lineno = 0;
+    while let Some(line) = lines.next() {
+        lineno += 1;
+        let trimmed = line.trim_ascii();
+        if let Some(rest) = trimmed.strip_prefix("name:") {
+            name = Some(rest.trim_ascii());
+        } else if let Some(rest) = trimmed.strip_prefix("ID:") {
+            id = Some(
+                rest.trim_ascii()
+                    .parse::<u32>()
+                    .map_err(|_| err(lineno, format!("bad ID {:?}", rest.trim_ascii()), name))?,
+            );
+        } else if trimmed.starts_with("field") {
+            let field = parse_field_line(trimmed).map_err(|what| err(lineno, what, name))?;
+            let common = in_common && field.name.starts_with("common_");
+            in_common = common;
+            any_common |= common;
+            on_field(field, common);
+        } else if trimmed.is_empty() {
+            if any_common {
+                in_common = false;
+            }
+        } else if let Some(rest) = trimmed.strip_prefix("print fmt:") {
+            // Every line after this one belongs to the print fmt.
+            print_fmt_lines = Some((rest, lines));
+            break;
+        }
+    }
+    let name = name.ok_or_else(|| err(1, "no `name:` line".into(), None))?;
+    let id = id.ok_or_else(|| err(1, "no `ID:` line".into(), Some(name)))?;
+    Ok(Head {
+        id,
+        name,
+        print_fmt_lines,
+    })
+}
+
+/// A field line read but not yet copied out of the text.
+struct FieldRef<'t> {
+    name: &'t str,
+    type_name: &'t str,
+    offset: usize,
+    size: usize,
+    array_len: usize,
+    /// A fixed array, or brackets in the type.
+    array: bool,
+    /// `signed:`, which old kernels do not write.
+    signed: Option<bool>,
+}
+
+impl FieldRef<'_> {
+    /// The field, copied out, with its flags worked out from its type.
+    fn to_field(&self) -> Field {
+        let type_name = self.type_name;
+        let mut flags = FieldFlags::default();
+        let dynamic_rel = type_name.starts_with("__rel_loc");
+        flags.dynamic = type_name.starts_with("__data_loc") || dynamic_rel;
+        flags.relative = dynamic_rel;
+        flags.array = self.array || flags.dynamic;
+        flags.pointer = type_name.contains('*');
+        flags.long = type_name.contains("long");
+        flags.string = flags.array
+            && (type_name.contains("char") || type_name.contains("u8") || type_name.contains("s8"));
+        flags.signed = match self.signed {
+            Some(s) => s,
+            None => type_is_signed(type_name),
+        };
+        Field {
+            name: self.name.to_string(),
+            type_name: type_name.to_string(),
+            offset: self.offset,
+            size: self.size,
+            array_len: if flags.dynamic { 0 } else { self.array_len },
+            flags,
+        }
     }
 }
 
 /// Parses `field:TYPE NAME[N];\toffset:O;\tsize:S;\tsigned:X;`.
-fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
+fn parse_field_line(line: &str) -> std::result::Result<FieldRef<'_>, String> {
     let mut decl = None;
     let mut offset = None;
     let mut size = None;
@@ -177,7 +244,7 @@ fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
             .strip_prefix("field special:")
             .or_else(|| part.strip_prefix("field:"))
         {
-            decl = Some(rest.trim_ascii().to_string());
+            decl = Some(rest.trim_ascii());
         } else if let Some(rest) = part.strip_prefix("offset:") {
             offset = Some(
                 rest.trim_ascii()
@@ -200,28 +267,15 @@ fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
     if offset > u16::MAX as usize * 16 || size > u16::MAX as usize * 16 {
         return Err(format!("implausible offset {offset} or size {size}"));
     }
-    let (type_name, name, array_len, is_array) = split_declaration(&decl)?;
-    let mut flags = FieldFlags::default();
-    let dynamic_rel = type_name.starts_with("__rel_loc");
-    flags.dynamic = type_name.starts_with("__data_loc") || dynamic_rel;
-    flags.relative = dynamic_rel;
-    flags.array = is_array || flags.dynamic;
-    flags.pointer = type_name.contains('*');
-    flags.long = type_name.contains("long");
-    flags.string = flags.array
-        && (type_name.contains("char") || type_name.contains("u8") || type_name.contains("s8"));
-    flags.signed = match signed {
-        Some(s) => s,
-        None => type_is_signed(&type_name),
-    };
-    let array_len = if flags.dynamic { 0 } else { array_len };
-    Ok(Field {
+    let (type_name, name, array_len, array) = split_declaration(decl)?;
+    Ok(FieldRef {
         name,
         type_name,
         offset,
         size,
         array_len,
-        flags,
+        array,
+        signed,
     })
 }
 
@@ -230,7 +284,7 @@ fn parse_field_line(line: &str) -> std::result::Result<Field, String> {
 /// Works on bytes and splits only at ASCII whitespace or `*`, as libtraceevent's
 /// tokenizer does: the text comes from the file, and a multibyte character (a UTF-8
 /// non-breaking space, say) is part of a word, never a separator to slice beside.
-fn split_declaration(decl: &str) -> std::result::Result<(String, String, usize, bool), String> {
+fn split_declaration(decl: &str) -> std::result::Result<(&str, &str, usize, bool), String> {
     let decl = decl.trim_ascii();
     let (base, array_len, is_array) = match (decl.find('['), decl.strip_suffix(']')) {
         // `__data_loc char[] name`: brackets belong to the type.
@@ -253,8 +307,8 @@ fn split_declaration(decl: &str) -> std::result::Result<(String, String, usize, 
     let (Some(type_part), Some(name_part)) = (type_part, name_part) else {
         return Err(format!("cannot split type and name in {decl:?}"));
     };
-    let name = name_part.trim_ascii().to_string();
-    let type_name = type_part.trim_ascii().to_string();
+    let name = name_part.trim_ascii();
+    let type_name = type_part.trim_ascii();
     if name.is_empty() {
         return Err(format!("no field name in {decl:?}"));
     }
@@ -445,10 +499,7 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
         }
         // A multibyte character inside a word keeps it one word.
         let f = parse_field_line("field:int caf\u{e9};\toffset:8;\tsize:4;").expect("parses");
-        assert_eq!(
-            (f.type_name.as_str(), f.name.as_str()),
-            ("int", "caf\u{e9}")
-        );
+        assert_eq!((f.type_name, f.name), ("int", "caf\u{e9}"));
         // Huge numbers are refused, not wrapped.
         assert!(
             parse_field_line("field:int a;\toffset:99999999999999999999999;\tsize:4;").is_err()
@@ -457,16 +508,43 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
     }
 
     #[test]
-    fn field_lines_seen_before_parse_as_the_first_time_and_bad_ones_fail_each_time() {
-        let mut seen = FieldLines::default();
-        let first = EventFormat::parse_with("sched", SCHED_SWITCH, &mut seen).unwrap();
-        let again = EventFormat::parse_with("sched", SCHED_SWITCH, &mut seen).unwrap();
-        assert_eq!(first, again);
-        assert_eq!(first, EventFormat::parse("sched", SCHED_SWITCH).unwrap());
-        let bad = "name: x\nID: 1\n\tfield:int;\toffset:0;\tsize:4;\n";
-        for _ in 0..2 {
-            let e = EventFormat::parse_with("s", bad, &mut seen).unwrap_err();
-            assert!(e.to_string().contains("cannot split type and name"), "{e}");
+    fn a_print_fmt_over_several_lines_keeps_them_and_drops_the_carriage_returns() {
+        let text = "name: x\r\nID: 3\r\n\tfield:int common_pid;\toffset:4;\tsize:4;\r\n\r\nprint fmt: \"%d\",  \r\n  REC->a\r\n\r\n";
+        let f = EventFormat::parse("s", text).expect("parses");
+        assert_eq!((f.id, f.name.as_str()), (3, "x"));
+        assert_eq!(f.common_fields.len(), 1);
+        assert_eq!(f.print_fmt, "\"%d\",\n  REC->a");
+    }
+
+    /// `check` is what decides at load time whether a format is kept or warned about, so
+    /// it must fail exactly when `parse` does, with the same error.
+    #[test]
+    fn check_fails_exactly_when_parse_does() {
+        let texts = [
+            SCHED_SWITCH.to_string(),
+            String::new(),
+            "name: x\nID: nope\n".into(),
+            "ID: 4\n".into(),
+            "name: x\n".into(),
+            "name: x\nID: 1\n\tfield:int;\toffset:0;\tsize:4;\n".into(),
+            SCHED_SWITCH.replace("offset:24;", "offset:;"),
+            SCHED_SWITCH.replace(
+                "size:16;\tsigned:0;\n\tfield:pid_t",
+                "signed:0;\n\tfield:pid_t",
+            ),
+            SCHED_SWITCH.replace("char next_comm[16]", "next_comm[16]"),
+            SCHED_SWITCH.replace("print fmt:", "ID: 5\nprint fmt:"),
+            format!("{SCHED_SWITCH}ID: x\n"),
+        ];
+        for t in &texts {
+            match (
+                EventFormat::parse("sched", t),
+                EventFormat::check("sched", t),
+            ) {
+                (Ok(f), Ok((id, name))) => assert_eq!((f.id, f.name.as_str()), (id, name)),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => panic!("{t:?}: parse {a:?}, check {b:?}"),
+            }
         }
     }
 

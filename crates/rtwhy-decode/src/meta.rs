@@ -3,14 +3,91 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::OnceLock;
 
 use crate::endian::Endian;
 use crate::format::{EventFormat, HeaderPage};
 use crate::symbols::{Cmdlines, Kallsyms, LazyText, PrintkFormats};
+use crate::Result;
 
-/// Event formats by id. Looked up once per record, so hashed by a multiply instead of
-/// SipHash (ids come from the file, but a table of at most 65536 ids cannot be flooded).
-pub type FormatMap = HashMap<u32, EventFormat, BuildHasherDefault<IdHasher>>;
+/// Event formats by id, each parsed the first time it is looked up: a trace holds the
+/// formats of every event of its kernel (a few thousand) and uses a dozen.
+///
+/// Looked up once per record, so hashed by a multiply instead of SipHash (ids come from
+/// the file, but a table of at most 65536 ids cannot be flooded).
+#[derive(Debug, Clone, Default)]
+pub struct FormatMap(HashMap<u32, LazyFormat, BuildHasherDefault<IdHasher>>);
+
+/// One format: its text, checked when added, and the format parsed from it once needed.
+#[derive(Debug, Clone)]
+struct LazyFormat {
+    system: Box<str>,
+    name: Box<str>,
+    text: Box<str>,
+    /// `None` only if the text, which passed [`EventFormat::check`], did not parse.
+    parsed: OnceLock<Option<EventFormat>>,
+}
+
+impl FormatMap {
+    /// Adds a parsed format under `id`, replacing any format of that id.
+    pub fn insert(&mut self, id: u32, format: EventFormat) {
+        let entry = LazyFormat {
+            system: format.system.as_str().into(),
+            name: format.name.as_str().into(),
+            text: Box::default(),
+            parsed: OnceLock::from(Some(format)),
+        };
+        self.0.insert(id, entry);
+    }
+
+    /// Adds the format in `text` (of `system`), replacing any format of its id; it is
+    /// checked now and parsed when first looked up. Fails, adding nothing, with the error
+    /// [`EventFormat::parse`] gives for the text.
+    pub fn insert_text(&mut self, system: &str, text: &str) -> Result<()> {
+        let (id, name) = EventFormat::check(system, text)?;
+        let entry = LazyFormat {
+            system: system.into(),
+            name: name.into(),
+            text: text.into(),
+            parsed: OnceLock::new(),
+        };
+        self.0.insert(id, entry);
+        Ok(())
+    }
+
+    /// The format of event `id`.
+    pub fn get(&self, id: u32) -> Option<&EventFormat> {
+        self.0.get(&id)?.format()
+    }
+
+    /// A format whose name is `name` and whose system is `system` (any system if `system`
+    /// is empty); the first in the map's order if several are.
+    pub fn named(&self, system: &str, name: &str) -> Option<&EventFormat> {
+        self.0
+            .values()
+            .find(|f| &*f.name == name && (system.is_empty() || &*f.system == system))?
+            .format()
+    }
+
+    /// How many formats there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl LazyFormat {
+    /// The format, parsed now if this is the first time it is asked for.
+    fn format(&self) -> Option<&EventFormat> {
+        self.parsed
+            .get_or_init(|| EventFormat::parse(&self.system, &self.text).ok())
+            .as_ref()
+    }
+}
 
 /// Hashes an event id by one multiply, keeping the bits the table indexes with.
 #[derive(Debug, Default, Clone, Copy)]
@@ -214,14 +291,12 @@ impl TraceMeta {
 
     /// A format by event id.
     pub fn format(&self, id: u32) -> Option<&EventFormat> {
-        self.formats.get(&id)
+        self.formats.get(id)
     }
 
     /// A format by system and name.
     pub fn format_named(&self, system: &str, name: &str) -> Option<&EventFormat> {
-        self.formats
-            .values()
-            .find(|f| f.name == name && (system.is_empty() || f.system == system))
+        self.formats.named(system, name)
     }
 
     /// Converts a raw ring-buffer timestamp of `cpu` to the file's reporting time, in the
@@ -252,5 +327,58 @@ impl TraceMeta {
                 ) || c.starts_with("mono")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WAKING: &str = "name: sched_waking\nID: 9\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\nprint fmt: \"comm=%s pid=%d\", REC->comm, REC->pid\n";
+
+    #[test]
+    fn a_format_added_as_text_is_parsed_when_looked_up() {
+        let mut formats = FormatMap::default();
+        formats.insert_text("sched", WAKING).unwrap();
+        assert_eq!(formats.len(), 1);
+        let expected = EventFormat::parse("sched", WAKING).unwrap();
+        assert_eq!(formats.get(9), Some(&expected));
+        assert_eq!(formats.named("sched", "sched_waking"), Some(&expected));
+        assert_eq!(formats.named("", "sched_waking"), Some(&expected));
+        assert_eq!(formats.named("irq", "sched_waking"), None);
+        assert_eq!(formats.get(10), None);
+    }
+
+    #[test]
+    fn a_malformed_format_is_refused_with_the_error_parse_gives() {
+        let mut formats = FormatMap::default();
+        let bad = WAKING.replace("offset:24;", "offset:x;");
+        let e = formats.insert_text("sched", &bad).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            EventFormat::parse("sched", &bad).unwrap_err().to_string()
+        );
+        assert_eq!(
+            e.to_string(),
+            "event format \"sched_waking\": line 8: bad offset in \"offset:x\""
+        );
+        assert!(formats.is_empty());
+    }
+
+    #[test]
+    fn a_later_format_of_the_same_id_replaces_the_earlier() {
+        let mut formats = FormatMap::default();
+        formats.insert_text("sched", WAKING).unwrap();
+        let renamed = WAKING.replace("sched_waking", "sched_wakeup");
+        formats.insert_text("sched", &renamed).unwrap();
+        assert_eq!(formats.len(), 1);
+        assert_eq!(
+            formats.get(9).map(|f| f.name.as_str()),
+            Some("sched_wakeup")
+        );
+        assert_eq!(formats.named("", "sched_waking"), None);
+        let parsed = EventFormat::parse("sched", WAKING).unwrap();
+        formats.insert(9, parsed.clone());
+        assert_eq!(formats.get(9), Some(&parsed));
     }
 }

@@ -7,7 +7,7 @@ use super::compress::{Codec, MAX_UNCOMPRESSED};
 use super::source::Bytes;
 use super::{Buffer, CpuData, FileInfo, MAGIC};
 use crate::endian::{Cursor, Endian};
-use crate::format::{EventFormat, FieldLines, HeaderPage};
+use crate::format::HeaderPage;
 use crate::meta::{HostSync, TraceMeta, Tsc2Nsec};
 use crate::symbols::{Cmdlines, Kallsyms, LazyText, PrintkFormats};
 use crate::{Error, Result};
@@ -46,8 +46,6 @@ pub(super) struct Parsed {
     pub info: FileInfo,
     pub buffers: Vec<Buffer>,
     pub warnings: Vec<String>,
-    /// The formats' field lines parsed so far.
-    pub field_lines: FieldLines,
 }
 
 /// Reads numbers and strings one after another straight from the file.
@@ -169,7 +167,6 @@ pub(super) fn read(bytes: &Bytes, read_symbols_ahead: bool) -> Result<Parsed> {
         },
         buffers: Vec::new(),
         warnings: Vec::new(),
-        field_lines: FieldLines::default(),
     };
     match version {
         6 => read_v6(&mut seq, &mut p)?,
@@ -426,13 +423,10 @@ fn header_page(text: &[u8], at: u64, p: &mut Parsed) -> Result<()> {
 
 fn add_format(system: &str, text: &[u8], at: u64, p: &mut Parsed) {
     let text = text_of(text);
-    match EventFormat::parse_with(system, &text, &mut p.field_lines) {
-        Ok(f) => {
-            p.meta.formats.insert(f.id, f);
-        }
-        Err(e) => p.warnings.push(format!(
+    if let Err(e) = p.meta.formats.insert_text(system, &text) {
+        p.warnings.push(format!(
             "at file offset {at:#x}: {e}; events of this kind print as unknown"
-        )),
+        ));
     }
     let sources = &mut p.meta.sources;
     if system == "ftrace" {

@@ -299,3 +299,69 @@ impl TraceFile {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::PageWriter;
+    use crate::{Endian, EventFormat, HeaderPage, MetaSources};
+
+    const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
+    const WAKING: &str = "name: sched_waking\nID: 9\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\nprint fmt: \"comm=%s pid=%d\", REC->comm, REC->pid\n";
+    const BROKEN: &str = "name: broken\nID: 10\nformat:\n\tfield:unsigned short common_type;\toffset:x;\tsize:2;\tsigned:0;\n\nprint fmt: \"\"\n";
+    const UNUSED: &str = "name: sched_kthread_stop\nID: 11\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\tfield:pid_t pid;\toffset:8;\tsize:4;\tsigned:1;\n\nprint fmt: \"pid=%d\", REC->pid\n";
+
+    /// A v6 trace holding the three formats above and one sched_waking record.
+    fn trace() -> Vec<u8> {
+        let sources = MetaSources {
+            header_page: HEADER_PAGE.into(),
+            event_formats: vec![(
+                "sched".into(),
+                vec![WAKING.into(), BROKEN.into(), UNUSED.into()],
+            )],
+            ..MetaSources::default()
+        };
+        let mut w = TraceDatWriter::new(Endian::Little, 8, 4096, sources);
+        let layout = HeaderPage::parse(HEADER_PAGE).unwrap();
+        let mut pager = PageWriter::new(Endian::Little, layout, 4096);
+        let mut payload = vec![0u8; 28];
+        payload[..2].copy_from_slice(&9u16.to_le_bytes());
+        payload[8..12].copy_from_slice(b"cat\0");
+        payload[24..28].copy_from_slice(&42i32.to_le_bytes());
+        assert!(pager.push(1_000, &payload).unwrap().is_none());
+        w.add_pages(0, &pager.finish_page());
+        let mut bytes = Vec::new();
+        w.write(&mut bytes).unwrap();
+        bytes
+    }
+
+    #[test]
+    fn formats_are_usable_when_read_lazily_and_a_malformed_one_warns_at_open() {
+        let bytes = trace();
+        let at = bytes
+            .windows(BROKEN.len())
+            .position(|w| w == BROKEN.as_bytes())
+            .unwrap();
+        let file = TraceFile::from_bytes(bytes).unwrap();
+        assert_eq!(
+            file.warnings(),
+            [format!(
+                "at file offset {at:#x}: event format \"broken\": line 4: bad offset in \"offset:x\"; events of this kind print as unknown"
+            )]
+        );
+        let meta = file.meta();
+        assert_eq!(meta.formats.len(), 2);
+        assert_eq!(meta.format(10), None);
+        let mut records = file.records().unwrap();
+        let record = records.next_record().unwrap().unwrap();
+        let format = record.format.unwrap();
+        assert_eq!(format, &EventFormat::parse("sched", WAKING).unwrap());
+        let pid = format.field("pid").unwrap();
+        assert_eq!(record.int(pid), Some(42));
+        assert_eq!(
+            meta.format_named("sched", "sched_kthread_stop")
+                .map(|f| f.id),
+            Some(11)
+        );
+    }
+}
