@@ -62,7 +62,41 @@ for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.l
 done
 [ ${#sources[@]} -gt 0 ] || fail "the host has no apt sources to build the root from"
 
+# unmount_under DIR: unmounts every mount at or below DIR, deepest first; fails if any
+# remains.
+unmount_under() {
+    local m
+    for m in $(findmnt -rn -o TARGET | grep -- "^$1" | sort -r); do
+        umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+    ! findmnt -rn -o TARGET | grep -q -- "^$1"
+}
+
+# A run killed outright (SIGKILL at a session's end) leaves its root behind, mounts and
+# 8 GiB of build: remove those whose run is gone (its owner pid dead, or, for a root
+# without one, older than the three hours no run lasts).
+remove_stale_roots() {
+    local old owner
+    for old in /var/tmp/rtwhy-fresh.*; do
+        [ -d "$old" ] || continue
+        owner=$(cat "$old.owner" 2>/dev/null || true)
+        if [ -n "$owner" ]; then
+            ! kill -0 "$owner" 2>/dev/null || continue
+        else
+            [ -n "$(find "$old" -maxdepth 0 -mmin +180)" ] || continue
+        fi
+        if unmount_under "$old/"; then
+            echo "fresh-check: removing $old, left by a run that was killed"
+            rm -rf "$old" "$old.owner"
+        else
+            echo "fresh-check: mounts remain under $old; left in place" >&2
+        fi
+    done
+}
+remove_stale_roots
+
 root=$(mktemp -d /var/tmp/rtwhy-fresh.XXXXXX)
+echo $$ > "$root.owner"
 mounted=()
 cleanup() {
     local m
@@ -74,7 +108,7 @@ cleanup() {
     if findmnt -rn -o TARGET | grep -q "^$root"; then
         echo "fresh-check: mounts remain under $root; not removing it" >&2
     else
-        rm -rf "$root"
+        rm -rf "$root" "$root.owner"
     fi
 }
 trap cleanup EXIT
