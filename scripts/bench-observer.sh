@@ -12,6 +12,11 @@
 #   C  `rtwhy record -t THRESHOLD -- cyclictest ...` (default preset, BPF detector; CPU 0,
 #      where no measured thread may run, recorded leanly: --other-cpus lean, the default)
 #   F  the same with `--other-cpus full`: every CPU recorded in full
+#   K  the same with `--cpus 1`: only cyclictest's CPU recorded (tracing_cpumask)
+#   M  B with the instance's tracing_cpumask set to CPU 1: the events still fire on CPU 0
+#      and are dropped there before anything is written
+#   Y  B with the kernel's global `options/record-cmd` off (saved_cmdlines not kept)
+#   Z  M with `options/record-cmd` off
 #   R  `rtla timerlat hist` on every CPU beside cyclictest (where the kernel has the
 #      timerlat tracer)
 # In every condition cyclictest runs `-m -p 80 -a 1 -i 1000 -h 2000 -l LOOPS -q -t 1`, and
@@ -31,7 +36,7 @@
 #   --conds LIST   conditions to run (default: A B C F, plus T and R where they work)
 #   --keep DIR     copy the raw outputs to DIR
 # Needs root. Every child is bounded by `timeout`; the tracefs instance it makes is
-# removed on any exit; no SCHED_FIFO load runs on CPU 0.
+# removed (and record-cmd restored) on any exit; no SCHED_FIFO load runs on CPU 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -50,7 +55,7 @@ while [ $# -gt 0 ]; do
         --rtwhy) RTWHY=$2; shift 2 ;;
         --conds) CONDS=$2; shift 2 ;;
         --keep) KEEP=$2; shift 2 ;;
-        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-observer: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -67,8 +72,10 @@ RUN_LIMIT=$((LOOPS / 1000 + 40))
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rtwhy-bench-observer.XXXXXX")
 PLAIN=$TRACING/instances/bench-observer-$$
 CHILDREN=()
+RECORD_CMD=$(cat "$TRACING/options/record-cmd" 2>/dev/null || echo 1)
 
 remove_plain() {
+    echo "$RECORD_CMD" > "$TRACING/options/record-cmd" 2>/dev/null || true
     if [ -d "$PLAIN" ]; then
         echo 0 > "$PLAIN/tracing_on" 2>/dev/null || true
         rmdir "$PLAIN" 2>/dev/null || echo "bench-observer: could not remove $PLAIN" >&2
@@ -128,8 +135,12 @@ if [ -z "$CONDS" ]; then
 fi
 say "conditions: $CONDS (trace-cmd record works: $CAN_T; timerlat tracer: $CAN_R)"
 
+# plain_on [CPUMASK] [RECORD_CMD]: the plain instance, recording on the CPUs of the hex
+# mask (default all), with the global record-cmd option set as given (default unchanged).
 plain_on() {
     mkdir "$PLAIN"
+    [ -z "${1:-}" ] || echo "$1" > "$PLAIN/tracing_cpumask"
+    [ -z "${2:-}" ] || echo "$2" > "$TRACING/options/record-cmd"
     echo 0 > "$PLAIN/tracing_on"
     echo 1 > "$PLAIN/options/overwrite"
     echo 4096 > "$PLAIN/buffer_size_kb"
@@ -159,11 +170,15 @@ one() {
     case $cond in
         A) cmd=("${CYCLIC[@]}") ;;
         B) plain_on; cmd=("${CYCLIC[@]}") ;;
+        M) plain_on 2; cmd=("${CYCLIC[@]}") ;;
+        Y) plain_on "" 0; cmd=("${CYCLIC[@]}") ;;
+        Z) plain_on 2 0; cmd=("${CYCLIC[@]}") ;;
         T)
             for e in $EVENTS; do tc_events+=(-e "$e"); done
             cmd=(trace-cmd record -q -b 4096 -C mono "${tc_events[@]}" -o "$WORK/$name.dat" -- "${CYCLIC[@]}") ;;
         C) cmd=("$RTWHY" record -t "$THRESHOLD" --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
         F) cmd=("$RTWHY" record -t "$THRESHOLD" --other-cpus full --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
+        K) cmd=("$RTWHY" record -t "$THRESHOLD" --cpus 1 --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
         R) cmd=("${CYCLIC[@]}")
            timeout -s INT -k 5 "$RUN_LIMIT" rtla timerlat hist -d "$((LOOPS / 1000 + 2))s" > "$RAW/$name.rtla" 2>&1 &
            rtla=$!
@@ -178,7 +193,7 @@ one() {
     wait "$loader" 2>/dev/null || true
     [ -z "$rtla" ] || wait "$rtla" 2>/dev/null || true
     CHILDREN=()
-    [ "$cond" != B ] || remove_plain
+    remove_plain
     rm -f "$WORK/$name".dat*
     if [ -d "$RAW/$name.rec" ]; then
         find "$RAW/$name.rec" -type f ! -name session.json -delete
@@ -207,6 +222,10 @@ names = {
     "T": "`trace-cmd record`, rtwhy's events and buffer",
     "C": "`rtwhy record -t %s` (default preset, BPF; other CPUs lean)" % threshold,
     "F": "`rtwhy record -t %s --other-cpus full` (every CPU in full)" % threshold,
+    "K": "`rtwhy record -t %s --cpus 1` (only cyclictest's CPU recorded)" % threshold,
+    "M": "B, the instance's tracing_cpumask CPU 1 only",
+    "Y": "B, global `options/record-cmd` off",
+    "Z": "M, global `options/record-cmd` off",
     "R": "`rtla timerlat hist` beside it",
 }
 
