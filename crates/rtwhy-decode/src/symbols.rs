@@ -263,6 +263,11 @@ fn parse_entries(text: &str) -> Vec<Symbol> {
     let mut entries = Vec::with_capacity(bytes.len() / 40);
     let mut start = 0usize;
     while start < bytes.len() {
+        if let Some((sym, end)) = kernel_line(bytes, start) {
+            entries.push(sym);
+            start = end + 1;
+            continue;
+        }
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |n| start + n);
         match usual_line(bytes, start, end) {
             Some(sym) => entries.extend(sym),
@@ -272,6 +277,77 @@ fn parse_entries(text: &str) -> Vec<Symbol> {
     }
     entries.sort_by_key(|e| e.addr);
     entries
+}
+
+/// A line as the kernel writes it (see [`usual_line`]) read in one pass over its bytes,
+/// with where it ends (its newline, or the end of the text): the line end is found by
+/// the scan of the name or module instead of a search of its own. `None` for any line
+/// this does not take as it is; [`usual_line`] and [`any_line`] read those, and accept
+/// every line this one accepts with the same result.
+#[inline]
+fn kernel_line(bytes: &[u8], start: usize) -> Option<(Symbol, usize)> {
+    let line = bytes.get(start..)?;
+    let digits = if line.get(16) == Some(&b' ') {
+        16
+    } else {
+        line.iter().take(17).position(|&b| b == b' ')?
+    };
+    let addr = hex_short(line.get(..digits)?)?;
+    let kind = *line.get(digits + 1)?;
+    if kind <= b' ' || line.get(digits + 2) != Some(&b' ') {
+        return None;
+    }
+    let name_at = digits + 3;
+    let word_end = |from: usize| from + word_len(line.get(from..).unwrap_or_default());
+    let name_end = word_end(name_at);
+    if name_end == name_at {
+        return None;
+    }
+    let (module, end) = match line.get(name_end) {
+        None | Some(b'\n') => ((0, 0), name_end),
+        Some(b'\t') => {
+            let module_end = word_end(name_end + 1);
+            if module_end == name_end + 1 || !matches!(line.get(module_end), None | Some(b'\n')) {
+                return None;
+            }
+            let span = ((start + name_end + 1) as u32, (start + module_end) as u32);
+            (module_name(bytes, span), module_end)
+        }
+        Some(_) => return None,
+    };
+    let sym = Symbol {
+        addr,
+        name: ((start + name_at) as u32, (start + name_end) as u32),
+        module,
+        kind,
+    };
+    Some((sym, start + end))
+}
+
+/// How many bytes of `text` come before the first at or below a space (a tab, a newline
+/// or another control byte: each ends a kallsyms word), or its length. Eight bytes at a
+/// time: a name is some twenty bytes and there are a few hundred thousand of them.
+#[inline]
+fn word_len(text: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut chunks = text.chunks_exact(8);
+    let mut done = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        // The high bit of each byte below 0x21 is set, and maybe those of bytes after
+        // it (a borrow runs upwards), never of one before it: the lowest set bit is the
+        // first such byte.
+        let below = x.wrapping_sub(ONES * 0x21) & !x & HIGH;
+        if below != 0 {
+            return done + (below.trailing_zeros() / 8) as usize;
+        }
+        done += 8;
+    }
+    let rest = chunks.remainder();
+    done + rest.iter().position(|&b| b <= b' ').unwrap_or(rest.len())
 }
 
 /// A line as the kernel writes it, `<hex> <type> <name>` and optionally `\t[<module>]`,
@@ -643,6 +719,30 @@ mod tests {
         let panics = LazyText::deferred(|| panic!("a decoder bug"));
         assert_eq!(panics.get(), "");
         assert!(panics.error().is_some_and(|e| e.contains("decoder bug")));
+    }
+
+    #[test]
+    fn word_len_stops_at_the_first_byte_at_or_below_a_space() {
+        let mut bytes: Vec<u8> = (0..=255u8).collect();
+        bytes.extend((0..=255u8).rev());
+        for from in 0..bytes.len() {
+            for to in from..(from + 20).min(bytes.len()) {
+                let text = &bytes[from..to];
+                let want = text.iter().position(|&b| b <= b' ').unwrap_or(text.len());
+                assert_eq!(word_len(text), want, "{text:?}");
+            }
+        }
+        for len in 0..40 {
+            let mut text = vec![0xffu8; len];
+            assert_eq!(word_len(&text), len);
+            for at in 0..len {
+                for b in [0u8, b'\t', b'\n', b' '] {
+                    text[at] = b;
+                    assert_eq!(word_len(&text), at);
+                    text[at] = b'!';
+                }
+            }
+        }
     }
 
     #[test]
