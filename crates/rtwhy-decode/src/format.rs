@@ -80,14 +80,18 @@ impl EventFormat {
     pub fn parse(system: &str, text: &str) -> Result<EventFormat> {
         let mut common_fields = Vec::new();
         let mut fields = Vec::new();
-        let head = scan(system, text, |field, common| {
-            let field = field.to_field();
-            if common {
-                common_fields.push(field);
-            } else {
-                fields.push(field);
-            }
-        })?;
+        let head = scan(
+            system,
+            text,
+            Some(|field: FieldRef<'_>, common| {
+                let field = field.to_field();
+                if common {
+                    common_fields.push(field);
+                } else {
+                    fields.push(field);
+                }
+            }),
+        )?;
         Ok(EventFormat {
             id: head.id,
             system: system.to_string(),
@@ -103,7 +107,7 @@ impl EventFormat {
     /// same error. A trace holds a few thousand formats and uses a dozen, so the others
     /// are only checked.
     pub(crate) fn check<'t>(system: &str, text: &'t str) -> Result<(u32, &'t str)> {
-        let head = scan(system, text, |_, _| {})?;
+        let head = scan(system, text, None::<fn(FieldRef<'t>, bool)>)?;
         Ok((head.id, head.name))
     }
 }
@@ -133,11 +137,13 @@ impl Head<'_> {
 }
 
 /// Reads the lines of an event format text, handing each field to `on_field` with whether
-/// it is one of the `common_*` fields.
+/// it is one of the `common_*` fields. Without `on_field` the fields are only checked, and
+/// a line of the kernel's usual shape is checked without being taken apart
+/// ([`usual_field_line_parses`]).
 fn scan<'t>(
     system: &str,
     text: &'t str,
-    mut on_field: impl FnMut(FieldRef<'t>, bool),
+    mut on_field: Option<impl FnMut(FieldRef<'t>, bool)>,
 ) -> Result<Head<'t>> {
     let mut name = None;
     let mut id = None;
@@ -164,11 +170,16 @@ fn scan<'t>(
                     .map_err(|_| err(lineno, format!("bad ID {:?}", rest.trim_ascii()), name))?,
             );
         } else if trimmed.starts_with("field") {
+            if on_field.is_none() && usual_field_line_parses(trimmed) {
+                continue;
+            }
             let field = parse_field_line(trimmed).map_err(|what| err(lineno, what, name))?;
             let common = in_common && field.name.starts_with("common_");
             in_common = common;
             any_common |= common;
-            on_field(field, common);
+            if let Some(on_field) = on_field.as_mut() {
+                on_field(field, common);
+            }
         } else if trimmed.is_empty() {
             if any_common {
                 in_common = false;
@@ -267,6 +278,42 @@ impl FieldRef<'_> {
             flags,
         }
     }
+}
+
+/// Whether `line` has the shape the kernel writes, `field:DECL;\toffset:N;\tsize:N;` and
+/// an optional `\tsigned:0;` or `\tsigned:1;`, with numbers of at most six digits and a
+/// declaration that splits: then [`parse_field_line`] reads it without error. Found
+/// without splitting the line into parts, which is most of what checking a trace's tens
+/// of thousands of field lines costs. `false` for any other line, which
+/// [`parse_field_line`] then reads.
+fn usual_field_line_parses(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix("field:") else {
+        return false;
+    };
+    let Some(semi) = memchr::memchr(b';', rest.as_bytes()) else {
+        return false;
+    };
+    // `;` is ASCII, so the bytes either side of it are char boundaries.
+    let (Some(decl), Some(tail)) = (rest.get(..semi), rest.as_bytes().get(semi..)) else {
+        return false;
+    };
+    // One to six digits (so below the plausibility limit) and what follows them.
+    fn number(t: &[u8]) -> Option<&[u8]> {
+        let n = t.iter().take(7).take_while(|b| b.is_ascii_digit()).count();
+        if (1..=6).contains(&n) {
+            t.get(n..)
+        } else {
+            None
+        }
+    }
+    let Some(tail) = tail.strip_prefix(b";\toffset:").and_then(number) else {
+        return false;
+    };
+    let Some(tail) = tail.strip_prefix(b";\tsize:").and_then(number) else {
+        return false;
+    };
+    let shape_ok = matches!(tail, b";" | b";\tsigned:0;" | b";\tsigned:1;");
+    shape_ok && split_declaration(decl).is_ok()
 }
 
 /// Parses `field:TYPE NAME[N];\toffset:O;\tsize:S;\tsigned:X;`.
@@ -620,6 +667,44 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid
                 (a, b) => panic!("{t:?}: parse {a:?}, check {b:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_usual_field_line_is_one_parse_field_line_reads() {
+        let usual = [
+            "field:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;",
+            "field:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:1;",
+            "field:__data_loc char[] name;\toffset:8;\tsize:4;",
+            "field:const char * fn;\toffset:999999;\tsize:8;\tsigned:0;",
+        ];
+        for line in usual {
+            assert!(usual_field_line_parses(line), "{line:?}");
+            assert!(parse_field_line(line).is_ok(), "{line:?}");
+        }
+        let others = [
+            "field:int;\toffset:0;\tsize:4;",
+            "field: ;\toffset:0;\tsize:4;",
+            "field:int a;\toffset:1048561;\tsize:4;",
+            "field:int a;\toffset:0;\tsize:4;\tsigned:2;",
+            "field:int a;\toffset:;\tsize:4;",
+            "field:int a;\toffset:+1;\tsize:4;",
+            "field:int a;\toffset:0; size:4;",
+            "field:int a;\toffset:0;\tsize:4",
+            "field:int a;\toffset:0;\tsize:4;\tsigned:0; ",
+            "field special:int a;\toffset:0;\tsize:4;",
+            "field:int a[;\toffset:0;\tsize:4;",
+            "field:int a\u{a0};\toffset:0;\tsize:4;",
+        ];
+        for line in others {
+            assert!(
+                !usual_field_line_parses(line) || parse_field_line(line).is_ok(),
+                "{line:?}"
+            );
+        }
+        assert!(!usual_field_line_parses("field:int;\toffset:0;\tsize:4;"));
+        assert!(!usual_field_line_parses(
+            "field:int a;\toffset:1048561;\tsize:4;"
+        ));
     }
 
     #[test]
