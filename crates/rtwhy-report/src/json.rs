@@ -285,7 +285,7 @@ pub fn to_value(doc: &Document<'_>) -> serde_json::Result<serde_json::Value> {
 /// Appends one spike as an element of the document's pretty-printed `spikes` array
 /// (sorted keys, indented as the array's elements are) to `out`, without a separator:
 /// what [`write_around_spikes`] puts in place. The spike is pretty-printed straight into
-/// `out`, each of its lines indented as it is written.
+/// `out` by [`ElementFormatter`], which indents each line as it starts it.
 pub fn write_spike_element(out: &mut Vec<u8>, s: &Spike) -> serde_json::Result<()> {
     write_element(out, &serde_json::to_value(s)?)
 }
@@ -293,31 +293,95 @@ pub fn write_spike_element(out: &mut Vec<u8>, s: &Spike) -> serde_json::Result<(
 /// Appends `value`, pretty-printed as an element of the document's `spikes` array.
 fn write_element(out: &mut Vec<u8>, value: &serde_json::Value) -> serde_json::Result<()> {
     out.extend_from_slice(ELEMENT_INDENT);
-    serde_json::to_writer_pretty(Indented(out), value)
+    let mut ser = serde_json::Serializer::with_formatter(out, ElementFormatter::default());
+    value.serialize(&mut ser)
 }
 
 /// How far the `spikes` array's elements are indented in the pretty-printed document.
 const ELEMENT_INDENT: &[u8] = b"    ";
 
-/// A writer appending to a buffer that indents every line after the first by
-/// [`ELEMENT_INDENT`]. Strings escape their line breaks, so every line break it sees is
-/// the pretty printer's own.
-struct Indented<'a>(&'a mut Vec<u8>);
+/// How far each level of nesting is indented in the pretty-printed document.
+const LEVEL_INDENT: &[u8] = b"  ";
 
-impl Write for Indented<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut rest = buf;
-        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-            let (line, after) = rest.split_at(nl + 1);
-            self.0.extend_from_slice(line);
-            self.0.extend_from_slice(ELEMENT_INDENT);
-            rest = after;
-        }
-        self.0.extend_from_slice(rest);
-        Ok(buf.len())
+/// Pretty-prints as `serde_json::to_writer_pretty` does (two spaces a level, `": "`
+/// between key and value, empty arrays and objects as `[]` and `{}`), with every line
+/// after the first starting with [`ELEMENT_INDENT`]: an element of the document's
+/// `spikes` array written on its own, without re-scanning the output for line breaks.
+#[derive(Default)]
+struct ElementFormatter {
+    /// Nesting depth of the container being written.
+    level: usize,
+    /// Whether the container just closed had an element (it then ends on its own line).
+    has_value: bool,
+}
+
+impl ElementFormatter {
+    /// Starts a new line at the current depth.
+    fn new_line<W: ?Sized + Write>(&self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(if first { b"\n" } else { b",\n" })?;
+        self.indent(w)
     }
 
-    fn flush(&mut self) -> io::Result<()> {
+    fn indent<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
+        w.write_all(ELEMENT_INDENT)?;
+        for _ in 0..self.level {
+            w.write_all(LEVEL_INDENT)?;
+        }
+        Ok(())
+    }
+
+    fn open<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(bracket)
+    }
+
+    fn close<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.level = self.level.saturating_sub(1);
+        if self.has_value {
+            w.write_all(b"\n")?;
+            self.indent(w)?;
+        }
+        w.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for ElementFormatter {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open(w, b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.new_line(w, first)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open(w, b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.new_line(w, first)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
         Ok(())
     }
 }
