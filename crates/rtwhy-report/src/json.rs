@@ -285,7 +285,7 @@ pub fn to_value(doc: &Document<'_>) -> serde_json::Result<serde_json::Value> {
 /// Appends one spike as an element of the document's pretty-printed `spikes` array
 /// (sorted keys, indented as the array's elements are) to `out`, without a separator:
 /// what [`write_around_spikes`] puts in place. The spike is pretty-printed straight into
-/// `out` by [`ElementFormatter`], which indents each line as it starts it.
+/// `out` by a formatter that indents each line as it starts it.
 pub fn write_spike_element(out: &mut Vec<u8>, s: &Spike) -> serde_json::Result<()> {
     write_element(out, &serde_json::to_value(s)?)
 }
