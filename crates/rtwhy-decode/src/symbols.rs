@@ -269,21 +269,18 @@ fn parse_entries(text: &str) -> Vec<Symbol> {
             continue;
         }
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |n| start + n);
-        match usual_line(bytes, start, end) {
-            Some(sym) => entries.extend(sym),
-            None => entries.extend(any_line(bytes, start, end)),
-        }
+        entries.extend(any_line(bytes, start, end));
         start = end + 1;
     }
     entries.sort_by_key(|e| e.addr);
     entries
 }
 
-/// A line as the kernel writes it (see [`usual_line`]) read in one pass over its bytes,
-/// with where it ends (its newline, or the end of the text): the line end is found by
-/// the scan of the name or module instead of a search of its own. `None` for any line
-/// this does not take as it is; [`usual_line`] and [`any_line`] read those, and accept
-/// every line this one accepts with the same result.
+/// A line as the kernel writes it, `<hex> <type> <name>` and optionally `\t[<module>]`,
+/// read in one pass over its bytes without splitting words, with where it ends (its
+/// newline, or the end of the text): the line end is found by the scan of the name or
+/// module instead of a search of its own. `None` for any other shape; [`any_line`] reads
+/// those, and accepts every line this one accepts with the same result.
 #[inline]
 fn kernel_line(bytes: &[u8], start: usize) -> Option<(Symbol, usize)> {
     let line = bytes.get(start..)?;
@@ -348,47 +345,6 @@ fn word_len(text: &[u8]) -> usize {
     }
     let rest = chunks.remainder();
     done + rest.iter().position(|&b| b <= b' ').unwrap_or(rest.len())
-}
-
-/// A line as the kernel writes it, `<hex> <type> <name>` and optionally `\t[<module>]`,
-/// read without splitting words; `None` for any other shape (then [`any_line`] reads it).
-#[inline]
-fn usual_line(bytes: &[u8], start: usize, end: usize) -> Option<Option<Symbol>> {
-    let line = bytes.get(start..end)?;
-    let digits = if line.get(16) == Some(&b' ') {
-        16
-    } else {
-        memchr::memchr(b' ', line)?
-    };
-    let kind = *line.get(digits + 1)?;
-    if digits == 0 || digits > 16 || line.get(digits + 2) != Some(&b' ') {
-        return None;
-    }
-    let name_at = digits + 3;
-    let tab = memchr::memchr(b'\t', line).unwrap_or(line.len());
-    if tab <= name_at || tab + 1 == line.len() {
-        return None;
-    }
-    // No whitespace (nor other control byte) inside the words: checked without an early
-    // exit, which the compiler turns into wide compares.
-    let plain = |w: &[u8]| w.iter().fold(true, |ok, &b| ok & (b > b' '));
-    let module_text = line.get(tab + 1..).unwrap_or_default();
-    if kind <= b' ' || !plain(&line[..digits]) || !plain(&line[name_at..tab]) || !plain(module_text)
-    {
-        return None;
-    }
-    let module = if tab == line.len() {
-        (0, 0)
-    } else {
-        module_name(bytes, ((start + tab + 1) as u32, end as u32))
-    };
-    let addr = hex_short(&line[..digits])?;
-    Some(Some(Symbol {
-        addr,
-        name: ((start + name_at) as u32, (start + tab) as u32),
-        module,
-        kind,
-    }))
 }
 
 /// Any line: its words split at ASCII whitespace.
