@@ -104,11 +104,12 @@ cleanup() {
         m=${mounted[$i]}
         umount -R "$m" 2>/dev/null || umount -R -l "$m" 2>/dev/null || true
     done
-    # Never delete through a mount that is still there (the cargo home is the host's).
-    if findmnt -rn -o TARGET | grep -q "^$root"; then
-        echo "fresh-check: mounts remain under $root; not removing it" >&2
-    else
+    # Mounts made inside the root by what ran there (not in `mounted`) go too; never
+    # delete through a mount that is still there (the cargo home is the host's).
+    if unmount_under "$root/"; then
         rm -rf "$root" "$root.owner"
+    else
+        echo "fresh-check: mounts remain under $root; not removing it" >&2
     fi
 }
 trap cleanup EXIT
