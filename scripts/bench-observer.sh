@@ -17,6 +17,10 @@
 #      and are dropped there before anything is written
 #   Y  B with the kernel's global `options/record-cmd` off (saved_cmdlines not kept)
 #   Z  M with `options/record-cmd` off
+#   N  M without the system-call events (syscalls:*): what the scheduler, interrupt,
+#      timer and other events cost CPU 0 when nothing is written there
+#   S  M with the system-call events only: what they cost CPU 0 (enabling any of them
+#      puts every task on the kernel's slow system-call path)
 #   R  `rtla timerlat hist` on every CPU beside cyclictest (where the kernel has the
 #      timerlat tracer)
 # In every condition cyclictest runs `-m -p 80 -a 1 -i 1000 -h 2000 -l LOOPS -q -t 1`, and
@@ -55,7 +59,7 @@ while [ $# -gt 0 ]; do
         --rtwhy) RTWHY=$2; shift 2 ;;
         --conds) CONDS=$2; shift 2 ;;
         --keep) KEEP=$2; shift 2 ;;
-        -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-observer: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -114,6 +118,10 @@ say() { printf '[%4ds] %s\n' "$SECONDS" "$*" >&2; }
 say "reading rtwhy's default preset from a short session"
 timeout 30 "$RTWHY" record -t 100us --out "$RAW/warmup" -- sleep 0.3 > "$RAW/warmup.out" 2>&1
 EVENTS=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["session"]["armed"]["events"]))' "$RAW/warmup/session.json")
+EVENTS_SYS= EVENTS_NOSYS=
+for e in $EVENTS; do
+    case $e in syscalls:*) EVENTS_SYS="$EVENTS_SYS $e" ;; *) EVENTS_NOSYS="$EVENTS_NOSYS $e" ;; esac
+done
 rm -rf "$RAW/warmup"
 say "events: $EVENTS"
 
@@ -135,8 +143,9 @@ if [ -z "$CONDS" ]; then
 fi
 say "conditions: $CONDS (trace-cmd record works: $CAN_T; timerlat tracer: $CAN_R)"
 
-# plain_on [CPUMASK] [RECORD_CMD]: the plain instance, recording on the CPUs of the hex
-# mask (default all), with the global record-cmd option set as given (default unchanged).
+# plain_on [CPUMASK] [RECORD_CMD] [EVENT_LIST]: the plain instance, recording on the CPUs
+# of the hex mask (default all), with the global record-cmd option set as given (default
+# unchanged) and the events given (default rtwhy's, $EVENTS).
 plain_on() {
     mkdir "$PLAIN"
     [ -z "${1:-}" ] || echo "$1" > "$PLAIN/tracing_cpumask"
@@ -146,7 +155,7 @@ plain_on() {
     echo 4096 > "$PLAIN/buffer_size_kb"
     echo mono > "$PLAIN/trace_clock"
     local e
-    for e in $EVENTS; do
+    for e in ${3:-$EVENTS}; do
         [ ! -e "$PLAIN/events/${e%%:*}/${e#*:}/enable" ] || echo 1 > "$PLAIN/events/${e%%:*}/${e#*:}/enable"
     done
     echo 1 > "$PLAIN/tracing_on"
@@ -173,6 +182,8 @@ one() {
         M) plain_on 2; cmd=("${CYCLIC[@]}") ;;
         Y) plain_on "" 0; cmd=("${CYCLIC[@]}") ;;
         Z) plain_on 2 0; cmd=("${CYCLIC[@]}") ;;
+        N) plain_on 2 "" "$EVENTS_NOSYS"; cmd=("${CYCLIC[@]}") ;;
+        S) plain_on 2 "" "$EVENTS_SYS"; cmd=("${CYCLIC[@]}") ;;
         T)
             for e in $EVENTS; do tc_events+=(-e "$e"); done
             cmd=(trace-cmd record -q -b 4096 -C mono "${tc_events[@]}" -o "$WORK/$name.dat" -- "${CYCLIC[@]}") ;;
@@ -226,6 +237,8 @@ names = {
     "M": "B, the instance's tracing_cpumask CPU 1 only",
     "Y": "B, global `options/record-cmd` off",
     "Z": "M, global `options/record-cmd` off",
+    "N": "M without the system-call events",
+    "S": "M with the system-call events only",
     "R": "`rtla timerlat hist` beside it",
 }
 
