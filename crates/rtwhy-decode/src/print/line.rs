@@ -86,6 +86,17 @@ impl Line {
         self.0.extend(b.iter().copied());
     }
 
+    /// Appends the first `n` bytes of `block`, ASCII (what follows them may be anything):
+    /// the whole block in one copy of a size known when compiling, then cut back to `n`;
+    /// cheaper than copying `n` bytes.
+    #[inline]
+    pub(crate) fn push_ascii_block<const N: usize>(&mut self, block: &[u8; N], n: usize) {
+        debug_assert!(block.get(..n).is_some_and(<[u8]>::is_ascii));
+        let at = self.0.len();
+        self.0.extend_from_slice(block);
+        self.0.truncate(at + n.min(N));
+    }
+
     /// Appends a [`Snippet`].
     #[inline]
     pub(crate) fn push_snippet(&mut self, s: &Snippet) {
@@ -185,10 +196,13 @@ mod tests {
         l.push('x');
         l.push_lossy(b"0x1f");
         l.push_lossy(b"ok \xc2\xa0 \xc2");
+        // A block's bytes past the ones kept need not be text (a string's tail after
+        // its NUL).
+        l.push_ascii_block(b"ab\0\xff\xc2", 2);
         let _ = write!(l, " {}", 42);
         assert_eq!(
             l.to_string_lossy(),
-            "sched_switch: éx0x1fok \u{a0} \u{fffd} 42"
+            "sched_switch: éx0x1fok \u{a0} \u{fffd}ab 42"
         );
         assert!(std::str::from_utf8(l.as_bytes()).is_ok());
         assert!(l.ends_with_byte(b'2'));

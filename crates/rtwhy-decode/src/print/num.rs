@@ -115,9 +115,40 @@ pub(crate) fn push_digits(out: &mut Line, buf: &[u8], start: usize) {
 /// `%llu`.
 #[inline]
 pub(crate) fn dec(out: &mut Line, v: u64) {
-    let mut buf = [0u8; 24];
-    let i = dec_digits(&mut buf, v);
-    push_digits(out, &buf, i);
+    match u32::try_from(v) {
+        Ok(small) if small < 100_000_000 => dec8(out, small),
+        _ => dec_long(out, v),
+    }
+}
+
+/// `%u` of a number below 10^8: [`dec8_digits`] with the leading zeros shifted out.
+#[inline]
+fn dec8(out: &mut Line, v: u32) {
+    let digits = dec8_digits(v);
+    let zeros = (digits.trailing_zeros() / 8).min(7);
+    let text = ((digits + 0x3030_3030_3030_3030) >> (zeros * 8)).to_le_bytes();
+    out.push_ascii_block(&text, 8 - zeros as usize);
+}
+
+/// The eight decimal digits of `v` (below 10^8), one a byte, the first in the lowest:
+/// made at once by divisions by 100 and 10 in 32- and 16-bit lanes of one word
+/// (multiplications by fixed-point reciprocals, exact in that range).
+#[inline]
+fn dec8_digits(v: u32) -> u64 {
+    let x = u64::from(v / 10_000) | u64::from(v % 10_000) << 32;
+    let hundreds = ((x * 10_486) >> 20) & 0x0000_007f_0000_007f;
+    let pairs = hundreds | (x - hundreds * 100) << 16;
+    let tens = ((pairs * 103) >> 10) & 0x000f_000f_000f_000f;
+    tens | (pairs - tens * 10) << 8
+}
+
+/// [`dec`] of a number from 10^8 on: the digits before the last eight, then those eight
+/// with their zeros.
+#[inline(never)]
+fn dec_long(out: &mut Line, v: u64) {
+    dec(out, v / 100_000_000);
+    let low = dec8_digits((v % 100_000_000) as u32);
+    out.push_ascii_array(&(low + 0x3030_3030_3030_3030).to_le_bytes());
 }
 
 /// `%lld`.
@@ -154,12 +185,38 @@ pub(crate) fn signed_width(out: &mut Line, v: i64, width: usize) {
     push_digits(out, &buf, i);
 }
 
-/// `%llx`.
+/// The eight nibbles of `x`, one a byte, the most significant in the first byte of the
+/// big-endian bytes.
+#[inline]
+fn spread_nibbles(x: u32) -> u64 {
+    let x = u64::from(x);
+    let x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
+    let x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
+    (x | (x << 4)) & 0x0f0f_0f0f_0f0f_0f0f
+}
+
+/// Nibbles, one a byte, as lowercase hex digits, eight at a time: `'0'` added to each,
+/// and `'a' - '0' - 10` more to those from 10 on (bit 4 of the nibble plus 6).
+#[inline]
+fn hex_ascii(n: u64) -> [u8; 8] {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let letters = ((n + 6 * ONES) >> 4) & ONES;
+    (n + 0x30 * ONES + letters * 0x27).to_be_bytes()
+}
+
+/// `%llx`: the digits of all sixteen nibbles made at once, after a shift that puts the
+/// first significant one first.
 #[inline]
 pub(crate) fn hex(out: &mut Line, v: u64) {
-    let mut buf = [0u8; 24];
-    let i = hex_digits(&mut buf, v, false);
-    push_digits(out, &buf, i);
+    let len = (67 - (v | 1).leading_zeros() as usize) / 4;
+    let top = v << (64 - 4 * len);
+    let hi = hex_ascii(spread_nibbles((top >> 32) as u32));
+    let lo = hex_ascii(spread_nibbles(top as u32));
+    let mut buf = [0u8; 16];
+    let (a, b) = buf.split_at_mut(8);
+    a.copy_from_slice(&hi);
+    b.copy_from_slice(&lo);
+    out.push_ascii_block(&buf, len);
 }
 
 /// `0x%llx`.
@@ -236,6 +293,10 @@ mod tests {
             123456,
             999_999,
             1_000_000,
+            9_999_999,
+            10_000_000,
+            99_999_999,
+            100_000_000,
             u32::MAX as u64,
             u64::MAX,
         ];
@@ -265,6 +326,21 @@ mod tests {
             cpu_column(&mut s, v);
             dec6(&mut s, v * 233);
             assert_eq!(s.to_string_lossy(), format!(" [{v:03}]{:06}", v * 233));
+        }
+        for shift in 0..64 {
+            let p = 1u64 << shift;
+            for v in [p, p - 1, p | p >> 1, 0xdead_beef_u64.rotate_left(shift)] {
+                let mut s = Line::default();
+                dec(&mut s, v);
+                s.push(' ');
+                hex(&mut s, v);
+                assert_eq!(s.to_string_lossy(), format!("{v} {v:x}"));
+            }
+        }
+        for v in (0..100_000).chain((0..100_000_010).step_by(9_973)) {
+            let mut s = Line::default();
+            dec(&mut s, v);
+            assert_eq!(s.to_string_lossy(), v.to_string());
         }
         let mut b = [0u8; 24];
         let i = digits(&mut b, 0o1777, 8, false);
