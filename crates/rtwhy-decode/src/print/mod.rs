@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use line::Line;
+use line::Snippet;
 
 use fmt_eval::{print_piece, Ctx};
 use fmt_parse::{split_format, ParsedFmt};
@@ -44,7 +45,7 @@ struct EventState {
     /// Offset and size of `common_pid` (as [`Record::pid`] finds it).
     pid_at: (usize, usize),
     /// `: name:` padded as trace-cmd pads it, with the following space.
-    name_part: Line,
+    name_part: Snippet,
     /// Raw mode's per-field choices; rebuilt when `cleared` changes.
     raw_plan: Option<Vec<raw::FieldStep>>,
     /// Where the sched plugin learns task names from this event.
@@ -85,11 +86,11 @@ impl EventTable {
     }
 }
 
-/// The `comm-pid` part of a line for a pid, when it can be kept: names from saved
-/// cmdlines never change, names learned from sched events can.
+/// The `comm-pid` and CPU columns of a line for a pid on a CPU, when they can be kept:
+/// names from saved cmdlines never change, names learned from sched events can.
 #[derive(Debug)]
 enum CommCache {
-    Fixed(Line),
+    Fixed(Snippet),
     Dynamic,
 }
 
@@ -110,9 +111,15 @@ impl std::hash::Hasher for PidHasher {
     fn write_i32(&mut self, v: i32) {
         self.0 = u64::from(v as u32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ v >> 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 type PidMap<V> = HashMap<i32, V, std::hash::BuildHasherDefault<PidHasher>>;
+
+/// By pid (low 32 bits) and CPU (high 32 bits).
+type PidCpuMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<PidHasher>>;
 
 /// A function name left out of printed text while the trace's kernel symbols were still
 /// being read (see [`Printer::defer_symbols`]): where it goes, and what to look up.
@@ -136,9 +143,9 @@ pub struct Printer {
     /// The buffer column of the current buffer's lines, and that buffer's name.
     instance: Option<String>,
     instance_name: String,
-    comms: PidMap<CommCache>,
+    comms: PidCpuMap<CommCache>,
     /// The seconds of the last timestamp and their text (` %5llu.`).
-    secs: (u64, Line),
+    secs: (u64, Snippet),
     /// While printing a record as it printed at its place: its sequence number; names
     /// learned at or after it are not known yet.
     as_of: Option<u64>,
@@ -181,8 +188,8 @@ impl Printer {
             counter_clock,
             instance,
             instance_name: String::new(),
-            comms: PidMap::default(),
-            secs: (0, Line::default()),
+            comms: PidCpuMap::default(),
+            secs: (u64::MAX, Snippet::new("")),
             as_of: None,
             defer: false,
             holes: RefCell::default(),
@@ -347,27 +354,26 @@ impl Printer {
             &self.meta,
             &self.plugins,
             self.as_of,
-            pid,
+            (pid, rec.cpu),
             out,
         );
-        num::cpu_column(out, rec.cpu);
         if self.counter_clock {
             num::dec_width(out, rec.ts, 12, false);
         } else {
             let us = rec.ts / 1000 + u64::from(rec.ts % 1000 >= 500);
             let secs = us / 1_000_000;
             // Consecutive records mostly fall in the same second.
-            if self.secs.0 != secs || self.secs.1.is_empty() {
-                self.secs.0 = secs;
-                self.secs.1.clear();
-                self.secs.1.push(' ');
-                num::dec_width(&mut self.secs.1, secs, 5, false);
-                self.secs.1.push('.');
+            if self.secs.0 != secs {
+                let mut text = Line::default();
+                text.push(' ');
+                num::dec_width(&mut text, secs, 5, false);
+                text.push('.');
+                self.secs = (secs, Snippet::new(&text.to_string_lossy()));
             }
-            out.push_line(&self.secs.1);
+            out.push_snippet(&self.secs.1);
             num::dec6(out, (us % 1_000_000) as u32);
         }
-        out.push_line(&st.name_part);
+        out.push_snippet(&st.name_part);
         // The info part is written in place; trace-cmd drops one trailing newline.
         let start = out.len();
         if raw {
@@ -450,6 +456,7 @@ fn new_state(event: &EventFormat, long_size: usize) -> EventState {
         ' ',
     );
     name_part.push(' ');
+    let name_part = Snippet::new(&name_part.to_string_lossy());
     EventState {
         failed: parsed.failed,
         parsed,
@@ -463,17 +470,18 @@ fn new_state(event: &EventFormat, long_size: usize) -> EventState {
     }
 }
 
-/// `comm-pid` as trace-cmd prints it: the name right-aligned in 16 columns, the pid
-/// left-aligned in 5.
+/// `comm-pid` as trace-cmd prints it (the name right-aligned in 16 columns, the pid
+/// left-aligned in 5), then the CPU column.
 fn write_comm_pid(
-    cache: &mut PidMap<CommCache>,
+    cache: &mut PidCpuMap<CommCache>,
     meta: &TraceMeta,
     plugins: &PluginState,
     as_of: Option<u64>,
-    pid: i32,
+    (pid, cpu): (i32, u32),
     out: &mut Line,
 ) {
-    let entry = cache.entry(pid).or_insert_with(|| {
+    let key = u64::from(pid as u32) | u64::from(cpu) << 32;
+    let entry = cache.entry(key).or_insert_with(|| {
         let fixed = if pid == 0 {
             Some("<idle>")
         } else {
@@ -483,13 +491,14 @@ fn write_comm_pid(
             Some(comm) => {
                 let mut s = Line::default();
                 format_comm_pid(&mut s, comm, pid);
-                CommCache::Fixed(s)
+                num::cpu_column(&mut s, cpu);
+                CommCache::Fixed(Snippet::new(&s.to_string_lossy()))
             }
             None => CommCache::Dynamic,
         }
     });
     match entry {
-        CommCache::Fixed(s) => out.push_line(s),
+        CommCache::Fixed(s) => out.push_snippet(s),
         CommCache::Dynamic => {
             let known = as_of.is_none_or(|seq| {
                 plugins
@@ -504,6 +513,7 @@ fn write_comm_pid(
                 .map(String::as_str)
                 .unwrap_or("<...>");
             format_comm_pid(out, comm, pid);
+            num::cpu_column(out, cpu);
         }
     }
 }
