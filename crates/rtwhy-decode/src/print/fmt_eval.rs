@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::cfmt::{self, cast, Spec};
-use super::fmt_parse::{strtoull, Arg, ConvKind, Piece};
+use super::fmt_parse::{strtoull, Arg, ConvKind, FastInt, Piece};
 use super::symbols::Funcs;
 use super::Line;
 use crate::endian::Endian;
@@ -249,6 +249,16 @@ fn eval_index(ctx: &Ctx<'_>, base: &Arg, idx: &Arg) -> u64 {
     }
 }
 
+/// The value a [`FastInt`] conversion prints: its field's number masked by the casts.
+#[inline]
+pub(crate) fn fast_value(ctx: &Ctx<'_>, fi: &FastInt) -> u64 {
+    if fi.offset.saturating_add(fi.size) > ctx.data.len() {
+        0
+    } else {
+        ctx.read(fi.offset, fi.size) & fi.mask
+    }
+}
+
 /// Prints one format piece.
 pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut Line, piece: &Piece) {
     match piece {
@@ -258,15 +268,11 @@ pub(crate) fn print_piece(ctx: &Ctx<'_>, out: &mut Line, piece: &Piece) {
             parsed,
             ..
         } => {
-            let v = if fi.offset.saturating_add(fi.size) > ctx.data.len() {
-                0
-            } else {
-                ctx.read(fi.offset, fi.size)
-            };
+            let v = fast_value(ctx, fi);
             if fi.plain != 0 {
-                cfmt::plain_int(out, fi.plain, v & fi.mask, fi.bits);
+                cfmt::plain_int(out, fi.plain, v, fi.bits);
             } else {
-                cfmt::int(out, parsed, v & fi.mask, fi.bits);
+                cfmt::int(out, parsed, v, fi.bits);
             }
         }
         Piece::Conv {

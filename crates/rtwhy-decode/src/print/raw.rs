@@ -1,8 +1,9 @@
 //! ` name=value` field lists, as `trace-cmd report -R` prints them (and as the
 //! `[FAILED TO PARSE]` fallback does).
 
-use super::fmt_eval::{print_piece, Ctx};
-use super::fmt_parse::{Arg, Piece};
+use super::cfmt;
+use super::fmt_eval::{fast_value, print_piece, Ctx};
+use super::fmt_parse::{Arg, FastInt, Piece};
 use super::line::Snippet;
 use super::{num, Line};
 use crate::format::{EventFormat, Field};
@@ -11,10 +12,22 @@ use crate::format::{EventFormat, Field};
 /// only on the format and on which arrays were found not to be strings).
 #[derive(Debug)]
 pub(crate) struct FieldStep {
-    /// ` name=`.
+    /// ` name=`, and `0x` when the print format has it before the field's conversion.
     label: Snippet,
-    /// The print-format piece that prints the field, and whether `0x` goes before it.
-    conv: Option<(usize, bool)>,
+    op: FieldOp,
+    /// The field's index in the event's fields.
+    field: usize,
+}
+
+/// What prints a field's value.
+#[derive(Debug)]
+enum FieldOp {
+    /// A plain integer conversion of the field (see [`FastInt`]).
+    Plain(FastInt),
+    /// The print-format piece at this index.
+    Piece(usize),
+    /// The field's bytes alone ([`print_field_raw`]).
+    Raw,
 }
 
 /// Decides, field by field, what [`write_fields`] would do.
@@ -27,20 +40,37 @@ pub(crate) fn plan(
     let mut cursor = pieces.map(|_| 0usize);
     let mut steps = Vec::with_capacity(event.fields.len());
     for (i, f) in event.fields.iter().enumerate() {
-        let label = Snippet::new(&format!(" {}=", f.name));
         let cleared_here = cleared.get(i).copied().unwrap_or(false);
         let mut conv = None;
         if let (Some(pieces), Some(start)) = (pieces, cursor) {
             if !f.flags.array && (!f.flags.string || cleared_here) {
                 if let Some((at, has_0x, next)) = find_conv(f, pieces, start) {
-                    conv = Some((at, has_0x));
+                    conv = pieces.get(at).map(|p| (at, p, has_0x));
                     cursor = next;
                 }
             }
         }
-        steps.push(FieldStep { label, conv });
+        steps.push(step(f, i, conv));
     }
     steps
+}
+
+/// The step for field `i`, printed by the piece `conv` finds (with its index, and
+/// whether `0x` goes before it) or from its bytes.
+fn step(f: &Field, i: usize, conv: Option<(usize, &Piece, bool)>) -> FieldStep {
+    let (op, has_0x) = match conv {
+        Some((_, Piece::Conv { fast: Some(fi), .. }, has_0x)) if fi.plain != 0 => {
+            (FieldOp::Plain(fi.clone()), has_0x)
+        }
+        Some((at, _, has_0x)) => (FieldOp::Piece(at), has_0x),
+        None => (FieldOp::Raw, false),
+    };
+    let prefix = if has_0x { "0x" } else { "" };
+    FieldStep {
+        label: Snippet::new(&format!(" {}={prefix}", f.name)),
+        op,
+        field: i,
+    }
 }
 
 /// Prints every non-common field following `plan` (made by [`plan`] for the same
@@ -55,17 +85,24 @@ pub(crate) fn write_planned(
     cleared: &mut [bool],
 ) -> bool {
     let mut changed = false;
-    for (i, (f, step)) in event.fields.iter().zip(plan).enumerate() {
+    for step in plan {
         out.push_snippet(&step.label);
-        if let Some((at, has_0x)) = step.conv {
-            if let Some(piece) = pieces.get(at) {
-                if has_0x {
-                    out.push_str("0x");
-                }
-                print_piece(ctx, out, piece);
+        let piece = match &step.op {
+            FieldOp::Plain(fi) => {
+                cfmt::plain_int(out, fi.plain, fast_value(ctx, fi), fi.bits);
                 continue;
             }
+            FieldOp::Piece(at) => pieces.get(*at),
+            FieldOp::Raw => None,
+        };
+        if let Some(piece) = piece {
+            print_piece(ctx, out, piece);
+            continue;
         }
+        let i = step.field;
+        let Some(f) = event.fields.get(i) else {
+            continue;
+        };
         let cleared_here = cleared.get(i).copied().unwrap_or(false);
         if print_field_raw(ctx, out, f, cleared_here) && !cleared_here {
             if let Some(c) = cleared.get_mut(i) {
@@ -152,6 +189,28 @@ fn printable_len(b: &[u8]) -> Option<usize> {
     Some(b.len())
 }
 
+/// The length of a string that ends within the first 16 bytes of `b`, when every byte
+/// before its NUL is printable ASCII other than the spacing controls, found eight bytes
+/// at a time; `None` leaves the string to [`printable_len`].
+#[inline]
+fn short_string(b: &[u8; 16]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    for (i, word) in b.chunks_exact(8).enumerate() {
+        let w = u64::from_le_bytes(word.try_into().ok()?);
+        // High bit of each byte below 0x20, and of each from 0x7f on: exact up to the
+        // first such byte (the borrows and carries only mark bytes after it).
+        let below = w.wrapping_sub(0x20 * ONES) & !w & HIGH;
+        let above = (w | w.wrapping_add(ONES)) & HIGH;
+        let odd = below | above;
+        if odd != 0 {
+            let k = (odd.trailing_zeros() / 8) as usize;
+            return (word.get(k) == Some(&0)).then_some(i * 8 + k);
+        }
+    }
+    None
+}
+
 /// Prints a field from its bytes alone. Returns true when a string-typed array was
 /// printed as bytes (so it is no longer treated as a string).
 pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut Line, f: &Field, cleared: bool) -> bool {
@@ -164,6 +223,13 @@ pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut Line, f: &Field, cleared:
         let inside = ctx.data.get(off..).unwrap_or_default();
         let inside = &inside[..len.min(inside.len())];
         if f.flags.string && !cleared {
+            if let Some((head, n)) = inside
+                .first_chunk::<16>()
+                .and_then(|h| short_string(h).map(|n| (h, n)))
+            {
+                out.push_ascii_block(head, n);
+                return false;
+            }
             // The usual string: it ends inside the array, whose bytes the record holds
             // whole, so the array's bytes up to the NUL are what `%s` prints.
             if let Some(n) = printable_len(inside).filter(|&n| n < inside.len()) {
@@ -216,4 +282,39 @@ pub(crate) fn print_field_raw(ctx: &Ctx<'_>, out: &mut Line, f: &Field, cleared:
         num::dec(out, val);
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_string_agrees_with_printable_len() {
+        let mut cases: Vec<[u8; 16]> = vec![*b"cyclictest\0\0\0\0\0\0", *b"0123456789abcdef"];
+        for at in 0..16 {
+            for odd in [
+                0u8, 0x01, b'\t', b'\r', 0x1f, b' ', b'~', 0x7f, 0x80, 0xc3, 0xff,
+            ] {
+                let mut b = *b"irq/25-virtio0-\0";
+                b[at] = odd;
+                cases.push(b);
+                let mut c = [b'x'; 16];
+                c[at] = odd;
+                cases.push(c);
+            }
+        }
+        for b in cases {
+            let slow = printable_len(&b).filter(|&n| n < b.len());
+            match short_string(&b) {
+                Some(n) => assert_eq!(slow, Some(n), "{b:?}"),
+                None => assert!(
+                    slow.is_none()
+                        || b[..slow.unwrap_or(0)]
+                            .iter()
+                            .any(|c| !(0x20..0x7f).contains(c)),
+                    "{b:?}"
+                ),
+            }
+        }
+    }
 }
