@@ -22,6 +22,11 @@
 //! kernel_nonpreemptible without them). Interrupts, softirqs, timers, idle states, IPIs,
 //! workqueues and system calls stay too. The capture says which CPUs were full
 //! (`record.full_cpus`).
+//!
+//! A CPU the instance does not record at all (`--cpus`, its `tracing_cpumask`) needs no
+//! filter: a filtered event is built and tested before the ring buffer drops it for its
+//! CPU, an unfiltered one is dropped at once. Such CPUs count as full in the filters, so
+//! when every recorded CPU is full none is set.
 
 use crate::tracefs::Instance;
 use crate::Result;
@@ -31,6 +36,8 @@ use crate::Result;
 #[derive(Debug)]
 pub struct Lean {
     cpu_count: usize,
+    /// The CPUs the instance does not record (its `tracing_cpumask`).
+    unrecorded: Vec<u32>,
     /// `(system, event)` of the filtered events the instance has enabled.
     events: Vec<(&'static str, &'static str)>,
     /// `(from, full CPUs)`, oldest first; the last is in force.
@@ -39,11 +46,13 @@ pub struct Lean {
 
 impl Lean {
     /// Applies the rule with `full` (every CPU when `None`) to the `enabled` events
-    /// (`system:event`) of `instance`, at time `now` (CLOCK_MONOTONIC ns).
+    /// (`system:event`) of `instance`, which records the CPUs `recorded` (every CPU when
+    /// `None`), at time `now` (CLOCK_MONOTONIC ns).
     pub fn start(
         instance: &Instance,
         enabled: &[String],
         cpu_count: usize,
+        recorded: Option<&[u32]>,
         full: Option<Vec<u32>>,
         now: u64,
     ) -> Result<Lean> {
@@ -51,8 +60,12 @@ impl Lean {
             .into_iter()
             .filter(|(s, e)| enabled.iter().any(|x| *x == format!("{s}:{e}")))
             .collect();
+        let unrecorded = (0..cpu_count as u32)
+            .filter(|c| recorded.is_some_and(|r| !r.contains(c)))
+            .collect();
         let mut lean = Lean {
             cpu_count,
+            unrecorded,
             events,
             history: Vec::new(),
         };
@@ -73,7 +86,7 @@ impl Lean {
         if full.is_empty() || self.history.last().is_some_and(|(_, f)| *f == full) {
             return Ok(());
         }
-        for (system, event, filter) in filters(&full, self.cpu_count) {
+        for (system, event, filter) in self.kernel_filters(&full) {
             if self.events.contains(&(system, event)) {
                 instance.set_filter(system, event, &filter)?;
             }
@@ -85,6 +98,13 @@ impl Lean {
             self.history.drain(..self.history.len() - 64);
         }
         Ok(())
+    }
+
+    /// [`filters`] for the full CPUs `full`, the CPUs not recorded counted among them.
+    fn kernel_filters(&self, full: &[u32]) -> Vec<(&'static str, &'static str, String)> {
+        let mut with_unrecorded = full.to_vec();
+        with_unrecorded.extend(&self.unrecorded);
+        filters(&with_unrecorded, self.cpu_count)
     }
 
     /// The CPUs that were full for the whole of `[from, to]`.
@@ -220,6 +240,30 @@ mod tests {
         for (_, _, filter) in filters(&[0, 1], 2) {
             assert_eq!(filter, "0");
         }
+    }
+
+    #[test]
+    fn cpus_not_recorded_need_no_filter() {
+        let lean = |unrecorded: Vec<u32>| Lean {
+            cpu_count: 4,
+            unrecorded,
+            events: FILTERED.to_vec(),
+            history: Vec::new(),
+        };
+        // `--cpus 1`, CPU 1 measured: nothing is left to filter.
+        for (_, _, filter) in lean(vec![0, 2, 3]).kernel_filters(&[1]) {
+            assert_eq!(filter, "0");
+        }
+        // `--cpus 1,2`, CPU 1 measured: CPU 2 is filtered, the others pass whatever runs
+        // there (the ring buffer drops it).
+        let f = lean(vec![0, 3]).kernel_filters(&[1]);
+        let waking = &f.iter().find(|(_, e, _)| *e == "sched_waking").unwrap().2;
+        assert_eq!(
+            waking,
+            "prio < 100 || (target_cpu >= 0 && target_cpu <= 1) || target_cpu == 3 || (CPU >= 0 && CPU <= 1) || CPU == 3"
+        );
+        // Every CPU recorded: the rule as before.
+        assert_eq!(lean(vec![]).kernel_filters(&[1]), filters(&[1], 4));
     }
 
     #[test]

@@ -722,7 +722,14 @@ fn run_with(
             (None, Workload::Probe(pc)) => Some(pc.cpus.clone()),
             (None, Workload::Command(_)) => None,
         };
-        match Lean::start(&flight, &armed.events, cpus, full, mono_ns()) {
+        match Lean::start(
+            &flight,
+            &armed.events,
+            cpus,
+            cfg.cpus.as_deref(),
+            full,
+            mono_ns(),
+        ) {
             Ok(l) => Some(l),
             Err(e) => {
                 obs.warning(&format!(
