@@ -14,6 +14,7 @@ use rtwhy_model::{
 };
 use serde::Serialize;
 
+use crate::sorted_spike::Sorted;
 use crate::{Source, Timerlat};
 
 /// The JSON schema's name and version ([`rtwhy_model::schema`]).
@@ -285,13 +286,14 @@ pub fn to_value(doc: &Document<'_>) -> serde_json::Result<serde_json::Value> {
 /// Appends one spike as an element of the document's pretty-printed `spikes` array
 /// (sorted keys, indented as the array's elements are) to `out`, without a separator:
 /// what [`write_around_spikes`] puts in place. The spike is pretty-printed straight into
-/// `out` by a formatter that indents each line as it starts it.
+/// `out`, its keys in sorted order as it goes, by a formatter that indents each line as
+/// it starts it.
 pub fn write_spike_element(out: &mut Vec<u8>, s: &Spike) -> serde_json::Result<()> {
-    write_element(out, &serde_json::to_value(s)?)
+    write_element(out, &Sorted(s))
 }
 
 /// Appends `value`, pretty-printed as an element of the document's `spikes` array.
-fn write_element(out: &mut Vec<u8>, value: &serde_json::Value) -> serde_json::Result<()> {
+fn write_element(out: &mut Vec<u8>, value: &impl Serialize) -> serde_json::Result<()> {
     out.extend_from_slice(ELEMENT_INDENT);
     let mut ser = serde_json::Serializer::with_formatter(out, ElementFormatter::default());
     value.serialize(&mut ser)

@@ -55,6 +55,7 @@ mod protobuf;
 pub mod recording;
 pub mod redact;
 pub mod selftest;
+mod sorted_spike;
 pub mod summary;
 pub mod svg;
 pub mod system;
