@@ -231,11 +231,17 @@ impl RecentLines {
 
 /// Of `lines` (of one event name at one timestamp and CPU), the one most like `like`, a
 /// rendering of the event meant: the most words in common (its pids, comms and fields;
-/// the others share only the columns), the first of equals.
+/// the others share only the columns), the first of equals. A single line is the one,
+/// without comparing words.
 pub fn most_like<S: AsRef<str>>(lines: impl IntoIterator<Item = S>, like: &str) -> Option<S> {
+    let mut lines = lines.into_iter();
+    let first = lines.next()?;
+    let Some(second) = lines.next() else {
+        return Some(first);
+    };
     let words: Vec<&str> = like.split_whitespace().collect();
     let mut best: Option<(usize, S)> = None;
-    for line in lines {
+    for line in [first, second].into_iter().chain(lines) {
         let score = line
             .as_ref()
             .split_whitespace()
@@ -251,15 +257,38 @@ pub fn most_like<S: AsRef<str>>(lines: impl IntoIterator<Item = S>, like: &str) 
 /// The event name of a line shaped like trace-cmd's (`comm-pid [cpu] ts: name: ...`, also
 /// with the kernel's flags column before the timestamp).
 pub fn event_name(line: &str) -> Option<&str> {
-    let after_cpu = line.get(line.find("] ")? + 2..)?;
-    let after_ts = after_cpu.get(after_cpu.find(": ")? + 2..)?;
-    let name = after_ts.get(..after_ts.find(':')?)?;
+    let after_cpu = line.get(find_pair(line, b"] ")? + 2..)?;
+    let after_ts = after_cpu.get(find_pair(after_cpu, b": ")? + 2..)?;
+    let name = after_ts.get(..memchr::memchr(b':', after_ts.as_bytes())?)?;
     Some(name.trim())
+}
+
+/// Where the two ASCII bytes `pair` first occur in `s`: `str::find` without the setup of
+/// a substring searcher, which costs more than the search on a line.
+fn find_pair(s: &str, pair: &[u8; 2]) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(pair[0], bytes.get(from..)?) {
+        let at = from + i;
+        if bytes.get(at + 1) == Some(&pair[1]) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_line_with_most_words_in_common_is_most_like_and_a_single_line_is_taken() {
+        let lines = ["a-1 x y", "b-2 x z", "c-3 x z"];
+        assert_eq!(most_like(lines, "q x z"), Some("b-2 x z"));
+        assert_eq!(most_like(["a b"], "c d"), Some("a b"));
+        assert_eq!(most_like(Vec::<&str>::new(), "c d"), None);
+    }
 
     #[test]
     fn names_come_from_trace_cmd_and_kernel_lines() {
@@ -274,6 +303,8 @@ mod tests {
             Some("sched_switch")
         );
         assert_eq!(event_name("no event here"), None);
+        assert_eq!(event_name("a]-1 [000] 1.0:x: name: f"), Some("name"));
+        assert_eq!(event_name("a-1 [000] 1.0:"), None);
     }
 
     /// Three wake-ups at one nanosecond on CPU 1, as a TCG guest's clock records them:

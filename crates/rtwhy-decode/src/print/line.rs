@@ -145,9 +145,13 @@ impl Line {
     }
 
     /// The text as a string. Always whole: the bytes are UTF-8 by construction (checked
-    /// again here, without `unsafe`).
+    /// again here, without `unsafe`, by `str::from_utf8`, which passes ASCII a word at a
+    /// time where the lossy conversion goes byte by byte).
     pub fn to_string_lossy(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(&self.0)
+        match std::str::from_utf8(&self.0) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(&self.0),
+        }
     }
 }
 
