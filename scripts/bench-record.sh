@@ -19,13 +19,14 @@
 #   3. breach-to-freeze delay and dead time of the captures of a cyclictest disturbed by a
 #      bounded SCHED_FIFO 95 spinner on CPU 1 (300 us every 50 ms plus 0-1 ms random)
 #   4. start-up: session.armed.armed_after_ns of every rtwhy run
-# Usage: scripts/bench-record.sh [--reps N] [--only throughput|rt] [--rtwhy PATH] [--before PATH] [--keep DIR]
+# Usage: scripts/bench-record.sh [--reps N] [--only throughput|rt|b2f] [--rtwhy PATH] [--before PATH] [--keep DIR]
 #   --reps N      repetitions per condition (default 5)
 #   --only throughput  section 1 alone (about 40 s per repetition: --reps 12 fits the
 #                 budget), for a tighter paired C/B than the whole run's 5 repetitions
 #   --only rt     the real-time row of section 1 alone, with runs of half its length
 #                 (about 10 s per repetition: --reps 50 fits the budget), for a paired
 #                 C/B on the one row where the detector does its whole work
+#   --only b2f    section 3 alone (breach-to-freeze, about 15 s)
 #   --rtwhy PATH  use this rtwhy binary instead of building target/release/rtwhy
 #   --before PATH an older rtwhy binary, run as condition D in the real-time row beside C
 #                 (the detector's cost before and after a change, in one run)
@@ -46,12 +47,12 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --reps) REPS=$2; shift 2 ;;
         --only)
-            case $2 in throughput|rt) ;; *) echo "bench-record: --only takes throughput or rt" >&2; exit 2 ;; esac
+            case $2 in throughput|rt|b2f) ;; *) echo "bench-record: --only takes throughput, rt or b2f" >&2; exit 2 ;; esac
             ONLY=$2; shift 2 ;;
         --rtwhy) RTWHY=$2; shift 2 ;;
         --before) BEFORE=$2; shift 2 ;;
         --keep) KEEP=$2; shift 2 ;;
-        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-record: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -251,8 +252,9 @@ cond_run() {
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 # --- 1. throughput
 # A condition list per row; --only rt leaves the other two rows empty.
-PINNED_CONDS="A B C C1" FREE_CONDS="A B C"
+PINNED_CONDS="A B C C1" FREE_CONDS="A B C" RT_CONDS="A B C ${BEFORE:+D}"
 [ "$ONLY" != rt ] || PINNED_CONDS= FREE_CONDS=
+[ "$ONLY" != b2f ] || PINNED_CONDS= FREE_CONDS= RT_CONDS=
 for rep in $(seq "$REPS"); do
     for cond in $PINNED_CONDS; do
         say "throughput pinned  rep $rep $cond"
@@ -265,7 +267,7 @@ for rep in $(seq "$REPS"); do
     # so any threshold under that captures several times a run, and the captures' saving
     # and diagnosis weigh on the row (runs before 2026-11-27 used -t 10ms and did):
     # -t 1s captures nothing, and the detector's work per event is the same.
-    for cond in A B C ${BEFORE:+D}; do
+    for cond in $RT_CONDS; do
         say "throughput rt      rep $rep $cond"
         cond_run $cond "pipe-rt-$cond-$rep" 60 -t 1s --duration 3600s -- \
             taskset -c 1 chrt -f 10 perf bench sched pipe -l $PIPE_RT_LOOPS
@@ -279,7 +281,7 @@ done
 
 # --- 2. latency, no extra load
 LAT_REPS=$REPS
-[ -z "$ONLY" ] || { LAT_REPS=0; B2F_REPS=0; }
+case $ONLY in "") ;; b2f) LAT_REPS=0 ;; *) LAT_REPS=0; B2F_REPS=0 ;; esac
 for rep in $(seq "$LAT_REPS"); do
     for cond in A B C C0; do
         say "latency            rep $rep $cond"
@@ -351,87 +353,89 @@ print("## rtwhy record overhead: results\n")
 print("%s, %s, rtwhy %s%s; load average %s at the start, %s at the end\n" % (
     os.uname().release, "%d CPUs" % os.cpu_count(), rtwhy,
     " (D: the same under the older rtwhy %s)" % before if before else "", load_start, load_end))
-print("### 1. Throughput: `perf bench sched pipe`, ops/s, median of %d\n" % reps)
-print("| workload | rtwhy's threads | A: no tracing | B: plain instance | C: `rtwhy record` | B/A | C/A | C/B | loss of C beyond B |")
-print("|---|---|---|---|---|---|---|---|---|")
-samples = {}
-paired = []
-for variant, cconds, label in (
-        ("pinned", ("C", "C1"), "`taskset -c 0 perf bench sched pipe -l %s`" % pinned_loops),
-        ("rt", ("C", "D") if before else ("C",), "`taskset -c 1 chrt -f 10 perf bench sched pipe -l %s` (recorded command real-time, `-t 1s`)" % rt_loops),
-        ("free", ("C",), "`perf bench sched pipe -l %s` (unpinned)" % free_loops)):
-    if only == "rt" and variant != "rt":
-        continue
-    m = {}
-    captured = {}
-    for cond in ("A", "B") + cconds:
-        v = [ops("pipe-%s-%s-%d" % (variant, cond, r)) for r in range(1, reps + 1)]
-        if cond.startswith("C"):
-            for r in range(1, reps + 1):
-                sess = note_armed("pipe-%s-%s-%d" % (variant, cond, r))
-                if sess:
-                    captured[cond] = captured.get(cond, 0) + len(sess["session"]["captures"])
-        samples[(variant, cond)] = v
-        m[cond] = med([x for x in v if x is not None])
-    for c in cconds:
-        where = {"C": "anywhere", "D": "anywhere, older rtwhy (D)"}.get(c, "CPU 1 (`%s`)" % pin(1))
-        print("| %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f | %.1f %% |" % (
-            label, where, m["A"], m["B"], m[c], m["B"] / m["A"], m[c] / m["A"], m[c] / m["B"],
-            100 * (1 - m[c] / m["B"])))
-        # B and C of one repetition ran back to back: the ratio within a repetition
-        # cancels the host's slower drift, which the medians do not.
-        r = sorted(cv / bv for bv, cv in zip(samples[(variant, "B")], samples[(variant, c)]) if bv and cv)
-        if r:
-            paired.append("- %s %s/B: median %.3f (loss beyond B %.1f %%), middle half %.3f-%.3f, %d repetitions, %d captures taken" % (
-                variant, c, med(r), 100 * (1 - med(r)), pct(r, .25), pct(r, .75), len(r), captured.get(c, 0)))
-    if "D" in cconds:
-        # C and D of one repetition ran back to back: the newer rtwhy against the older one
-        r = sorted(cv / dv for dv, cv in zip(samples[(variant, "D")], samples[(variant, "C")]) if dv and cv)
-        if r:
-            paired.append("- %s C/D (newer over older rtwhy): median %.3f, middle half %.3f-%.3f, %d repetitions" % (
-                variant, med(r), pct(r, .25), pct(r, .75), len(r)))
-print("\nC/B within each repetition (B and C ran back to back), median and middle half:\n")
-print("\n".join(paired))
-print("\nSamples (ops/s, in run order):\n")
-for (variant, cond), v in samples.items():
-    print("- %s %s: %s" % (variant, cond, " ".join("-" if x is None else str(x) for x in v)))
+if only != "b2f":
+    print("### 1. Throughput: `perf bench sched pipe`, ops/s, median of %d\n" % reps)
+    print("| workload | rtwhy's threads | A: no tracing | B: plain instance | C: `rtwhy record` | B/A | C/A | C/B | loss of C beyond B |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    samples = {}
+    paired = []
+    for variant, cconds, label in (
+            ("pinned", ("C", "C1"), "`taskset -c 0 perf bench sched pipe -l %s`" % pinned_loops),
+            ("rt", ("C", "D") if before else ("C",), "`taskset -c 1 chrt -f 10 perf bench sched pipe -l %s` (recorded command real-time, `-t 1s`)" % rt_loops),
+            ("free", ("C",), "`perf bench sched pipe -l %s` (unpinned)" % free_loops)):
+        if only == "rt" and variant != "rt":
+            continue
+        m = {}
+        captured = {}
+        for cond in ("A", "B") + cconds:
+            v = [ops("pipe-%s-%s-%d" % (variant, cond, r)) for r in range(1, reps + 1)]
+            if cond.startswith("C"):
+                for r in range(1, reps + 1):
+                    sess = note_armed("pipe-%s-%s-%d" % (variant, cond, r))
+                    if sess:
+                        captured[cond] = captured.get(cond, 0) + len(sess["session"]["captures"])
+            samples[(variant, cond)] = v
+            m[cond] = med([x for x in v if x is not None])
+        for c in cconds:
+            where = {"C": "anywhere", "D": "anywhere, older rtwhy (D)"}.get(c, "CPU 1 (`%s`)" % pin(1))
+            print("| %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f | %.1f %% |" % (
+                label, where, m["A"], m["B"], m[c], m["B"] / m["A"], m[c] / m["A"], m[c] / m["B"],
+                100 * (1 - m[c] / m["B"])))
+            # B and C of one repetition ran back to back: the ratio within a repetition
+            # cancels the host's slower drift, which the medians do not.
+            r = sorted(cv / bv for bv, cv in zip(samples[(variant, "B")], samples[(variant, c)]) if bv and cv)
+            if r:
+                paired.append("- %s %s/B: median %.3f (loss beyond B %.1f %%), middle half %.3f-%.3f, %d repetitions, %d captures taken" % (
+                    variant, c, med(r), 100 * (1 - med(r)), pct(r, .25), pct(r, .75), len(r), captured.get(c, 0)))
+        if "D" in cconds:
+            # C and D of one repetition ran back to back: the newer rtwhy against the older one
+            r = sorted(cv / dv for dv, cv in zip(samples[(variant, "D")], samples[(variant, "C")]) if dv and cv)
+            if r:
+                paired.append("- %s C/D (newer over older rtwhy): median %.3f, middle half %.3f-%.3f, %d repetitions" % (
+                    variant, med(r), pct(r, .25), pct(r, .75), len(r)))
+    print("\nC/B within each repetition (B and C ran back to back), median and middle half:\n")
+    print("\n".join(paired))
+    print("\nSamples (ops/s, in run order):\n")
+    for (variant, cond), v in samples.items():
+        print("- %s %s: %s" % (variant, cond, " ".join("-" if x is None else str(x) for x in v)))
 
-if only:
+if only in ("rt", "throughput"):
     sys.exit(0)
-print("\n### 2. Latency: `cyclictest -m -q -p 80 -i 1000 -a 1 -t 1 -D 5 -h 2000` on CPU 1, no extra load, us\n")
-print("Per run percentiles from the histogram (overflows count as > 2000 us), median over %d runs; "
-      "worst = the largest max of any run.\n" % reps)
-print("| condition | p50 | p99 | p99.9 | max (median) | max (worst) | samples/run | captures (-t 10ms) |")
-print("|---|---|---|---|---|---|---|---|")
 labels = {"A": "A: no tracing", "B": "B: plain instance", "C": "C: `rtwhy record -t 10ms`",
           "C0": "C0: `rtwhy record -t 10ms`, %s" % pin(0)}
-for cond in ("A", "B", "C", "C0"):
-    rows, caps = [], []
-    for r in range(1, reps + 1):
-        name = "lat-%s-%d" % (cond, r)
-        out = read(os.path.join(raw, name + ".out"))
-        hist = [(int(a), int(b)) for a, b in re.findall(r"^(\d{6}) (\d{6,})$", out, re.M)]
-        over = re.search(r"^# Histogram Overflows: (\d+)", out, re.M)
-        mx = re.search(r"^# Max Latencies: (\d+)", out, re.M)
-        if not hist or not mx:
+if not only:
+    print("\n### 2. Latency: `cyclictest -m -q -p 80 -i 1000 -a 1 -t 1 -D 5 -h 2000` on CPU 1, no extra load, us\n")
+    print("Per run percentiles from the histogram (overflows count as > 2000 us), median over %d runs; "
+          "worst = the largest max of any run.\n" % reps)
+    print("| condition | p50 | p99 | p99.9 | max (median) | max (worst) | samples/run | captures (-t 10ms) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for cond in ("A", "B", "C", "C0"):
+        rows, caps = [], []
+        for r in range(1, reps + 1):
+            name = "lat-%s-%d" % (cond, r)
+            out = read(os.path.join(raw, name + ".out"))
+            hist = [(int(a), int(b)) for a, b in re.findall(r"^(\d{6}) (\d{6,})$", out, re.M)]
+            over = re.search(r"^# Histogram Overflows: (\d+)", out, re.M)
+            mx = re.search(r"^# Max Latencies: (\d+)", out, re.M)
+            if not hist or not mx:
+                continue
+            vals = []
+            for us, n in hist:
+                vals.extend([us] * n)
+            vals.extend([2001] * (int(over.group(1)) if over else 0))
+            vals.sort()
+            rows.append((pct(vals, .5), pct(vals, .99), pct(vals, .999), int(mx.group(1)), len(vals)))
+            if cond.startswith("C"):
+                s = note_armed(name)
+                if s:
+                    caps.append(len(s["session"]["captures"]))
+        if not rows:
+            print("| %s | - | - | - | - | - | - | - |" % labels[cond])
             continue
-        vals = []
-        for us, n in hist:
-            vals.extend([us] * n)
-        vals.extend([2001] * (int(over.group(1)) if over else 0))
-        vals.sort()
-        rows.append((pct(vals, .5), pct(vals, .99), pct(vals, .999), int(mx.group(1)), len(vals)))
-        if cond.startswith("C"):
-            s = note_armed(name)
-            if s:
-                caps.append(len(s["session"]["captures"]))
-    if not rows:
-        print("| %s | - | - | - | - | - | - | - |" % labels[cond])
-        continue
-    col = lambda i: [x[i] for x in rows]
-    print("| %s | %g | %g | %g | %g | %d | %g | %s |" % (
-        labels[cond], med(col(0)), med(col(1)), med(col(2)), med(col(3)), max(col(3)), med(col(4)),
-        "/".join(map(str, caps)) if caps else "-"))
+        col = lambda i: [x[i] for x in rows]
+        print("| %s | %g | %g | %g | %g | %d | %g | %s |" % (
+            labels[cond], med(col(0)), med(col(1)), med(col(2)), med(col(3)), max(col(3)), med(col(4)),
+            "/".join(map(str, caps)) if caps else "-"))
 
 print("\n### 3. Breach-to-freeze: `rtwhy record -t 50us --after 0 --max-spikes 30 -- cyclictest -m -q -p 80 "
       "-i 1000 -a 1 -t 1 -D 20`, FIFO 95 spinner on CPU 1 (300 us every 50 ms + 0-1 ms)\n")
