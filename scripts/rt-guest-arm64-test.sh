@@ -224,8 +224,10 @@ sys.exit(1 if bad or not captures or not arm else 0)
 PY
 fi
 case $code in
-0) echo "rt-guest-arm64-test: passed" ;;
-1) echo "rt-guest-arm64-test: failed" >&2 ;;
-*) echo "rt-guest-arm64-test: the guest run failed (exit $code)" >&2 ;;
+# A passing run's shared directory (its captures, tens of MiB) goes; a failing one's
+# stays for its captures and logs.
+0) rm -rf "$shared"; echo "rt-guest-arm64-test: passed" ;;
+1) echo "rt-guest-arm64-test: failed (output kept in $shared)" >&2 ;;
+*) echo "rt-guest-arm64-test: the guest run failed (exit $code; output kept in $shared)" >&2 ;;
 esac
 exit "$code"

@@ -387,8 +387,10 @@ PY
     fi
 fi
 case $code in
-0) echo "rt-guest-test: passed" ;;
-1) echo "rt-guest-test: failed" >&2 ;;
-*) echo "rt-guest-test: the guest run failed (exit $code)" >&2 ;;
+# A passing run's shared directory (its captures, tens of MiB) goes; a failing one's
+# stays for its captures and logs.
+0) rm -rf "$shared"; echo "rt-guest-test: passed" ;;
+1) echo "rt-guest-test: failed (output kept in $shared)" >&2 ;;
+*) echo "rt-guest-test: the guest run failed (exit $code; output kept in $shared)" >&2 ;;
 esac
 exit "$code"

@@ -99,6 +99,13 @@ pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
             )?;
         }
     }
+    if o.wakeups_unseen > 0 {
+        writeln!(
+            out,
+            "  found at the thread's switch-out: {} wake-ups (no program ran at their wake-up or switch-in; their switch-in is estimated from the CPU time the thread ran, and can be early: a clock read in the thread, as cyclictest's, may show them later)",
+            o.wakeups_unseen
+        )?;
+    }
     if o.wakeups_lost > 0 || o.breaches_lost > 0 {
         writeln!(
             out,
@@ -562,6 +569,19 @@ mod tests {
         assert!(text.contains("over 3.000 s"), "{text}");
         assert!(text.contains("no wake-up of a watched thread"), "{text}");
         assert!(text.contains("2 breaches in no tail"), "{text}");
+        assert!(!text.contains("switch-out"), "{text}");
+    }
+
+    #[test]
+    fn wakeups_found_at_the_switch_out_are_counted_and_explained() {
+        let mut o = overview(Vec::new());
+        o.wakeups_unseen = 17;
+        let mut out = Vec::new();
+        render_text(&mut out, &o).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let line = text.lines().find(|l| l.contains("switch-out")).unwrap();
+        assert!(line.contains(": 17 wake-ups"), "{line}");
+        assert!(line.contains("estimated"), "{line}");
     }
 
     #[test]
