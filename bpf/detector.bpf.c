@@ -205,6 +205,17 @@ struct {
 	__type(value, u64);
 } lost SEC(".maps");
 
+/* Per CPU, the latest a wake-up counted unseen can have been: the largest time from its
+ * start (its timer's expiry or its sched_waking) to the switch-out it was found at, which
+ * comes after its unseen switch-in. Its estimated switch-in can be early (see `unseen`);
+ * this bounds it from above. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} unseen_latest SEC(".maps");
+
 /*
  * Every measured wake-up of every tracked thread, counted per thread and CPU in a
  * log-linear histogram (no event per wake-up): 8 buckets of 128 ns below 1024 ns, then 8
@@ -729,8 +740,12 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
  * wake-up is still pending: it was woken all the same.
  * Its switch-in is the one seen, if any; else its switch-out less the CPU time it ran
  * since the previous one (se.sum_exec_runtime, brought up to this switch by the
- * scheduler). Counted in UNSEEN_WAKEUPS too; never a breach (no capture can start
- * from it).
+ * scheduler). That estimate is early where the kernel counted as the thread's time it
+ * did not spend on its own work: on the project's VMs, when an agent thread held the CPU
+ * in the kernel at the wake-up, by up to 0.9 ms against the thread's own clock. So the
+ * time to its switch-out, which bounds the wake-up from above, is kept too (the largest,
+ * in `unseen_latest`). Counted in UNSEEN_WAKEUPS too; never a breach (no capture can
+ * start from it).
  */
 static __always_inline void unseen(struct task_struct *prev, u64 *clock, const bool direct)
 {
@@ -757,8 +772,13 @@ static __always_inline void unseen(struct task_struct *prev, u64 *clock, const b
 		else if (st->ran && ran >= st->ran && now > ran_since)
 			switch_in = now - ran_since;
 		if (switch_in >= origin) {
+			u32 zero = 0;
+			u64 *latest = bpf_map_lookup_elem(&unseen_latest, &zero);
+
 			count_wakeup(st, tid, &prev->comm, switch_in - origin);
 			count_lost(UNSEEN_WAKEUPS);
+			if (latest && now - origin > *latest)
+				*latest = now - origin;
 		}
 		if (!st->queued)
 			st->waking = 0;

@@ -63,6 +63,7 @@ fn overview() -> Overview {
         sessions: Vec::new(),
         wakeups_lost: 0,
         wakeups_unseen: 0,
+        wakeups_unseen_latest_ns: 0,
         breaches_lost: 0,
         threads: vec![ThreadOverview::new(
             4242,

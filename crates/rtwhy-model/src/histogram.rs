@@ -348,6 +348,11 @@ pub struct Overview {
     /// was estimated from its switch-out and its CPU time (bpf/detector.bpf.c, `unseen`).
     #[serde(default)]
     pub wakeups_unseen: u64,
+    /// The latest any of those can have been, ns: the largest time from a wake-up's start
+    /// to the switch-out it was found at (its estimated switch-in lies before, and can
+    /// be early); 0 when none was, and in files written before it (absent there).
+    #[serde(default)]
+    pub wakeups_unseen_latest_ns: u64,
     /// Breaches the detector measured and could not report (ring buffer full): in the
     /// histograms, in no tail.
     pub breaches_lost: u64,
@@ -517,6 +522,11 @@ impl Overview {
             from_unix_ns: first.and_then(|o| o.from_unix_ns),
             wakeups_lost: parts.iter().map(|(_, o)| o.wakeups_lost).sum(),
             wakeups_unseen: parts.iter().map(|(_, o)| o.wakeups_unseen).sum(),
+            wakeups_unseen_latest_ns: parts
+                .iter()
+                .map(|(_, o)| o.wakeups_unseen_latest_ns)
+                .max()
+                .unwrap_or(0),
             breaches_lost: parts.iter().map(|(_, o)| o.breaches_lost).sum(),
             threads: combined,
             sessions: parts.iter().map(|(name, _)| name.clone()).collect(),
@@ -596,6 +606,7 @@ mod tests {
             sessions: Vec::new(),
             wakeups_lost: 1,
             wakeups_unseen: 0,
+            wakeups_unseen_latest_ns: 0,
             breaches_lost: 0,
             threads,
         }

@@ -149,6 +149,8 @@ pub struct BpfDetector {
     tracked_tgid: MapHandle,
     tracked_tid: MapHandle,
     lost: MapHandle,
+    /// Per CPU, the largest upper bound of a wake-up counted unseen.
+    unseen_latest: MapHandle,
     /// (thread, CPU) -> the slot of its histogram in `hist_slots`.
     hists: MapHandle,
     hist_slots: MapHandle,
@@ -286,6 +288,23 @@ impl BpfDetector {
     /// the thread's switch-out; `unseen` in `bpf/detector.bpf.c`).
     pub fn wakeups_unseen(&self) -> u64 {
         self.lost_count(UNSEEN_WAKEUPS)
+    }
+
+    /// The latest any wake-up counted unseen can have been, ns: the largest time from
+    /// its start to the thread's switch-out it was found at (its switch-in, estimated,
+    /// lies before); 0 when none was.
+    pub fn wakeups_unseen_latest_ns(&self) -> u64 {
+        match self
+            .unseen_latest
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+        {
+            Ok(Some(per_cpu)) => per_cpu
+                .iter()
+                .filter_map(|v| v.get(..8)?.try_into().ok().map(u64::from_ne_bytes))
+                .max()
+                .unwrap_or(0),
+            _ => 0,
+        }
     }
 
     /// Every measured wake-up so far, per thread and CPU, with the thread's name: the
@@ -463,6 +482,7 @@ fn load_and_attach(
     let tracked_tgid = handle(&maps.tracked_tgid).map_err(|e| ("opening maps", e))?;
     let tracked_tid = handle(&maps.tracked_tid).map_err(|e| ("opening maps", e))?;
     let lost = handle(&maps.lost).map_err(|e| ("opening maps", e))?;
+    let unseen_latest = handle(&maps.unseen_latest).map_err(|e| ("opening maps", e))?;
     let hists = handle(&maps.hists).map_err(|e| ("opening maps", e))?;
     let hist_slots = handle(&maps.hist_slots).map_err(|e| ("opening maps", e))?;
 
@@ -491,6 +511,7 @@ fn load_and_attach(
         tracked_tgid,
         tracked_tid,
         lost,
+        unseen_latest,
         hists,
         hist_slots,
         free_slots,

@@ -849,6 +849,7 @@ impl Runner<'_> {
                 }
                 w.lost = d.wakeups_lost();
                 w.unseen = d.wakeups_unseen();
+                w.unseen_latest_ns = d.wakeups_unseen_latest_ns();
             }
             Detector::Tracefs(d) => w.adopt(d.wakeups()),
             Detector::Timerlat(d) => w.adopt(d.wakeups()),

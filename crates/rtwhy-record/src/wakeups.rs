@@ -25,6 +25,8 @@ pub struct Wakeups {
     pub lost: u64,
     /// Wake-ups counted whose switch-in the detector did not see (estimated).
     pub unseen: u64,
+    /// The latest any of those can have been, ns (see `BpfDetector::wakeups_unseen_latest_ns`).
+    pub unseen_latest_ns: u64,
     /// Start of the time covered, CLOCK_MONOTONIC ns.
     pub from_ns: u64,
     /// End of the time covered, CLOCK_MONOTONIC ns.
@@ -135,6 +137,7 @@ impl Wakeups {
             sessions: Vec::new(),
             wakeups_lost: self.lost,
             wakeups_unseen: self.unseen,
+            wakeups_unseen_latest_ns: self.unseen_latest_ns,
             breaches_lost,
             threads,
         }

@@ -397,6 +397,13 @@ fn run_mode(mode: AttachMode) {
     // wake-ups counted unseen (the kernel ran none of the programs at their wake-up or
     // switch-in: in the histogram, never reported as a breach).
     let unseen = detector.wakeups_unseen();
+    // A wake-up counted unseen has a bound from above (to its switch-out), none else.
+    assert_eq!(
+        detector.wakeups_unseen_latest_ns() > 0,
+        unseen > 0,
+        "{mode}: {unseen} wake-ups unseen, the latest {} ns",
+        detector.wakeups_unseen_latest_ns()
+    );
     let hists = detector.wakeups();
     let edge = rtwhy_model::bucket_of(THRESHOLD_NS);
     for tid in tracked_tids.iter().chain(&forked_tids) {

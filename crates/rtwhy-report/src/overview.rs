@@ -20,6 +20,7 @@
 //!     sessions: Vec::new(),
 //!     wakeups_lost: 0,
 //!     wakeups_unseen: 0,
+//!     wakeups_unseen_latest_ns: 0,
 //!     breaches_lost: 0,
 //!     threads: vec![ThreadOverview::new(7, "app".into(), &[(1, h)], &[("irq".into(), tail)])],
 //! };
@@ -100,9 +101,14 @@ pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
         }
     }
     if o.wakeups_unseen > 0 {
+        // The bound is absent in overviews written before it was kept.
+        let bound = match o.wakeups_unseen_latest_ns {
+            0 => String::new(),
+            ns => format!(", none later than {}", human_duration(ns)),
+        };
         writeln!(
             out,
-            "  found at the thread's switch-out: {} wake-ups (no program ran at their wake-up or switch-in; their switch-in is estimated from the CPU time the thread ran, and can be early: a clock read in the thread, as cyclictest's, may show them later)",
+            "  found at the thread's switch-out: {} wake-ups (no program ran at their wake-up or switch-in; their switch-in is estimated from the CPU time the thread ran, and can be early: a clock read in the thread, as cyclictest's, may show them later{bound})",
             o.wakeups_unseen
         )?;
     }
@@ -556,6 +562,7 @@ mod tests {
             sessions: Vec::new(),
             wakeups_lost: 0,
             wakeups_unseen: 0,
+            wakeups_unseen_latest_ns: 0,
             breaches_lost: 2,
             threads,
         }
@@ -576,12 +583,20 @@ mod tests {
     fn wakeups_found_at_the_switch_out_are_counted_and_explained() {
         let mut o = overview(Vec::new());
         o.wakeups_unseen = 17;
-        let mut out = Vec::new();
-        render_text(&mut out, &o).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let line = text.lines().find(|l| l.contains("switch-out")).unwrap();
+        let text = |o: &Overview| {
+            let mut out = Vec::new();
+            render_text(&mut out, o).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let old = text(&o);
+        let line = old.lines().find(|l| l.contains("switch-out")).unwrap();
         assert!(line.contains(": 17 wake-ups"), "{line}");
         assert!(line.contains("estimated"), "{line}");
+        assert!(!line.contains("none later"), "{line}");
+        o.wakeups_unseen_latest_ns = 1_190_000;
+        let new = text(&o);
+        let line = new.lines().find(|l| l.contains("switch-out")).unwrap();
+        assert!(line.contains("none later than 1.190 ms"), "{line}");
     }
 
     #[test]

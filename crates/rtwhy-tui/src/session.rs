@@ -23,6 +23,7 @@
 //!     sessions: Vec::new(),
 //!     wakeups_lost: 0,
 //!     wakeups_unseen: 0,
+//!     wakeups_unseen_latest_ns: 0,
 //!     breaches_lost: 0,
 //!     threads: vec![ThreadOverview::new(7, "app".into(), &[(1, h)], &[("irq".into(), tail)])],
 //! };
@@ -337,6 +338,7 @@ mod tests {
             sessions: Vec::new(),
             wakeups_lost: 0,
             wakeups_unseen: 0,
+            wakeups_unseen_latest_ns: 0,
             breaches_lost: 0,
             threads,
         }

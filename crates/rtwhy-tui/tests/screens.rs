@@ -534,6 +534,7 @@ fn assembled_session() -> (tempfile::TempDir, App) {
         sessions: Vec::new(),
         wakeups_lost: 0,
         wakeups_unseen: 0,
+        wakeups_unseen_latest_ns: 0,
         breaches_lost: 0,
         threads: vec![a, b],
     };
