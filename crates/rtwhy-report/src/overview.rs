@@ -53,6 +53,23 @@ pub fn headline(o: &Overview) -> String {
     )
 }
 
+/// What to say of the wake-ups the detector found at their thread's switch-out, if any:
+/// how many, that their latency is an estimate, and the bound on them.
+fn unseen_note(o: &Overview) -> Option<String> {
+    if o.wakeups_unseen == 0 {
+        return None;
+    }
+    // The bound is absent in overviews written before it was kept.
+    let bound = match o.wakeups_unseen_latest_ns {
+        0 => String::new(),
+        ns => format!(", none later than {}", human_duration(ns)),
+    };
+    Some(format!(
+        "found at the thread's switch-out: {} wake-ups (no program ran at their wake-up or switch-in; their switch-in is estimated from the CPU time the thread ran, and can be early: a clock read in the thread, as cyclictest's, may show them later{bound})",
+        o.wakeups_unseen
+    ))
+}
+
 /// Writes the overview as aligned text, one block per thread, most wake-ups first.
 pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
     writeln!(out, "  {}:", headline(o))?;
@@ -100,17 +117,8 @@ pub fn render_text(out: &mut dyn Write, o: &Overview) -> io::Result<()> {
             )?;
         }
     }
-    if o.wakeups_unseen > 0 {
-        // The bound is absent in overviews written before it was kept.
-        let bound = match o.wakeups_unseen_latest_ns {
-            0 => String::new(),
-            ns => format!(", none later than {}", human_duration(ns)),
-        };
-        writeln!(
-            out,
-            "  found at the thread's switch-out: {} wake-ups (no program ran at their wake-up or switch-in; their switch-in is estimated from the CPU time the thread ran, and can be early: a clock read in the thread, as cyclictest's, may show them later{bound})",
-            o.wakeups_unseen
-        )?;
+    if let Some(note) = unseen_note(o) {
+        writeln!(out, "  {note}")?;
     }
     if o.wakeups_lost > 0 || o.breaches_lost > 0 {
         writeln!(
@@ -287,6 +295,9 @@ pub fn render_markdown(
                 out,
                 "\nPercentiles are the lower bounds of their histogram buckets (at most 12.5 % wide).\n"
             )?;
+            if let Some(note) = unseen_note(o) {
+                writeln!(out, "{}.\n", capitalised(&note))?;
+            }
         }
     }
     if captures.is_empty() {
@@ -597,6 +608,17 @@ mod tests {
         let new = text(&o);
         let line = new.lines().find(|l| l.contains("switch-out")).unwrap();
         assert!(line.contains("none later than 1.190 ms"), "{line}");
+        // The session report says the same under its table.
+        let mut md = Vec::new();
+        render_markdown(&mut md, "rec", Some(&o), &[], None, None, &|f| {
+            f.to_string()
+        })
+        .unwrap();
+        let md = String::from_utf8(md).unwrap();
+        assert!(
+            md.contains("Found at the thread's switch-out: 17 wake-ups") && md.contains("1.190 ms"),
+            "{md}"
+        );
     }
 
     #[test]
