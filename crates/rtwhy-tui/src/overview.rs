@@ -103,6 +103,18 @@ pub fn status(app: &App, session: &Session) -> Vec<Span<'static>> {
             counted(session.captures.len(), "capture")
         )),
     ];
+    if o.wakeups_unseen > 0 {
+        // Their latency is an estimate that can be early (rtwhy summary says why); the
+        // bound is absent in overviews written before it was kept.
+        let bound = match o.wakeups_unseen_latest_ns {
+            0 => String::new(),
+            ns => format!(", none later than {}", fmt_dur(ns)),
+        };
+        v.push(Span::raw(format!(
+            "  {} wake-ups found at the switch-out (estimated{bound})",
+            o.wakeups_unseen
+        )));
+    }
     if o.wakeups_lost > 0 || o.breaches_lost > 0 {
         v.push(Span::styled(
             format!(

@@ -473,6 +473,12 @@ fn an_rtla_trace_lists_its_timerlat_periods() {
 /// 150 us; besides, each thread has wake-ups under it and breaches no capture diagnosed,
 /// and cyclictest:13472 one wake-up at 5 ms the detector counted and never reported.
 fn assembled_session() -> (tempfile::TempDir, App) {
+    assembled_session_with_unseen(0, 0)
+}
+
+/// The same, its detector having found `unseen` wake-ups at their thread's switch-out,
+/// none later than `latest_ns`.
+fn assembled_session_with_unseen(unseen: u64, latest_ns: u64) -> (tempfile::TempDir, App) {
     use rtwhy_model::{Histogram, Overview, ThreadOverview, OVERVIEW_SCHEMA};
     let dir = tempfile::tempdir().unwrap();
     for (name, rel) in [
@@ -533,8 +539,8 @@ fn assembled_session() -> (tempfile::TempDir, App) {
         from_unix_ns: None,
         sessions: Vec::new(),
         wakeups_lost: 0,
-        wakeups_unseen: 0,
-        wakeups_unseen_latest_ns: 0,
+        wakeups_unseen: unseen,
+        wakeups_unseen_latest_ns: latest_ns,
         breaches_lost: 0,
         threads: vec![a, b],
     };
@@ -564,6 +570,21 @@ fn assembled_session() -> (tempfile::TempDir, App) {
     app.set_session(rtwhy_tui::session::Session::new(overview, &doc));
     app.screen = Screen::Overview;
     (dir, app)
+}
+
+#[test]
+fn wakeups_found_at_the_switch_out_are_on_the_status_line() {
+    let (_dir, a) = assembled_session();
+    assert!(!screen(&a, 160, 40).contains("switch-out"));
+    let (_dir, a) = assembled_session_with_unseen(19, 1_166_823);
+    let s = screen(&a, 160, 40);
+    assert!(
+        s.contains(&format!(
+            "19 wake-ups found at the switch-out (estimated, none later than {})",
+            rtwhy_model::human_duration_compact(1_166_823)
+        )),
+        "{s}"
+    );
 }
 
 #[test]
