@@ -734,10 +734,11 @@ static __always_inline void on_switch_in(void *ctx, u32 next_tid, s32 next_prio,
  * for its wake-up and switch-in, although the kernel did both: sched_waking and
  * sched_switch did not call this object's programs (seen on the project's VMs while the
  * machine's own agent thread held the CPU; ftrace recorded the sched_waking, and
- * recorded no switch out of that thread either). Its sleep timer then ran out with no wake-up seen (found when it armed the next
- * one: `unseen_expiry`; or, when it switches out without arming another, as when it
- * exits, found then: the timer it slept on is still armed and has run out), or its
- * wake-up is still pending: it was woken all the same.
+ * recorded no switch out of that thread either). Its sleep timer then ran out with no
+ * wake-up seen (found when it armed the next one: `unseen_expiry`; or, when it switches
+ * out without arming another, as when it exits, found then: the timer it slept on is
+ * still armed and has run out), or its wake-up is still pending: it was woken all the
+ * same.
  * Its switch-in is the one seen, if any; else its switch-out less the CPU time it ran
  * since the previous one (se.sum_exec_runtime, brought up to this switch by the
  * scheduler). That estimate is early where the kernel counted as the thread's time it

@@ -1354,8 +1354,9 @@ fn buckets_apart(a_ns: u64, b_ns: u64) -> usize {
 // counted so), so the counts agree exactly. Regression test: on the project's VMs the
 // BPF detector counted 22-36 fewer of 5000 under load, large latencies among them (once
 // cyclictest's maximum): the kernel ran none of its programs for wake-ups and switch-ins
-// that happened while the machine's own agent threads held CPU 1 (ftrace had the wake-ups), and
-// the detector now finds those at the thread's switch-out (`wakeups_unseen`).
+// that happened while the machine's own agent threads held CPU 1 (ftrace had the
+// wake-ups), and the detector now finds those at the thread's switch-out
+// (`wakeups_unseen`).
 #[test]
 fn every_wakeup_of_cyclictest_is_in_rtwhys_histogram_as_in_its_own() {
     let _g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
