@@ -217,6 +217,82 @@ struct {
 } unseen_latest SEC(".maps");
 
 /*
+ * The scheduler events of the recorded CPUs, kept here instead of in the flight
+ * instance (`rtwhy record --sched-events bpf`): each CPU's context switches and
+ * wake-ups go into its own ring of `sched_slots` records in `sched_ring`, the oldest
+ * overwritten, and user space reads the rings (mapped into its memory) only when it
+ * saves a capture, where it writes them as the kernel's sched_switch and sched_waking
+ * records (crates/rtwhy-record/src/bpf/sched.rs). A CPU whose `sched_mode` is 0 is not
+ * recorded: the programs leave after that one lookup, which is all a CPU left out
+ * costs (a tracefs event costs every CPU its probe even where the instance records
+ * nothing). 0 slots: nothing is kept (the default).
+ */
+const volatile u32 sched_slots = 0;
+/* The sched_switch tracepoint passes the task's state as __schedule read it, as its
+ * fourth argument (5.18 and later; user space checks the kernel's BTF). Without it the
+ * programs read prev->__state, which a wake-up from another CPU may already have
+ * changed by then (TASK_WAKING). */
+const volatile bool switch_state_arg = false;
+
+/* TASK_REPORT_MAX: the prev_state sched_switch reports for a preempted task ("R+"). */
+#define TP_STATE_PREEMPTED 0x100
+
+#define SCHED_REC_SWITCH 1
+#define SCHED_REC_WAKING 2
+
+/* sched_mode values: not recorded, recorded in full, recorded leanly (wake-ups only of
+ * real-time tasks and of tasks woken towards a full CPU, as the lean tracefs filters of
+ * crates/rtwhy-record/src/lean.rs). */
+#define SCHED_OFF 0
+#define SCHED_FULL 1
+#define SCHED_LEAN 2
+
+/* One record; user space reads the fields at these offsets. */
+struct sched_rec {
+	u64 ts;             /* 0: bpf_ktime_get_ns() */
+	s64 prev_state;     /* 8: sched_switch's prev_state, as the event reports it */
+	u32 kind;           /* 16: SCHED_REC_* */
+	s32 common_pid;     /* 20: the current task (the waker, the task switched out) */
+	s32 pid;            /* 24: prev_pid / the woken task */
+	s32 prio;           /* 28: prev_prio / its prio */
+	s32 next_pid;       /* 32: next_pid / the woken task's CPU (target_cpu) */
+	s32 next_prio;      /* 36: next_prio / 0 */
+	char comm[COMM_LEN];      /* 40: prev_comm / the woken task's comm */
+	char next_comm[COMM_LEN]; /* 56: next_comm / zeros */
+};
+
+_Static_assert(sizeof(struct sched_rec) == 72, "struct sched_rec layout");
+
+/* Never written or read: puts `struct sched_rec` into the skeleton's types. */
+struct sched_rec sched_rec_layout;
+
+/* sched_slots records per CPU, CPU c's ring at [c * sched_slots, (c + 1) * sched_slots);
+ * user space sets max_entries before loading. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, u32);
+	__type(value, struct sched_rec);
+} sched_ring SEC(".maps");
+
+/* Per CPU, the records written so far: the next one goes to slot head % sched_slots. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} sched_head SEC(".maps");
+
+/* Per CPU, SCHED_OFF, SCHED_FULL or SCHED_LEAN (user space sets them). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} sched_mode SEC(".maps");
+
+/*
  * Every measured wake-up of every tracked thread, counted per thread and CPU in a
  * log-linear histogram (no event per wake-up): 8 buckets of 128 ns below 1024 ns, then 8
  * buckets per power of two (bucket i >= 8 starts at (8 + (i - 8) % 8) << ((i - 8) / 8 + 7)
@@ -846,11 +922,131 @@ static __always_inline void on_exit(const bool at_switch, const bool direct)
  * body serves both: `direct` says how its fields are read (READ_FIELD).
  */
 
+static __always_inline u32 sched_mode_of(u32 cpu)
+{
+	u32 *mode = bpf_map_lookup_elem(&sched_mode, &cpu);
+
+	return mode ? *mode : SCHED_OFF;
+}
+
+/* The slot of this CPU's next record; NULL when there is none. */
+static __always_inline struct sched_rec *sched_slot(u32 cpu, u64 **head)
+{
+	u32 zero = 0, index;
+
+	*head = bpf_map_lookup_elem(&sched_head, &zero);
+	if (!*head)
+		return NULL;
+	index = cpu * sched_slots + (u32)(**head % sched_slots);
+	return bpf_map_lookup_elem(&sched_ring, &index);
+}
+
+/* The record is complete: the head moves on with an atomic add that returns the old
+ * value, which orders the record's stores before it on every architecture (a plain
+ * add may be reordered on arm64; user space trusts a record only below the head). */
+static __always_inline void sched_done(u64 *head)
+{
+	if (__sync_fetch_and_add(head, 1) == ~0ULL)
+		*head = 0;
+}
+
+/* What sched_switch reports as prev_state: the highest of the task's reportable state
+ * bits (TASK_IDLE as 0x80, an RT-lock or frozen sleep as uninterruptible, 2), 0 when
+ * running, TASK_REPORT_MAX (0x100) when preempted. `arg`: the tracepoint's own state
+ * argument, ~0 when it has none. */
+static __always_inline s64 switch_state(struct task_struct *prev, const bool preempt, u64 arg)
+{
+	u32 state, report;
+
+	if (preempt)
+		return TP_STATE_PREEMPTED;
+	if (arg != ~0ULL)
+		state = (u32)arg;
+	else if (bpf_core_field_exists(prev->__state))
+		state = BPF_CORE_READ(prev, __state);
+	else
+		state = BPF_CORE_READ((struct task_struct___old *)prev, state);
+	report = (state | BPF_CORE_READ(prev, exit_state)) & 0x7f;
+	if ((state & 0x402) == 0x402)
+		report = 0x80;
+	if (state & (0x1000 | 0x8000))
+		report = 2;
+	if (!report)
+		return 0;
+	return 1LL << high_bit(report);
+}
+
+static __always_inline void sched_log_switch(bool preempt, struct task_struct *prev,
+					     struct task_struct *next, u64 state_arg,
+					     u64 *clock, const bool direct)
+{
+	u32 cpu = bpf_get_smp_processor_id();
+	struct sched_rec *r;
+	u64 *head;
+
+	if (!sched_slots || sched_mode_of(cpu) == SCHED_OFF)
+		return;
+	r = sched_slot(cpu, &head);
+	if (!r)
+		return;
+	r->ts = now_once(clock);
+	r->prev_state = switch_state(prev, preempt, state_arg);
+	r->kind = SCHED_REC_SWITCH;
+	r->pid = READ_FIELD(direct, prev, pid);
+	r->common_pid = r->pid;
+	r->prio = READ_FIELD(direct, prev, prio);
+	r->next_pid = READ_FIELD(direct, next, pid);
+	r->next_prio = READ_FIELD(direct, next, prio);
+	bpf_probe_read_kernel(r->comm, COMM_LEN, &prev->comm);
+	bpf_probe_read_kernel(r->next_comm, COMM_LEN, &next->comm);
+	sched_done(head);
+}
+
+static __always_inline u32 task_cpu_of(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->cpu))
+		return BPF_CORE_READ(p, cpu);
+	return BPF_CORE_READ(p, thread_info.cpu);
+}
+
+static __always_inline void sched_log_waking(struct task_struct *p, const bool direct)
+{
+	u32 cpu = bpf_get_smp_processor_id(), mode, target;
+	s32 prio;
+	struct sched_rec *r;
+	u64 *head;
+
+	if (!sched_slots)
+		return;
+	mode = sched_mode_of(cpu);
+	if (mode == SCHED_OFF)
+		return;
+	prio = READ_FIELD(direct, p, prio);
+	target = task_cpu_of(p);
+	if (mode == SCHED_LEAN && prio >= 100 && sched_mode_of(target) != SCHED_FULL)
+		return;
+	r = sched_slot(cpu, &head);
+	if (!r)
+		return;
+	r->ts = bpf_ktime_get_ns();
+	r->prev_state = 0;
+	r->kind = SCHED_REC_WAKING;
+	r->common_pid = (u32)bpf_get_current_pid_tgid();
+	r->pid = READ_FIELD(direct, p, pid);
+	r->prio = prio;
+	r->next_pid = target;
+	r->next_prio = 0;
+	bpf_probe_read_kernel(r->comm, COMM_LEN, &p->comm);
+	__builtin_memset(r->next_comm, 0, COMM_LEN);
+	sched_done(head);
+}
+
 static __always_inline void task_waking(struct task_struct *p, const bool direct)
 {
 	u32 tid;
 	struct thread_state *st;
 
+	sched_log_waking(p, direct);
 	/* The common case, a normal task, leaves after one read: no map lookup. */
 	if (rt_only && READ_FIELD(direct, p, prio) >= 100)
 		return;
@@ -878,11 +1074,13 @@ static __always_inline void task_waking(struct task_struct *p, const bool direct
 		st->nvcsw = READ_FIELD(direct, p, nvcsw);
 }
 
-static __always_inline void task_switch(void *ctx, struct task_struct *prev,
-					struct task_struct *next, const bool direct)
+static __always_inline void task_switch(void *ctx, bool preempt, struct task_struct *prev,
+					struct task_struct *next, u64 state_arg, const bool direct)
 {
 	s32 prio = READ_FIELD(direct, next, prio);
 	u64 clock = 0;
+
+	sched_log_switch(preempt, prev, next, state_arg, &clock, direct);
 
 	if (!rt_only || READ_FIELD(direct, prev, prio) < 100)
 		unseen(prev, &clock, direct);
@@ -903,7 +1101,9 @@ static __always_inline void task_fork(struct task_struct *parent, struct task_st
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	task_switch(ctx, prev, next, true);
+	/* ctx[3] is only read where the tracepoint has it: with switch_state_arg false the
+	 * verifier drops the read unchecked (read-only data is known at load). */
+	task_switch(ctx, preempt, prev, next, switch_state_arg ? ctx[3] : ~0ULL, true);
 	return 0;
 }
 
@@ -958,7 +1158,7 @@ int BPF_PROG(btf_sched_process_exit)
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	task_switch(ctx, prev, next, false);
+	task_switch(ctx, preempt, prev, next, switch_state_arg ? ctx[3] : ~0ULL, false);
 	return 0;
 }
 
@@ -1018,8 +1218,6 @@ int BPF_PROG(raw_sched_process_exit)
  * the current CPU (unknown otherwise).
  */
 
-/* TASK_REPORT_MAX: the prev_state the event reports for a preempted task ("R+"). */
-#define TP_STATE_PREEMPTED 0x100
 
 SEC("tracepoint/sched/sched_switch")
 int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)

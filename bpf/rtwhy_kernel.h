@@ -51,6 +51,8 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 
+#define BPF_F_MMAPABLE (1U << 10)
+
 /* Map flags: task storage allocates on demand (required of it). */
 #define BPF_F_NO_PREALLOC 1
 /* bpf_task_storage_get: create the task's entry when it has none. */
@@ -92,7 +94,16 @@ struct sched_entity {
 	u64 sum_exec_runtime;
 } __attribute__((preserve_access_index));
 
+struct thread_info {
+	/* Where the task's CPU is kept before 5.16 on some architectures (arm64). */
+	u32 cpu;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
+	struct thread_info thread_info;
+	unsigned int __state;
+	int exit_state;
+	unsigned int cpu;
 	int on_cpu;
 	int on_rq;
 	int prio;
@@ -103,6 +114,11 @@ struct task_struct {
 	pid_t tgid;
 	struct signal_struct *signal;
 	char comm[16];
+} __attribute__((preserve_access_index));
+
+/* Before 5.14 the task's state was `long state`. */
+struct task_struct___old {
+	long state;
 } __attribute__((preserve_access_index));
 
 struct hrtimer_clock_base {

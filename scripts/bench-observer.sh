@@ -13,6 +13,9 @@
 #      where no measured thread may run, recorded leanly: --other-cpus lean, the default)
 #   F  the same with `--other-cpus full`: every CPU recorded in full
 #   K  the same with `--cpus 1`: only cyclictest's CPU recorded (tracing_cpumask)
+#   J  K with `--sched-events bpf`: the context switches and wake-ups kept by the BPF
+#      detector's programs instead of the instance
+#   G  C with `--sched-events bpf`
 #   M  B with the instance's tracing_cpumask set to CPU 1: the events still fire on CPU 0
 #      and are dropped there before anything is written
 #   Y  B with the kernel's global `options/record-cmd` off (saved_cmdlines not kept)
@@ -21,6 +24,9 @@
 #      timer and other events cost CPU 0 when nothing is written there
 #   S  M with the system-call events only: what they cost CPU 0 (enabling any of them
 #      puts every task on the kernel's slow system-call path)
+#   P  M without the scheduler events (sched:*): what a recorder whose scheduler events
+#      came from elsewhere (BPF programs) would still pay on CPU 0 for its tracefs part
+#   Q  M with the scheduler events only
 #   R  `rtla timerlat hist` on every CPU beside cyclictest (where the kernel has the
 #      timerlat tracer)
 # In every condition cyclictest runs `-m -p 80 -a 1 -i 1000 -h 2000 -l LOOPS -q -t 1`, and
@@ -118,9 +124,10 @@ say() { printf '[%4ds] %s\n' "$SECONDS" "$*" >&2; }
 say "reading rtwhy's default preset from a short session"
 timeout 30 "$RTWHY" record -t 100us --out "$RAW/warmup" -- sleep 0.3 > "$RAW/warmup.out" 2>&1
 EVENTS=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["session"]["armed"]["events"]))' "$RAW/warmup/session.json")
-EVENTS_SYS= EVENTS_NOSYS=
+EVENTS_SYS= EVENTS_NOSYS= EVENTS_SCHED= EVENTS_NOSCHED=
 for e in $EVENTS; do
     case $e in syscalls:*) EVENTS_SYS="$EVENTS_SYS $e" ;; *) EVENTS_NOSYS="$EVENTS_NOSYS $e" ;; esac
+    case $e in sched:*) EVENTS_SCHED="$EVENTS_SCHED $e" ;; *) EVENTS_NOSCHED="$EVENTS_NOSCHED $e" ;; esac
 done
 rm -rf "$RAW/warmup"
 say "events: $EVENTS"
@@ -184,12 +191,16 @@ one() {
         Z) plain_on 2 0; cmd=("${CYCLIC[@]}") ;;
         N) plain_on 2 "" "$EVENTS_NOSYS"; cmd=("${CYCLIC[@]}") ;;
         S) plain_on 2 "" "$EVENTS_SYS"; cmd=("${CYCLIC[@]}") ;;
+        P) plain_on 2 "" "$EVENTS_NOSCHED"; cmd=("${CYCLIC[@]}") ;;
+        Q) plain_on 2 "" "$EVENTS_SCHED"; cmd=("${CYCLIC[@]}") ;;
         T)
             for e in $EVENTS; do tc_events+=(-e "$e"); done
             cmd=(trace-cmd record -q -b 4096 -C mono "${tc_events[@]}" -o "$WORK/$name.dat" -- "${CYCLIC[@]}") ;;
         C) cmd=("$RTWHY" record -t "$THRESHOLD" --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
         F) cmd=("$RTWHY" record -t "$THRESHOLD" --other-cpus full --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
         K) cmd=("$RTWHY" record -t "$THRESHOLD" --cpus 1 --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
+        J) cmd=("$RTWHY" record -t "$THRESHOLD" --cpus 1 --sched-events bpf --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
+        G) cmd=("$RTWHY" record -t "$THRESHOLD" --sched-events bpf --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
         R) cmd=("${CYCLIC[@]}")
            timeout -s INT -k 5 "$RUN_LIMIT" rtla timerlat hist -d "$((LOOPS / 1000 + 2))s" > "$RAW/$name.rtla" 2>&1 &
            rtla=$!
@@ -234,7 +245,11 @@ names = {
     "C": "`rtwhy record -t %s` (default preset, BPF; other CPUs lean)" % threshold,
     "F": "`rtwhy record -t %s --other-cpus full` (every CPU in full)" % threshold,
     "K": "`rtwhy record -t %s --cpus 1` (only cyclictest's CPU recorded)" % threshold,
+    "J": "`rtwhy record -t %s --cpus 1 --sched-events bpf` (scheduler events from the BPF programs)" % threshold,
+    "G": "`rtwhy record -t %s --sched-events bpf` (every CPU, others lean, scheduler events from BPF)" % threshold,
     "M": "B, the instance's tracing_cpumask CPU 1 only",
+    "P": "M without the scheduler events",
+    "Q": "M with the scheduler events only",
     "Y": "B, global `options/record-cmd` off",
     "Z": "M, global `options/record-cmd` off",
     "N": "M without the system-call events",

@@ -268,6 +268,8 @@ pub struct PageWriter {
     buf: Vec<u8>,
     base_ts: Option<u64>,
     last_ts: u64,
+    /// The page being built follows lost events.
+    after_loss: bool,
 }
 
 impl PageWriter {
@@ -280,7 +282,17 @@ impl PageWriter {
             buf: Vec::new(),
             base_ts: None,
             last_ts: 0,
+            after_loss: false,
         }
+    }
+
+    /// Events were lost before the next one: the page it goes into is marked so (as the
+    /// kernel marks a page after an overrun). Returns the page being built, finished,
+    /// when it holds events.
+    pub fn after_loss(&mut self) -> Option<Vec<u8>> {
+        let done = (!self.is_empty()).then(|| self.finish_page());
+        self.after_loss = true;
+        done
     }
 
     fn data_room(&self) -> usize {
@@ -352,13 +364,18 @@ impl PageWriter {
         self.endian
             .put_uint(&mut page, self.base_ts.unwrap_or(0), 8);
         page.resize(self.layout.commit_offset, 0);
-        self.endian
-            .put_uint(&mut page, self.buf.len() as u64, self.layout.commit_size);
+        let missed = if self.after_loss { MISSED_EVENTS } else { 0 };
+        self.endian.put_uint(
+            &mut page,
+            self.buf.len() as u64 | missed,
+            self.layout.commit_size,
+        );
         page.resize(self.layout.data_offset, 0);
         page.extend_from_slice(&self.buf);
         page.resize(self.page_size, 0);
         self.buf.clear();
         self.base_ts = None;
+        self.after_loss = false;
         page
     }
 }

@@ -23,6 +23,7 @@
 
 mod hist;
 mod record;
+mod sched;
 
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -36,6 +37,10 @@ use crate::{RecordError, Result};
 
 pub use hist::{bounded, ThreadCpu, MAX_THREAD_CPUS};
 pub use record::{parse_breach, BREACH_SIZE};
+pub use sched::{
+    parse_sched, CpuSched, SchedEncoder, SchedKind, SchedLog, SchedMode, SchedRecord,
+    SCHED_REC_SIZE,
+};
 
 #[allow(
     clippy::all,
@@ -103,6 +108,9 @@ pub struct DetectorConfig {
     /// then leave every other timer before their map lookup. `None`: every timer is
     /// looked up, as correct and slower.
     pub sleeper_fn: Option<u64>,
+    /// Keep this many scheduler events per CPU in the detector's rings ([`SchedLog`]),
+    /// for the captures; 0: none. Not in the `tracepoint` mode.
+    pub sched_slots: u32,
 }
 
 impl Default for DetectorConfig {
@@ -114,6 +122,7 @@ impl Default for DetectorConfig {
             force: None,
             stack: true,
             sleeper_fn: None,
+            sched_slots: 0,
         }
     }
 }
@@ -159,6 +168,8 @@ pub struct BpfDetector {
     /// Histograms of threads that exited, moved out of the kernel's table.
     retired: std::collections::BTreeMap<ThreadCpu, (String, rtwhy_model::Histogram)>,
     links: Vec<Link>,
+    /// The scheduler events kept for the captures, when asked for.
+    sched: Option<SchedLog>,
 }
 
 impl std::fmt::Debug for BpfDetector {
@@ -207,6 +218,12 @@ impl BpfDetector {
     /// The attach mode that was loaded.
     pub fn mode(&self) -> AttachMode {
         self.mode
+    }
+
+    /// The scheduler events the programs keep (`DetectorConfig::sched_slots`); `None`
+    /// when not asked for.
+    pub fn sched_log(&self) -> Option<&SchedLog> {
+        self.sched.as_ref()
     }
 
     /// Follows every thread of process `tgid`, present and future, and every process
@@ -485,6 +502,23 @@ fn load_and_attach(
     let unseen_latest = handle(&maps.unseen_latest).map_err(|e| ("opening maps", e))?;
     let hists = handle(&maps.hists).map_err(|e| ("opening maps", e))?;
     let hist_slots = handle(&maps.hist_slots).map_err(|e| ("opening maps", e))?;
+    let sched = match sched_slots(cfg, mode) {
+        0 => None,
+        slots => {
+            let ring = handle(&maps.sched_ring).map_err(|e| ("opening maps", e))?;
+            let heads = handle(&maps.sched_head).map_err(|e| ("opening maps", e))?;
+            let modes = handle(&maps.sched_mode).map_err(|e| ("opening maps", e))?;
+            let cpus = maps.sched_mode.max_entries() as usize;
+            Some(
+                SchedLog::open(ring, heads, modes, slots, cpus).map_err(|e| {
+                    (
+                        "mapping the scheduler events",
+                        libbpf_rs::Error::from(std::io::Error::other(e.to_string())),
+                    )
+                })?,
+            )
+        }
+    };
 
     let received = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&received);
@@ -517,6 +551,7 @@ fn load_and_attach(
         free_slots,
         retired: std::collections::BTreeMap::new(),
         links,
+        sched,
     })
 }
 
@@ -534,6 +569,21 @@ fn configure<'obj>(
     rodata.rt_only = cfg.rt_only;
     rodata.want_stack = cfg.stack;
     rodata.sleeper_fn = cfg.sleeper_fn.unwrap_or(0);
+    let slots = sched_slots(cfg, mode);
+    rodata.sched_slots = slots;
+    rodata.switch_state_arg = slots > 0 && switch_has_state_arg();
+    if slots > 0 {
+        let cpus = libbpf_rs::num_possible_cpus()
+            .map_err(|e| libbpf_rs::Error::from(std::io::Error::other(e.to_string())))?
+            .max(1) as u32;
+        let records = slots.checked_mul(cpus).ok_or_else(|| {
+            libbpf_rs::Error::from(std::io::Error::other(format!(
+                "{slots} scheduler events x {cpus} CPUs do not fit one map"
+            )))
+        })?;
+        open.maps.sched_ring.set_max_entries(records)?;
+        open.maps.sched_mode.set_max_entries(cpus)?;
+    }
 
     // A thread's state lives in task-local storage where the programs hold typed task
     // pointers (tp_btf), else in a table by tid: only the one in use is created, so a
@@ -587,6 +637,32 @@ fn configure<'obj>(
         }
     }
     Ok(open)
+}
+
+/// Whether this kernel's sched_switch tracepoint passes the task's state (its fourth
+/// argument, 5.18 and later): the BTF type of its probe functions,
+/// `btf_trace_sched_switch`, a pointer to a prototype with five parameters (the probe's
+/// data pointer first).
+fn switch_has_state_arg() -> bool {
+    use libbpf_rs::btf::types::{FuncProto, Typedef};
+    let Ok(btf) = libbpf_rs::btf::Btf::from_vmlinux() else {
+        return false;
+    };
+    btf.type_by_name::<Typedef<'_>>("btf_trace_sched_switch")
+        .and_then(|t| t.next_type())
+        .and_then(|p| p.next_type())
+        .and_then(|f| FuncProto::try_from(f).ok())
+        .is_some_and(|f| f.len() >= 5)
+}
+
+/// The records per CPU the programs keep: none in the `tracepoint` mode, whose programs
+/// have no task pointers to read them from.
+fn sched_slots(cfg: &DetectorConfig, mode: AttachMode) -> u32 {
+    if mode == AttachMode::Tracepoint {
+        0
+    } else {
+        cfg.sched_slots
+    }
 }
 
 fn take_links(l: &mut skel::DetectorLinks) -> Vec<Link> {

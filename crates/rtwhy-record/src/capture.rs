@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 
 use rtwhy_decode::endian::Endian;
 use rtwhy_decode::meta::{MetaSources, TraceMeta};
-use rtwhy_decode::page::PageReader;
+use rtwhy_decode::page::{PageReader, PageWriter};
 use rtwhy_decode::symbols::LazyText;
 use rtwhy_decode::tracedat::{TraceDatWriter, TraceFile};
 
+use crate::bpf::{CpuSched, SchedEncoder};
 use crate::error::{RecordError, Result};
 use crate::symbols::KernelSymbols;
 
@@ -165,10 +166,13 @@ impl CaptureLayout {
 
     /// Writes the pages of `cpus` (raw `trace_pipe_raw` bytes per CPU index) that
     /// overlap `[from, to]` to `path` as a trace.dat, atomically and readable by the
-    /// owner only.
+    /// owner only. `sched` holds per CPU index the scheduler events the BPF programs
+    /// kept (empty when none): a CPU with some has its pages rewritten with them merged
+    /// in time order, from when both are complete.
     pub fn write(
         &self,
         cpus: &[Vec<u8>],
+        sched: &[CpuSched],
         from: u64,
         to: u64,
         path: &Path,
@@ -176,8 +180,15 @@ impl CaptureLayout {
         let mut sources = self.sources.clone();
         let mut words = Vec::new();
         let mut sum = CaptureSummary::default();
-        let mut writer_pages: Vec<Vec<u8>> = vec![Vec::new(); cpus.len().max(self.cpus)];
-        for (cpu, data) in cpus.iter().enumerate() {
+        let n = cpus.len().max(self.cpus).max(sched.len());
+        let mut writer_pages: Vec<Vec<u8>> = vec![Vec::new(); n];
+        let empty = Vec::new();
+        for (cpu, out) in writer_pages.iter_mut().enumerate() {
+            let data = cpus.get(cpu).unwrap_or(&empty);
+            if let Some(recs) = sched.get(cpu).filter(|r| !r.records.is_empty()) {
+                *out = self.merged(data, recs, from, to, &mut words, &mut sum);
+                continue;
+            }
             for page in data.chunks_exact(self.page_size) {
                 let Ok(mut r) = PageReader::new(page, &self.meta.header_page, self.meta.endian)
                 else {
@@ -197,7 +208,7 @@ impl CaptureLayout {
                 if last < from || first > to {
                     continue;
                 }
-                writer_pages[cpu].extend_from_slice(page);
+                out.extend_from_slice(page);
                 words.extend(page_words);
                 sum.events += n;
                 sum.pages += 1;
@@ -227,6 +238,126 @@ impl CaptureLayout {
         }
         sum.bytes = write_atomic(path, |f| w.write(f))?;
         Ok(sum)
+    }
+}
+
+impl CaptureLayout {
+    /// One CPU's pages that overlap `[from, to]`, rewritten with `sched` (its kept
+    /// scheduler events in `[from, to]`) in time order; a page the kernel marked as
+    /// following lost events still begins a page so marked. Where one of the two lost
+    /// its older part (the flight buffer overwritten, a page marked so; the programs'
+    /// ring gone round, `sched.since`), the other's events before the first it still
+    /// has are left out, and the first page is marked as following lost events: a
+    /// stretch with interrupts but no context switches would read as a CPU that never
+    /// switched.
+    fn merged(
+        &self,
+        data: &[u8],
+        sched: &CpuSched,
+        from: u64,
+        to: u64,
+        words: &mut Vec<u64>,
+        sum: &mut CaptureSummary,
+    ) -> Vec<u8> {
+        let encoder = SchedEncoder::new(&self.meta);
+        let mut writer = PageWriter::new(self.meta.endian, self.meta.header_page, self.page_size);
+        let mut out = Vec::new();
+        let mut payload = Vec::new();
+        let pages: Vec<&[u8]> = data
+            .chunks_exact(self.page_size)
+            .filter(|p| {
+                PageReader::new(p, &self.meta.header_page, self.meta.endian).is_ok_and(|mut r| {
+                    let mut ends = (None, 0);
+                    while let Ok(Some(ev)) = r.next_event() {
+                        ends.0.get_or_insert(ev.ts);
+                        ends.1 = ev.ts;
+                    }
+                    ends.0.is_some_and(|f| f <= to) && ends.1 >= from
+                })
+            })
+            .collect();
+        // The flight buffer's own first page after an overwrite carries the mark.
+        let flight_since = pages.first().and_then(|p| {
+            let r = PageReader::new(p, &self.meta.header_page, self.meta.endian).ok()?;
+            r.header().missed?;
+            Some(r.header().base_ts)
+        });
+        let since = sched.since.max(flight_since).unwrap_or(0);
+        if since > 0 {
+            writer.after_loss();
+        }
+        let mut pending = sched.records.iter().filter(|r| r.ts >= since).peekable();
+        let (mut first, mut last, mut events) = (u64::MAX, 0u64, 0u64);
+        let push = |writer: &mut PageWriter, out: &mut Vec<u8>, ts: u64, p: &[u8]| match writer
+            .push(ts, p)
+        {
+            Ok(Some(page)) => {
+                out.extend_from_slice(&page);
+                true
+            }
+            Ok(None) => true,
+            Err(_) => false,
+        };
+        let mut note = |ts: u64| {
+            first = first.min(ts);
+            last = last.max(ts);
+            events += 1;
+        };
+        for page in pages {
+            let Ok(mut r) = PageReader::new(page, &self.meta.header_page, self.meta.endian) else {
+                continue;
+            };
+            let mut evs = Vec::new();
+            while let Ok(Some(ev)) = r.next_event() {
+                if ev.ts >= since {
+                    evs.push(ev);
+                }
+            }
+            if evs.is_empty() {
+                continue;
+            }
+            if r.header().missed.is_some() {
+                sum.pages_after_loss += 1;
+                if r.header().base_ts > since {
+                    if let Some(page) = writer.after_loss() {
+                        out.extend_from_slice(&page);
+                    }
+                }
+            }
+            for ev in evs {
+                while let Some(rec) = pending.next_if(|rec| rec.ts <= ev.ts) {
+                    if encoder.encode(rec, &mut payload)
+                        && push(&mut writer, &mut out, rec.ts, &payload)
+                    {
+                        note(rec.ts);
+                    }
+                }
+                let body = &page[ev.start..ev.end];
+                if push(&mut writer, &mut out, ev.ts, body) {
+                    note(ev.ts);
+                    self.symbols.words_in_text(body, words);
+                }
+            }
+        }
+        for rec in pending {
+            if encoder.encode(rec, &mut payload) && push(&mut writer, &mut out, rec.ts, &payload) {
+                note(rec.ts);
+            }
+        }
+        if !writer.is_empty() {
+            out.extend_from_slice(&writer.finish_page());
+        }
+        if events > 0 {
+            sum.events += events;
+            sum.pages += (out.len() / self.page_size) as u64;
+            sum.first_ns = if sum.first_ns == 0 {
+                first
+            } else {
+                sum.first_ns.min(first)
+            };
+            sum.last_ns = sum.last_ns.max(last);
+        }
+        out
     }
 }
 

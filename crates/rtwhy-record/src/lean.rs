@@ -107,6 +107,14 @@ impl Lean {
         filters(&with_unrecorded, self.cpu_count)
     }
 
+    /// The CPUs full now.
+    pub fn full_now(&self) -> Vec<u32> {
+        self.history
+            .last()
+            .map(|(_, f)| f.clone())
+            .unwrap_or_else(|| (0..self.cpu_count as u32).collect())
+    }
+
     /// The CPUs that were full for the whole of `[from, to]`.
     pub fn full_during(&self, from: u64, to: u64) -> Vec<u32> {
         let mut out: Option<Vec<u32>> = None;

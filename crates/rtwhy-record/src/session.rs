@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rtwhy_model::{BreachRecord, Event, EventKind};
 use serde::Serialize;
 
-use crate::bpf::{BpfDetector, Breach, DetectorConfig};
+use crate::bpf::{BpfDetector, Breach, DetectorConfig, SchedMode};
 use crate::capture::{drain_pipe, CaptureLayout, CaptureSummary};
 use crate::child::{Child, Exit};
 use crate::error::{RecordError, Result};
@@ -102,6 +102,11 @@ pub struct SessionConfig {
     /// Record the CPUs no measured thread may run on leanly (see [`crate::lean`]);
     /// `false` records every CPU in full.
     pub lean: bool,
+    /// Take the context switches and wake-ups from the BPF detector's programs instead
+    /// of the flight instance (`sched_switch` and `sched_waking` written into each
+    /// capture from the detector's rings, `sched_wakeup` not recorded): the CPUs not
+    /// recorded then pay no tracefs probe for them. Only with the BPF detector.
+    pub sched_from_bpf: bool,
 }
 
 /// What set off a capture.
@@ -205,6 +210,9 @@ pub struct Armed {
     pub probe: Option<String>,
     /// The flight-recorder instance.
     pub instance: String,
+    /// Where the context switches and wake-ups come from: `tracefs` (the instance's
+    /// events) or `bpf` (the detector's programs, `SessionConfig::sched_from_bpf`).
+    pub sched_events: String,
     /// Events enabled.
     pub events: Vec<String>,
     /// Events asked for that this kernel lacks.
@@ -232,6 +240,15 @@ pub struct ThreadWorst {
 
 /// How many captures' records a session keeps in memory.
 pub const RECENT_CAPTURES: usize = 1024;
+
+/// The scheduler events the BPF programs record in place of the flight instance
+/// (`SessionConfig::sched_from_bpf`); `sched_wakeup` is left out altogether (the
+/// analysis reads a wake-up from whichever of it and `sched_waking` it has).
+const BPF_SCHED_EVENTS: [(&str, &str); 3] = [
+    ("sched", "sched_switch"),
+    ("sched", "sched_waking"),
+    ("sched", "sched_wakeup"),
+];
 
 /// The whole session, for `session.json` and the summary table.
 #[derive(Debug, Clone, Serialize)]
@@ -641,6 +658,13 @@ fn run_with(
                     force: None,
                     stack: true,
                     sleeper_fn: layout.symbols().address_of("hrtimer_wakeup"),
+                    sched_slots: if cfg.sched_from_bpf {
+                        u32::try_from((cfg.buffer_kb as usize * 1024) / crate::bpf::SCHED_REC_SIZE)
+                            .unwrap_or(u32::MAX)
+                            .max(1024)
+                    } else {
+                        0
+                    },
                 };
                 match BpfDetector::start(&dc) {
                     Ok(d) => Detector::Bpf(Box::new(d)),
@@ -658,6 +682,21 @@ fn run_with(
             }
         },
     };
+    let sched_log = matches!(&detector, Detector::Bpf(d) if d.sched_log().is_some());
+    if sched_log {
+        // The programs keep these from now on; the instance leaves them out.
+        for (sys, ev) in BPF_SCHED_EVENTS {
+            let name = format!("{sys}:{ev}");
+            if enabled.contains(&name) {
+                flight.disable_event(sys, ev)?;
+                enabled.retain(|e| *e != name);
+            }
+        }
+    } else if cfg.sched_from_bpf {
+        obs.warning(
+            "--sched-events bpf needs the BPF detector in its tp_btf or raw_tp mode; the flight instance records the scheduler events",
+        );
+    }
     let need_watch = !matches!(detector, Detector::Bpf(_)) || !cfg.markers.is_empty();
     let watch_instance = if need_watch {
         let w = tracefs.create_instance(&instance_names(pid).1)?;
@@ -706,6 +745,7 @@ fn run_with(
             (Workload::Probe(_), _) => Some("rtwhy".into()),
         },
         instance: flight.name().to_string(),
+        sched_events: if sched_log { "bpf" } else { "tracefs" }.into(),
         events: enabled,
         missing_events: missing,
         armed_after_ns: t0.elapsed().as_nanos() as u64,
@@ -780,6 +820,7 @@ fn run_with(
         last_rearm: 0,
         t0,
     };
+    runner.set_sched_modes();
     let outcome = runner.run_workload(t0, saved, signals);
     // Stop reading before the instances go.
     if let Some(mut w) = runner.watch.take() {
@@ -992,6 +1033,31 @@ impl Runner<'_> {
             let all: Vec<u32> = (0..self.cpus as u32).collect();
             let _ = lean.set(&self.flight, all, mono_ns());
         }
+        self.set_sched_modes();
+    }
+
+    /// What the BPF programs keep of each CPU's scheduler events (when they keep them):
+    /// nothing on a CPU not recorded, everything on a full one, the lean rule on the
+    /// others.
+    fn set_sched_modes(&mut self) {
+        let Detector::Bpf(d) = &self.detector else {
+            return;
+        };
+        let Some(log) = d.sched_log() else {
+            return;
+        };
+        let full = self.lean.as_ref().map(Lean::full_now);
+        for cpu in 0..self.cpus as u32 {
+            let recorded = self.cfg.cpus.as_ref().is_none_or(|c| c.contains(&cpu));
+            let mode = match (&full, recorded) {
+                (_, false) => SchedMode::Off,
+                (Some(f), true) if !f.contains(&cpu) => SchedMode::Lean,
+                _ => SchedMode::Full,
+            };
+            if let Err(e) = log.set_mode(cpu, mode) {
+                self.obs.warning(&e.to_string());
+            }
+        }
     }
 
     fn set_child_status(&mut self, exit: Exit) {
@@ -1160,6 +1226,29 @@ impl Runner<'_> {
         w.worst_ns = w.worst_ns.max(r.latency.0);
     }
 
+    /// Writes `lines` into the flight recording. A `trace_marker` line is recorded on
+    /// the CPU of the thread writing it, so with `--cpus` leaving the recorder's CPU out
+    /// the thread moves onto the recorded CPUs for the writes (its affinity restored
+    /// after): a capture without its facts and breach records would not say what it is.
+    fn write_markers(&mut self, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        let moved = match &self.cfg.cpus {
+            Some(cpus) => match Affinity::current() {
+                Ok(saved) if Affinity::set(cpus).is_ok() => Some(saved),
+                _ => None,
+            },
+            None => None,
+        };
+        for line in lines {
+            let _ = self.marker.write_all(line.as_bytes());
+        }
+        if let Some(saved) = moved {
+            saved.restore();
+        }
+    }
+
     fn capture(
         &mut self,
         trigger: Trigger,
@@ -1170,28 +1259,27 @@ impl Runner<'_> {
         let end = trigger.end();
         // Facts first (the flight buffer has long overwritten anything written at start),
         // then the breach records.
-        for line in &self.fact_lines {
-            let _ = self.marker.write_all(line.as_bytes());
-        }
+        let mut lines = self.fact_lines.clone();
         if let Some(lean) = &self.lean {
             let from = end.saturating_sub(self.cfg.before.as_nanos() as u64);
             let full = lean.full_during(from, mono_ns());
-            let line = format!(
+            lines.push(format!(
                 "{}record.full_cpus={}",
                 rtwhy_model::FACT_PREFIX,
                 rtwhy_model::CpuList(full)
-            );
-            let _ = self.marker.write_all(line.as_bytes());
+            ));
         }
-        let write_breach = |r: &BreachRecord, marker: &mut std::fs::File| {
-            let _ = marker.write_all(r.to_marker().as_bytes());
-        };
+        if matches!(&self.detector, Detector::Bpf(d) if d.sched_log().is_some()) {
+            lines.push(format!(
+                "{}record.sched_events=bpf",
+                rtwhy_model::FACT_PREFIX
+            ));
+        }
         if let Trigger::Breach { record } = &trigger {
-            write_breach(record, &mut self.marker);
+            lines.push(record.to_marker());
         }
-        for r in &also {
-            write_breach(r, &mut self.marker);
-        }
+        lines.extend(also.iter().map(BreachRecord::to_marker));
+        self.write_markers(&lines);
         let freeze_at = end.saturating_add(self.cfg.after.as_nanos() as u64);
         loop {
             let now = mono_ns();
@@ -1203,12 +1291,17 @@ impl Runner<'_> {
         // Breaches that ended before the freeze are in this window too.
         let also_before = also.len();
         if let Detector::Bpf(d) = &mut self.detector {
-            for b in d.poll(Duration::ZERO)? {
-                let r = with_stack(self.layout.symbols(), b);
-                self.note_breach(&r);
-                write_breach(&r, &mut self.marker);
-                also.push(r);
+            let late: Vec<BreachRecord> = d
+                .poll(Duration::ZERO)?
+                .into_iter()
+                .map(|b| with_stack(self.layout.symbols(), b))
+                .collect();
+            for r in &late {
+                self.note_breach(r);
             }
+            let lines: Vec<String> = late.iter().map(BreachRecord::to_marker).collect();
+            self.write_markers(&lines);
+            also.extend(late);
             for r in also.iter().skip(also_before) {
                 self.report
                     .wakeups
@@ -1231,18 +1324,29 @@ impl Runner<'_> {
         }
         self.flight.set_tracing_on(true)?;
         let rearm = mono_ns();
+        let from = trigger
+            .start()
+            .saturating_sub(self.cfg.before.as_nanos() as u64);
+        let sched = match &self.detector {
+            Detector::Bpf(d) => d.sched_log().map(|l| l.records(from, freeze)),
+            _ => None,
+        };
         if let Some(e) = drain_err {
             self.obs
                 .warning(&format!("reading the flight recording: {e}"));
         }
         self.last_freeze = freeze;
         self.last_rearm = rearm;
-        let from = trigger
-            .start()
-            .saturating_sub(self.cfg.before.as_nanos() as u64);
         let path = rtwhy_model::SessionDir::new(&self.cfg.out_dir).capture(index as u64);
-        let written = self.layout.write(&pages, from, freeze, &path);
+        let written = self.layout.write(
+            &pages,
+            sched.as_deref().unwrap_or_default(),
+            from,
+            freeze,
+            &path,
+        );
         drop(pages);
+        drop(sched);
         let summary = match written {
             Ok(s) => s,
             Err(e) => {

@@ -370,6 +370,15 @@ impl Instance {
         Ok(true)
     }
 
+    /// Disables `system/event`; nothing when it does not exist.
+    pub fn disable_event(&self, system: &str, event: &str) -> Result<()> {
+        let p = self.dir.join("events").join(system).join(event);
+        if p.is_dir() {
+            write_file(&p.join("enable"), "0")?;
+        }
+        Ok(())
+    }
+
     /// Sets an event filter (`common_pid == 42 || ...`).
     pub fn set_filter(&self, system: &str, event: &str, filter: &str) -> Result<()> {
         write_file(

@@ -18,7 +18,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rtwhy_record::bpf::{AttachMode, BpfDetector, Breach, DetectorConfig};
+use rtwhy_record::bpf::{AttachMode, BpfDetector, Breach, DetectorConfig, SchedKind, SchedMode};
 
 /// The modes run one at a time: they share CPU 1.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -259,6 +259,7 @@ fn run_mode(mode: AttachMode) {
         force: Some(mode),
         stack: true,
         sleeper_fn: sleeper_fn(),
+        sched_slots: 0,
     };
     let t0 = Instant::now();
     let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
@@ -495,6 +496,7 @@ fn breaches_at_1us(
         force: Some(mode),
         stack: true,
         sleeper_fn,
+        sched_slots: 0,
     };
     let mut detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
     let mut tracked = cyclictest(80);
@@ -625,6 +627,7 @@ fn an_exited_threads_histogram_slot_starts_the_next_thread_from_zero() {
         force: None,
         stack: false,
         sleeper_fn: sleeper_fn(),
+        sched_slots: 0,
     };
     let mut detector = BpfDetector::start(&cfg).expect("detector");
     const LOOPS: u64 = 500;
@@ -668,4 +671,81 @@ fn an_exited_threads_histogram_slot_starts_the_next_thread_from_zero() {
         );
     }
     assert_eq!(detector.wakeups_lost(), 0);
+}
+
+/// The scheduler events the programs keep for a CPU (`sched_slots`), in both modes that
+/// read tasks: on CPU 1, where cyclictest sleeps and wakes every millisecond, its
+/// switches in and out (out asleep: prev_state 1, `S`) and its wake-ups towards CPU 1;
+/// nothing on CPU 0, set not to be recorded; a ring of 1024 records gone round says
+/// from when it is complete.
+fn sched_events_kept(mode: AttachMode) {
+    if !live_capable() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = DetectorConfig {
+        force: Some(mode),
+        sched_slots: 1024,
+        ..DetectorConfig::default()
+    };
+    let detector = BpfDetector::start(&cfg).unwrap_or_else(|e| panic!("{mode}: {e}"));
+    let log = detector.sched_log().expect("scheduler events asked for");
+    log.set_mode(0, SchedMode::Off).unwrap();
+    log.set_mode(CPU, SchedMode::Full).unwrap();
+    let mut ct = cyclictest(80);
+    let _ = ct.0.wait();
+    let cpus = log.records(0, u64::MAX);
+    assert!(
+        cpus[0].records.is_empty(),
+        "{mode}: CPU 0 kept {}",
+        cpus[0].records.len()
+    );
+    let one = &cpus[CPU as usize];
+    assert!(
+        one.records.len() > 900 && one.records.len() <= 1024,
+        "{mode}: {}",
+        one.records.len()
+    );
+    assert!(
+        one.since.is_some(),
+        "{mode}: 2000 wake-ups and no ring gone round"
+    );
+    assert!(
+        one.records.windows(2).all(|w| w[0].ts <= w[1].ts),
+        "{mode}: out of order"
+    );
+    // Its measuring thread: named cyclictest, FIFO 80 (prio 19); its main thread has
+    // the same name at prio 120.
+    let is_ct = |c: &[u8; 16], prio: i32| c.starts_with(b"cyclictest\0") && prio == 19;
+    let (mut ins, mut outs, mut wakes) = (0, 0, 0);
+    for r in &one.records {
+        match r.kind {
+            SchedKind::Switch if is_ct(&r.next_comm, r.next_prio) => ins += 1,
+            SchedKind::Switch if is_ct(&r.comm, r.prio) => {
+                assert_eq!(r.common_pid, r.pid, "{mode}: {r:?}");
+                outs += usize::from(r.prev_state == 1);
+            }
+            SchedKind::Waking if is_ct(&r.comm, r.prio) => {
+                assert_eq!(r.next_pid, CPU as i32, "{mode}: {r:?}");
+                wakes += 1;
+            }
+            _ => {}
+        }
+    }
+    // 1024 records are about 300 of cyclictest's periods (in, out, wake-up, and the
+    // idle task's own); every one of its periods has all three.
+    assert!(
+        ins > 200 && outs > 200 && wakes > 200,
+        "{mode}: {ins} in, {outs} out asleep, {wakes} wake-ups"
+    );
+}
+
+#[test]
+fn tp_btf_keeps_the_scheduler_events_of_the_cpus_asked_for() {
+    sched_events_kept(AttachMode::TpBtf);
+}
+
+#[test]
+fn raw_tp_keeps_the_scheduler_events_of_the_cpus_asked_for() {
+    sched_events_kept(AttachMode::RawTp);
 }

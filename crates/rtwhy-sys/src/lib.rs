@@ -21,5 +21,6 @@ pub mod child;
 pub mod fs;
 pub mod host;
 mod sched;
+pub mod shared;
 
 pub use sched::*;

@@ -214,6 +214,14 @@ pub enum OtherCpusArg {
     Full,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchedEventsArg {
+    /// The flight instance's sched_switch, sched_waking and sched_wakeup events.
+    Tracefs,
+    /// The BPF detector's programs keep them (no tracefs probe on the CPUs not recorded).
+    Bpf,
+}
+
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// Latency that counts as a breach (`100us`, `1ms`; a bare number is us).
@@ -234,6 +242,13 @@ pub struct RecordArgs {
     /// history under a task-switching load); `full` records everything there too.
     #[arg(long, value_enum, default_value_t = OtherCpusArg::Lean, value_name = "HOW")]
     pub other_cpus: OtherCpusArg,
+    /// Where the context switches and wake-ups come from: `tracefs` (the flight
+    /// instance's events) or `bpf` (the BPF detector's programs keep them per CPU and
+    /// each capture gets them as sched_switch and sched_waking records; sched_wakeup is
+    /// not recorded). With `bpf`, a CPU left out by --cpus pays no tracefs probe for
+    /// them: the cost of recording on the rest of the machine falls.
+    #[arg(long, value_enum, default_value_t = SchedEventsArg::Tracefs, value_name = "FROM")]
+    pub sched_events: SchedEventsArg,
     /// Output directory (default `./rtwhy-YYYYmmdd-HHMMSS`).
     #[arg(long, short = 'o', conflicts_with = "state_dir")]
     pub out: Option<PathBuf>,

@@ -28,7 +28,8 @@ use rtwhy_report::summary;
 
 use crate::analyze::analyze_file;
 use crate::cli::{
-    DetectorArg, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SummaryArgs, SummaryFormat,
+    DetectorArg, OtherCpusArg, PresetArg, ProbeArg, RecordArgs, SchedEventsArg, SummaryArgs,
+    SummaryFormat,
 };
 use crate::journal::{self, Level};
 
@@ -538,6 +539,7 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         },
         recorder_cpus,
         lean: args.other_cpus == OtherCpusArg::Lean,
+        sched_from_bpf: args.sched_events == SchedEventsArg::Bpf,
     };
     let argv: Vec<String> = std::env::args().collect();
     let ledger = match &args.state_dir {
