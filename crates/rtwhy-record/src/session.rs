@@ -102,11 +102,23 @@ pub struct SessionConfig {
     /// Record the CPUs no measured thread may run on leanly (see [`crate::lean`]);
     /// `false` records every CPU in full.
     pub lean: bool,
-    /// Take the context switches and wake-ups from the BPF detector's programs instead
-    /// of the flight instance (`sched_switch` and `sched_waking` written into each
-    /// capture from the detector's rings, `sched_wakeup` not recorded): the CPUs not
-    /// recorded then pay no tracefs probe for them. Only with the BPF detector.
-    pub sched_from_bpf: bool,
+    /// Where the context switches and wake-ups come from.
+    pub sched_events: SchedSource,
+}
+
+/// Where a session's context switches and wake-ups come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedSource {
+    /// The flight instance's `sched_switch`, `sched_waking` and `sched_wakeup` events.
+    Tracefs,
+    /// The BPF detector's programs (`sched_switch` and `sched_waking` written into each
+    /// capture from their rings, `sched_wakeup` not recorded): the CPUs not recorded
+    /// then pay no tracefs probe for them, and no switch is lost where ftrace drops
+    /// some. A warning and the instance's events where the detector cannot (the
+    /// tracefs detector, the `tracepoint` attach mode, timerlat).
+    Bpf,
+    /// [`SchedSource::Bpf`] where the detector can, else the instance's, silently.
+    Auto,
 }
 
 /// What set off a capture.
@@ -211,7 +223,7 @@ pub struct Armed {
     /// The flight-recorder instance.
     pub instance: String,
     /// Where the context switches and wake-ups come from: `tracefs` (the instance's
-    /// events) or `bpf` (the detector's programs, `SessionConfig::sched_from_bpf`).
+    /// events) or `bpf` (the detector's programs, [`SchedSource::Bpf`]).
     pub sched_events: String,
     /// Events enabled.
     pub events: Vec<String>,
@@ -242,7 +254,7 @@ pub struct ThreadWorst {
 pub const RECENT_CAPTURES: usize = 1024;
 
 /// The scheduler events the BPF programs record in place of the flight instance
-/// (`SessionConfig::sched_from_bpf`); `sched_wakeup` is left out altogether (the
+/// ([`SchedSource::Bpf`]); `sched_wakeup` is left out altogether (the
 /// analysis reads a wake-up from whichever of it and `sched_waking` it has).
 const BPF_SCHED_EVENTS: [(&str, &str); 3] = [
     ("sched", "sched_switch"),
@@ -658,7 +670,7 @@ fn run_with(
                     force: None,
                     stack: true,
                     sleeper_fn: layout.symbols().address_of("hrtimer_wakeup"),
-                    sched_slots: if cfg.sched_from_bpf {
+                    sched_slots: if cfg.sched_events != SchedSource::Tracefs {
                         u32::try_from((cfg.buffer_kb as usize * 1024) / crate::bpf::SCHED_REC_SIZE)
                             .unwrap_or(u32::MAX)
                             .max(1024)
@@ -692,7 +704,7 @@ fn run_with(
                 enabled.retain(|e| *e != name);
             }
         }
-    } else if cfg.sched_from_bpf {
+    } else if cfg.sched_events == SchedSource::Bpf {
         obs.warning(
             "--sched-events bpf needs the BPF detector in its tp_btf or raw_tp mode; the flight instance records the scheduler events",
         );

@@ -216,10 +216,12 @@ pub enum OtherCpusArg {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchedEventsArg {
-    /// The flight instance's sched_switch, sched_waking and sched_wakeup events.
-    Tracefs,
+    /// `bpf` where the BPF detector runs (tp_btf or raw_tp), else `tracefs`.
+    Auto,
     /// The BPF detector's programs keep them (no tracefs probe on the CPUs not recorded).
     Bpf,
+    /// The flight instance's sched_switch, sched_waking and sched_wakeup events.
+    Tracefs,
 }
 
 #[derive(Debug, Args)]
@@ -242,12 +244,14 @@ pub struct RecordArgs {
     /// history under a task-switching load); `full` records everything there too.
     #[arg(long, value_enum, default_value_t = OtherCpusArg::Lean, value_name = "HOW")]
     pub other_cpus: OtherCpusArg,
-    /// Where the context switches and wake-ups come from: `tracefs` (the flight
-    /// instance's events) or `bpf` (the BPF detector's programs keep them per CPU and
-    /// each capture gets them as sched_switch and sched_waking records; sched_wakeup is
-    /// not recorded). With `bpf`, a CPU left out by --cpus pays no tracefs probe for
-    /// them: the cost of recording on the rest of the machine falls.
-    #[arg(long, value_enum, default_value_t = SchedEventsArg::Tracefs, value_name = "FROM")]
+    /// Where the context switches and wake-ups come from: `bpf` (the BPF detector's
+    /// programs keep them per CPU and each capture gets them as sched_switch and
+    /// sched_waking records; sched_wakeup is not recorded) or `tracefs` (the flight
+    /// instance's events). With `bpf` a CPU left out by --cpus pays no tracefs probe
+    /// for them, and no switch is lost where ftrace drops some (idle-to-task switches on
+    /// some kernels). `auto`: `bpf` where the BPF detector runs in its tp_btf or raw_tp
+    /// mode.
+    #[arg(long, value_enum, default_value_t = SchedEventsArg::Auto, value_name = "FROM")]
     pub sched_events: SchedEventsArg,
     /// Output directory (default `./rtwhy-YYYYmmdd-HHMMSS`).
     #[arg(long, short = 'o', conflicts_with = "state_dir")]

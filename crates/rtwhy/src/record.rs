@@ -19,7 +19,8 @@ use rtwhy_record::ledger::{Diagnosed, Entry, Ledger};
 use rtwhy_record::manifest;
 use rtwhy_record::probe::ProbeConfig;
 use rtwhy_record::session::{
-    self, Armed, Capture, DetectorChoice, Observer, SessionConfig, SessionReport, Trigger, Workload,
+    self, Armed, Capture, DetectorChoice, Observer, SchedSource, SessionConfig, SessionReport,
+    Trigger, Workload,
 };
 use rtwhy_record::timerlat::ProbeChoice;
 use rtwhy_record::wakeups::DiagnosedTail;
@@ -539,7 +540,11 @@ pub fn run(args: &RecordArgs) -> Result<ExitCode> {
         },
         recorder_cpus,
         lean: args.other_cpus == OtherCpusArg::Lean,
-        sched_from_bpf: args.sched_events == SchedEventsArg::Bpf,
+        sched_events: match args.sched_events {
+            SchedEventsArg::Auto => SchedSource::Auto,
+            SchedEventsArg::Bpf => SchedSource::Bpf,
+            SchedEventsArg::Tracefs => SchedSource::Tracefs,
+        },
     };
     let argv: Vec<String> = std::env::args().collect();
     let ledger = match &args.state_dir {

@@ -587,7 +587,7 @@ fn session_config(
         probe: rtwhy_record::timerlat::ProbeChoice::Rtwhy,
         // As `rtwhy record` records by default.
         lean: true,
-        sched_from_bpf: false,
+        sched_events: rtwhy_record::session::SchedSource::Auto,
     })
 }
 
