@@ -405,6 +405,167 @@ pub fn write_atomic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bpf::{SchedKind, SchedRecord};
+
+    /// A layout from a recorded fixture's formats, and CPU 1's events of that fixture
+    /// other than the scheduler's: `(ts, payload)`, oldest first.
+    fn fixture() -> (CaptureLayout, Vec<(u64, Vec<u8>)>) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/recorded/vm-cyclictest-v7-zstd.dat");
+        let file = TraceFile::open(&path).unwrap();
+        let meta = file.meta().clone();
+        let layout = CaptureLayout::new(
+            meta.sources.clone(),
+            KernelSymbols::parse(String::new()),
+            4096,
+            "mono",
+            "",
+            2,
+        )
+        .unwrap();
+        let mut stream = file.records().unwrap();
+        let mut events = Vec::new();
+        while let Some(r) = stream.next_record().unwrap() {
+            let sched = r.format.is_some_and(|f| f.system == "sched");
+            if r.cpu == 1 && !sched && events.len() < 400 {
+                events.push((r.ts, r.data.to_vec()));
+            }
+        }
+        (layout, events)
+    }
+
+    fn switch(ts: u64, prev: i32, next: i32) -> SchedRecord {
+        let mut comm = [0u8; 16];
+        comm[..4].copy_from_slice(b"task");
+        SchedRecord {
+            ts,
+            kind: SchedKind::Switch,
+            common_pid: prev,
+            pid: prev,
+            prio: 120,
+            next_pid: next,
+            next_prio: 19,
+            prev_state: 1,
+            comm,
+            next_comm: comm,
+        }
+    }
+
+    fn pages(layout: &CaptureLayout, events: &[(u64, Vec<u8>)], lost_first: bool) -> Vec<u8> {
+        let mut w = PageWriter::new(layout.meta.endian, layout.meta.header_page, 4096);
+        if lost_first {
+            w.after_loss();
+        }
+        let mut out = Vec::new();
+        for (ts, p) in events {
+            if let Some(page) = w.push(*ts, p).unwrap() {
+                out.extend(page);
+            }
+        }
+        out.extend(w.finish_page());
+        out
+    }
+
+    /// CPU 1's `(ts, event name, prev_pid)` of a written capture, and whether its first
+    /// page follows lost events.
+    fn read_back(path: &Path) -> (Vec<(u64, String, i64)>, bool) {
+        let file = TraceFile::open(path).unwrap();
+        let mut stream = file.records().unwrap();
+        let (mut out, mut lost) = (Vec::new(), None);
+        while let Some(r) = stream.next_record().unwrap() {
+            if r.cpu != 1 {
+                continue;
+            }
+            lost.get_or_insert(r.missed_before.is_some());
+            let name = r.format.map(|f| f.name.clone()).unwrap_or_default();
+            out.push((r.ts, name, r.int_named("prev_pid").unwrap_or(-1)));
+        }
+        (out, lost.unwrap_or(false))
+    }
+
+    #[test]
+    fn kept_switches_go_between_the_events_of_their_cpu_in_time_order() {
+        let (layout, events) = fixture();
+        assert!(events.len() > 100);
+        let (t0, t1) = (events[10].0, events[events.len() - 10].0);
+        let step = (t1 - t0) / 50;
+        let recs: Vec<SchedRecord> = (0..50)
+            .map(|i| switch(t0 + i * step, 1000 + i as i32, 0))
+            .collect();
+        let cpus = vec![Vec::new(), pages(&layout, &events, false)];
+        let sched = vec![
+            CpuSched::default(),
+            CpuSched {
+                records: recs.clone(),
+                since: None,
+            },
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spike-001.dat");
+        let sum = layout.write(&cpus, &sched, 0, u64::MAX, &path).unwrap();
+        let (got, lost) = read_back(&path);
+        assert!(!lost);
+        assert_eq!(got.len(), events.len() + recs.len());
+        assert_eq!(sum.events, got.len() as u64);
+        assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "out of order");
+        let switches: Vec<&(u64, String, i64)> =
+            got.iter().filter(|e| e.1 == "sched_switch").collect();
+        assert_eq!(switches.len(), recs.len());
+        for (s, r) in switches.iter().zip(&recs) {
+            assert_eq!((s.0, s.2), (r.ts, i64::from(r.pid)));
+        }
+    }
+
+    #[test]
+    fn where_the_ring_went_round_the_cpus_other_events_start_with_it_marked_lost() {
+        let (layout, events) = fixture();
+        let since = events[events.len() / 2].0;
+        let recs = vec![
+            switch(since, 7, 0),
+            switch(events[events.len() - 5].0, 8, 0),
+        ];
+        let cpus = vec![Vec::new(), pages(&layout, &events, false)];
+        let sched = vec![
+            CpuSched::default(),
+            CpuSched {
+                records: recs,
+                since: Some(since),
+            },
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spike-001.dat");
+        layout.write(&cpus, &sched, 0, u64::MAX, &path).unwrap();
+        let (got, lost) = read_back(&path);
+        assert!(lost, "the first page must say events were lost before it");
+        assert_eq!(got[0].0, since);
+        assert_eq!(got.iter().filter(|e| e.1 == "sched_switch").count(), 2);
+        assert_eq!(
+            got.len(),
+            events.iter().filter(|e| e.0 >= since).count() + 2
+        );
+
+        // The other way round: the flight buffer overwritten (its first page marked),
+        // the kept switches older than its first event left out.
+        let late = &events[events.len() / 2..];
+        let recs = vec![switch(events[0].0, 7, 0), switch(late[3].0, 8, 0)];
+        let cpus = vec![Vec::new(), pages(&layout, late, true)];
+        let sched = vec![
+            CpuSched::default(),
+            CpuSched {
+                records: recs,
+                since: None,
+            },
+        ];
+        layout.write(&cpus, &sched, 0, u64::MAX, &path).unwrap();
+        let (got, lost) = read_back(&path);
+        assert!(lost);
+        let switches: Vec<i64> = got
+            .iter()
+            .filter(|e| e.1 == "sched_switch")
+            .map(|e| e.2)
+            .collect();
+        assert_eq!(switches, vec![8]);
+    }
 
     #[test]
     fn atomic_files_are_private_and_complete() {
