@@ -9,13 +9,14 @@
 #      itself fails on kernels that refuse writes to /proc/sys/kernel/ftrace_enabled
 #      (the project's VM); where it works, T is run as well
 #   T  `trace-cmd record` with the same events, buffer and clock (where it works)
-#   C  `rtwhy record -t THRESHOLD -- cyclictest ...` (default preset, BPF detector; CPU 0,
-#      where no measured thread may run, recorded leanly: --other-cpus lean, the default)
+#   C  `rtwhy record -t THRESHOLD -- cyclictest ...` (default preset, BPF detector, the
+#      scheduler events kept by its programs: --sched-events auto; CPU 0, where no
+#      measured thread may run, recorded leanly: --other-cpus lean, the default)
 #   F  the same with `--other-cpus full`: every CPU recorded in full
 #   K  the same with `--cpus 1`: only cyclictest's CPU recorded (tracing_cpumask)
-#   J  K with `--sched-events bpf`: the context switches and wake-ups kept by the BPF
-#      detector's programs instead of the instance
-#   G  C with `--sched-events bpf`
+#   J  K with `--sched-events tracefs`: the context switches and wake-ups recorded by the
+#      instance, not kept by the BPF detector's programs (the default before 439af8d)
+#   G  C with `--sched-events tracefs`
 #   M  B with the instance's tracing_cpumask set to CPU 1: the events still fire on CPU 0
 #      and are dropped there before anything is written
 #   Y  B with the kernel's global `options/record-cmd` off (saved_cmdlines not kept)
@@ -123,7 +124,16 @@ say() { printf '[%4ds] %s\n' "$SECONDS" "$*" >&2; }
 
 say "reading rtwhy's default preset from a short session"
 timeout 30 "$RTWHY" record -t 100us --out "$RAW/warmup" -- sleep 0.3 > "$RAW/warmup.out" 2>&1
-EVENTS=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["session"]["armed"]["events"]))' "$RAW/warmup/session.json")
+# The events rtwhy records: its instance's, and the context switches and wake-ups where
+# its BPF programs keep them instead (session.armed.sched_events, docs/recording.md), as
+# a tracefs recorder would need them.
+EVENTS=$(python3 -c '
+import json, sys
+armed = json.load(open(sys.argv[1]))["session"]["armed"]
+events = armed["events"]
+if armed.get("sched_events") == "bpf":
+    events = ["sched:sched_switch", "sched:sched_waking"] + events
+print(" ".join(events))' "$RAW/warmup/session.json")
 EVENTS_SYS= EVENTS_NOSYS= EVENTS_SCHED= EVENTS_NOSCHED=
 for e in $EVENTS; do
     case $e in syscalls:*) EVENTS_SYS="$EVENTS_SYS $e" ;; *) EVENTS_NOSYS="$EVENTS_NOSYS $e" ;; esac
@@ -199,8 +209,8 @@ one() {
         C) cmd=("$RTWHY" record -t "$THRESHOLD" --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
         F) cmd=("$RTWHY" record -t "$THRESHOLD" --other-cpus full --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
         K) cmd=("$RTWHY" record -t "$THRESHOLD" --cpus 1 --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
-        J) cmd=("$RTWHY" record -t "$THRESHOLD" --cpus 1 --sched-events bpf --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
-        G) cmd=("$RTWHY" record -t "$THRESHOLD" --sched-events bpf --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
+        J) cmd=("$RTWHY" record -t "$THRESHOLD" --cpus 1 --sched-events tracefs --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
+        G) cmd=("$RTWHY" record -t "$THRESHOLD" --sched-events tracefs --out "$RAW/$name.rec" -- "${CYCLIC[@]}") ;;
         R) cmd=("${CYCLIC[@]}")
            timeout -s INT -k 5 "$RUN_LIMIT" rtla timerlat hist -d "$((LOOPS / 1000 + 2))s" > "$RAW/$name.rtla" 2>&1 &
            rtla=$!
@@ -245,8 +255,8 @@ names = {
     "C": "`rtwhy record -t %s` (default preset, BPF; other CPUs lean)" % threshold,
     "F": "`rtwhy record -t %s --other-cpus full` (every CPU in full)" % threshold,
     "K": "`rtwhy record -t %s --cpus 1` (only cyclictest's CPU recorded)" % threshold,
-    "J": "`rtwhy record -t %s --cpus 1 --sched-events bpf` (scheduler events from the BPF programs)" % threshold,
-    "G": "`rtwhy record -t %s --sched-events bpf` (every CPU, others lean, scheduler events from BPF)" % threshold,
+    "J": "`rtwhy record -t %s --cpus 1 --sched-events tracefs` (the instance's scheduler events)" % threshold,
+    "G": "`rtwhy record -t %s --sched-events tracefs` (every CPU, others lean, the instance's scheduler events)" % threshold,
     "M": "B, the instance's tracing_cpumask CPU 1 only",
     "P": "M without the scheduler events",
     "Q": "M with the scheduler events only",

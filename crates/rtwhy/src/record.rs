@@ -361,10 +361,15 @@ impl Observer for Live {
         journal::line(
             Level::Info,
             &format!(
-                "rtwhy: armed in {} ms: {probe}detector {how}, {} events in instance {}, clock {}",
+                "rtwhy: armed in {} ms: {probe}detector {how}, {} events in instance {}{}, clock {}",
                 a.armed_after_ns / 1_000_000,
                 a.events.len(),
                 a.instance,
+                if a.sched_events == "bpf" {
+                    " (context switches and wake-ups kept by the BPF programs)"
+                } else {
+                    ""
+                },
                 a.clock
             ),
         );
