@@ -92,7 +92,10 @@ pub fn rows(f: &SystemFacts) -> Vec<(&'static str, String)> {
             },
         ));
     }
-    if f.other.get("record.sched_events").is_some_and(|v| v == "bpf") {
+    if f.other
+        .get("record.sched_events")
+        .is_some_and(|v| v == "bpf")
+    {
         rows.push((
             "Scheduler events",
             "context switches and wake-ups kept by rtwhy's BPF programs and written into the trace (rtwhy record --sched-events); no sched_wakeup".to_string(),
