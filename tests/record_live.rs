@@ -1511,51 +1511,76 @@ impl Sleep {
     }
 }
 
-/// A tracefs instance of its own on CPU 1 beside the recorder: cyclictest's sleeps
-/// (`clock_nanosleep`, its timer's `hrtimer_start`, the `sched_waking` that ends it, its
-/// switch-in), in the monotonic clock. Removed when dropped, whatever happened.
-struct SleepWitness(PathBuf);
+/// A tracefs instance of the test's own on CPU 1 (monotonic clock, 8 MiB), set up with
+/// `settings` (file, value) under `instances/rtwhy-test-TAG-PID`; removed when dropped,
+/// whatever happened.
+struct Witness(PathBuf);
 
-impl SleepWitness {
-    fn start() -> SleepWitness {
+impl Witness {
+    fn start(tag: &str, settings: &[(&str, &str)]) -> Witness {
         let dir = Path::new(TRACEFS)
             .join("instances")
-            .join(format!("rtwhy-test-witness-{}", std::process::id()));
+            .join(format!("rtwhy-test-{tag}-{}", std::process::id()));
         std::fs::create_dir(&dir).expect("witness instance");
-        let witness = SleepWitness(dir);
-        let set = |file: &str, value: &str| {
+        let witness = Witness(dir);
+        let common = [
+            ("tracing_cpumask", "2"),
+            ("trace_clock", "mono"),
+            ("buffer_size_kb", "8192"),
+        ];
+        for (file, value) in common.iter().chain(settings) {
             std::fs::write(witness.0.join(file), value)
-                .unwrap_or_else(|e| panic!("witness: {file} <- {value}: {e}"))
-        };
-        set("tracing_cpumask", "2");
-        set("trace_clock", "mono");
-        set("buffer_size_kb", "8192");
-        set("events/sched/sched_waking/filter", "comm == \"cyclictest\"");
-        set(
-            "events/sched/sched_switch/filter",
-            "next_comm == \"cyclictest\"",
-        );
-        for event in [
-            "sched/sched_waking",
-            "sched/sched_switch",
-            "timer/hrtimer_start",
-            "syscalls/sys_enter_clock_nanosleep",
-        ] {
-            set(&format!("events/{event}/enable"), "1");
+                .unwrap_or_else(|e| panic!("witness: {file} <- {value}: {e}"));
         }
         witness
     }
 
-    /// The sleeps of the thread that slept most on CPU 1 (cyclictest's measuring
-    /// thread), after stopping the instance; fails if it overwrote any event.
-    fn samples(&self) -> Vec<Sleep> {
+    /// Its `trace` text, after stopping it; fails if it overwrote any event.
+    fn trace(&self) -> String {
         std::fs::write(self.0.join("tracing_on"), "0").unwrap();
         let stats = std::fs::read_to_string(self.0.join("per_cpu/cpu1/stats")).unwrap();
         assert!(
             stats.contains("\noverrun: 0\n"),
             "the witness lost events:\n{stats}"
         );
-        let trace = std::fs::read_to_string(self.0.join("trace")).unwrap();
+        std::fs::read_to_string(self.0.join("trace")).unwrap()
+    }
+}
+
+impl Drop for Witness {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0.join("tracing_on"), "0");
+        let _ = std::fs::write(self.0.join("events/enable"), "0");
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A witness beside the recorder: cyclictest's sleeps (`clock_nanosleep`, its timer's
+/// `hrtimer_start`, the `sched_waking` that ends it, its switch-in).
+struct SleepWitness(Witness);
+
+impl SleepWitness {
+    fn start() -> SleepWitness {
+        SleepWitness(Witness::start(
+            "witness",
+            &[
+                ("events/sched/sched_waking/filter", "comm == \"cyclictest\""),
+                (
+                    "events/sched/sched_switch/filter",
+                    "next_comm == \"cyclictest\"",
+                ),
+                ("events/sched/sched_waking/enable", "1"),
+                ("events/sched/sched_switch/enable", "1"),
+                ("events/timer/hrtimer_start/enable", "1"),
+                ("events/syscalls/sys_enter_clock_nanosleep/enable", "1"),
+            ],
+        ))
+    }
+
+    /// The sleeps of the thread that slept most on CPU 1 (cyclictest's measuring
+    /// thread), after stopping the instance; fails if it overwrote any event.
+    fn samples(&self) -> Vec<Sleep> {
+        let trace = self.0.trace();
         // Per thread: the sleep it is in, its next sleep's start still to come.
         let mut open: std::collections::HashMap<u32, Sleep> = Default::default();
         let mut sleeps: std::collections::HashMap<u32, Vec<Sleep>> = Default::default();
@@ -1601,14 +1626,6 @@ impl SleepWitness {
             .into_values()
             .max_by_key(Vec::len)
             .unwrap_or_default()
-    }
-}
-
-impl Drop for SleepWitness {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.0.join("tracing_on"), "0");
-        let _ = std::fs::write(self.0.join("events/enable"), "0");
-        let _ = std::fs::remove_dir(&self.0);
     }
 }
 
@@ -1831,46 +1848,21 @@ fn capture_switches(report: &str) -> Vec<Switch> {
         .collect()
 }
 
-/// A tracefs instance of the test's own recording every context switch on CPU 1, as the
-/// kernel's sched_switch event reports it; removed on drop.
-struct SwitchWitness(PathBuf);
+/// A witness of every context switch on CPU 1, as the kernel's sched_switch event
+/// reports it.
+struct SwitchWitness(Witness);
 
 impl SwitchWitness {
     fn start() -> SwitchWitness {
-        let dir = Path::new(TRACEFS)
-            .join("instances")
-            .join(format!("rtwhy-test-switches-{}", std::process::id()));
-        std::fs::create_dir(&dir).expect("witness instance");
-        let witness = SwitchWitness(dir);
-        for (file, value) in [
-            ("tracing_cpumask", "2"),
-            ("trace_clock", "mono"),
-            ("buffer_size_kb", "8192"),
-            ("events/sched/sched_switch/enable", "1"),
-        ] {
-            std::fs::write(witness.0.join(file), value)
-                .unwrap_or_else(|e| panic!("witness: {file} <- {value}: {e}"));
-        }
-        witness
+        SwitchWitness(Witness::start(
+            "switches",
+            &[("events/sched/sched_switch/enable", "1")],
+        ))
     }
 
     /// Every switch it saw, after stopping it; fails if it overwrote any.
     fn switches(&self) -> Vec<Switch> {
-        std::fs::write(self.0.join("tracing_on"), "0").unwrap();
-        let stats = std::fs::read_to_string(self.0.join("per_cpu/cpu1/stats")).unwrap();
-        assert!(
-            stats.contains("\noverrun: 0\n"),
-            "the witness lost events:\n{stats}"
-        );
-        witness_switches(&std::fs::read_to_string(self.0.join("trace")).unwrap())
-    }
-}
-
-impl Drop for SwitchWitness {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.0.join("tracing_on"), "0");
-        let _ = std::fs::write(self.0.join("events/enable"), "0");
-        let _ = std::fs::remove_dir(&self.0);
+        witness_switches(&self.0.trace())
     }
 }
 
