@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rtwhy_decode::endian::Endian;
 use rtwhy_decode::meta::{MetaSources, TraceMeta};
-use rtwhy_decode::page::{PageReader, PageWriter};
+use rtwhy_decode::page::{PageEvent, PageHeader, PageReader, PageWriter};
 use rtwhy_decode::symbols::LazyText;
 use rtwhy_decode::tracedat::{TraceDatWriter, TraceFile};
 
@@ -263,25 +263,23 @@ impl CaptureLayout {
         let mut writer = PageWriter::new(self.meta.endian, self.meta.header_page, self.page_size);
         let mut out = Vec::new();
         let mut payload = Vec::new();
-        let pages: Vec<&[u8]> = data
+        // Each page that overlaps the window, read once: its header and its events.
+        let pages: Vec<(&[u8], PageHeader, Vec<PageEvent>)> = data
             .chunks_exact(self.page_size)
-            .filter(|p| {
-                PageReader::new(p, &self.meta.header_page, self.meta.endian).is_ok_and(|mut r| {
-                    let mut ends = (None, 0);
-                    while let Ok(Some(ev)) = r.next_event() {
-                        ends.0.get_or_insert(ev.ts);
-                        ends.1 = ev.ts;
-                    }
-                    ends.0.is_some_and(|f| f <= to) && ends.1 >= from
-                })
+            .filter_map(|page| {
+                let mut r = PageReader::new(page, &self.meta.header_page, self.meta.endian).ok()?;
+                let mut evs = Vec::new();
+                while let Ok(Some(ev)) = r.next_event() {
+                    evs.push(ev);
+                }
+                let overlaps = evs.first()?.ts <= to && evs.last()?.ts >= from;
+                overlaps.then(|| (page, r.header(), evs))
             })
             .collect();
         // The flight buffer's own first page after an overwrite carries the mark.
-        let flight_since = pages.first().and_then(|p| {
-            let r = PageReader::new(p, &self.meta.header_page, self.meta.endian).ok()?;
-            r.header().missed?;
-            Some(r.header().base_ts)
-        });
+        let flight_since = pages
+            .first()
+            .and_then(|(_, h, _)| h.missed.map(|_| h.base_ts));
         let since = sched.since.max(flight_since).unwrap_or(0);
         if since > 0 {
             writer.after_loss();
@@ -303,22 +301,14 @@ impl CaptureLayout {
             last = last.max(ts);
             events += 1;
         };
-        for page in pages {
-            let Ok(mut r) = PageReader::new(page, &self.meta.header_page, self.meta.endian) else {
-                continue;
-            };
-            let mut evs = Vec::new();
-            while let Ok(Some(ev)) = r.next_event() {
-                if ev.ts >= since {
-                    evs.push(ev);
-                }
-            }
+        for (page, header, mut evs) in pages {
+            evs.retain(|ev| ev.ts >= since);
             if evs.is_empty() {
                 continue;
             }
-            if r.header().missed.is_some() {
+            if header.missed.is_some() {
                 sum.pages_after_loss += 1;
-                if r.header().base_ts > since {
+                if header.base_ts > since {
                     if let Some(page) = writer.after_loss() {
                         out.extend_from_slice(&page);
                     }

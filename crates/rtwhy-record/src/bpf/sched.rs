@@ -183,9 +183,13 @@ impl SchedLog {
         let ring = SCHED_REC_SIZE * self.slots as usize;
         let mut copies = Vec::with_capacity(self.cpus);
         for cpu in 0..self.cpus {
-            let mut buf = vec![0u8; ring];
-            if !self.memory.copy_out(cpu * ring, &mut buf) {
-                buf.clear();
+            // A CPU never recorded (head 0: a CPU left out by --cpus) has nothing to copy.
+            let mut buf = Vec::new();
+            if before.get(cpu).is_some_and(|&h| h > 0) {
+                buf.resize(ring, 0);
+                if !self.memory.copy_out(cpu * ring, &mut buf) {
+                    buf.clear();
+                }
             }
             copies.push(buf);
         }
