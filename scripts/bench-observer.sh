@@ -124,16 +124,7 @@ say() { printf '[%4ds] %s\n' "$SECONDS" "$*" >&2; }
 
 say "reading rtwhy's default preset from a short session"
 timeout 30 "$RTWHY" record -t 100us --out "$RAW/warmup" -- sleep 0.3 > "$RAW/warmup.out" 2>&1
-# The events rtwhy records: its instance's, and the context switches and wake-ups where
-# its BPF programs keep them instead (session.armed.sched_events, docs/recording.md), as
-# a tracefs recorder would need them.
-EVENTS=$(python3 -c '
-import json, sys
-armed = json.load(open(sys.argv[1]))["session"]["armed"]
-events = armed["events"]
-if armed.get("sched_events") == "bpf":
-    events = ["sched:sched_switch", "sched:sched_waking"] + events
-print(" ".join(events))' "$RAW/warmup/session.json")
+EVENTS=$("$ROOT/scripts/recorded-events.py" "$RAW/warmup/session.json")
 EVENTS_SYS= EVENTS_NOSYS= EVENTS_SCHED= EVENTS_NOSCHED=
 for e in $EVENTS; do
     case $e in syscalls:*) EVENTS_SYS="$EVENTS_SYS $e" ;; *) EVENTS_NOSYS="$EVENTS_NOSYS $e" ;; esac

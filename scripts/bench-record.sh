@@ -195,16 +195,7 @@ say() { printf '[%3ds] %s\n' $((SECONDS - T0)) "$*" >&2; }
 # rtwhy's event list: from a short session of its own.
 say "reading rtwhy's default preset from a short session"
 run 30 warmup "$RTWHY" record -t 100us --out "$RAW/warmup" --duration 3600s -- sleep 0.3
-# The events rtwhy records: its instance's, and the context switches and wake-ups where
-# its BPF programs keep them instead (session.armed.sched_events, docs/recording.md), as
-# a tracefs recorder would need them.
-EVENTS=$(python3 -c '
-import json, sys
-armed = json.load(open(sys.argv[1]))["session"]["armed"]
-events = armed["events"]
-if armed.get("sched_events") == "bpf":
-    events = ["sched:sched_switch", "sched:sched_waking"] + events
-print(" ".join(events))' "$RAW/warmup/session.json")
+EVENTS=$("$ROOT/scripts/recorded-events.py" "$RAW/warmup/session.json")
 say "events: $EVENTS"
 
 plain_on() {
